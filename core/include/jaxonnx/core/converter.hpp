@@ -1,0 +1,46 @@
+// The conversion pipeline: ClosedJaxpr -> IR (through the plugins) -> passes
+// -> ONNX bytes.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "jaxonnx/core/ir.hpp"
+#include "jaxonnx/core/jaxpr.hpp"
+#include "jaxonnx/core/plugin_host.hpp"
+
+namespace jaxonnx {
+
+constexpr int64_t kMinOpset = 18;
+
+struct ConvertOptions {
+  int64_t opset = 23;
+  std::string model_name = "jax_model";
+  std::vector<std::string> input_names;   // default in_0, in_1, ...
+  std::vector<std::string> output_names;  // default out_0, out_1, ...
+  // Turns an Eqn::source handle into "file:line (function)"; may be empty.
+  std::function<std::string(int64_t)> describe_source;
+  std::string producer_version;
+};
+
+// Lowers every equation through the plugin that claims its primitive.
+// Throws ConversionError with a complete message on any failure.
+ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
+                      const ConvertOptions& options);
+
+// Removes nodes no graph output depends on, and unused initializers.
+void prune(ir::Graph& graph);
+
+// Serializes to an ONNX ModelProto (IR version 10).
+std::string export_onnx(const ir::Model& model);
+
+// lower_to_ir, prune, export_onnx.
+std::string convert(const ClosedJaxpr& program, const Registry& registry,
+                    const ConvertOptions& options);
+
+// Runs a primitive's abstract-eval callback: avals in, avals out.
+std::vector<Aval> abstract_eval(const PrimitiveInfo& primitive, const std::vector<Aval>& inputs,
+                                const Param& params);
+
+}  // namespace jaxonnx

@@ -1,0 +1,69 @@
+// The in-memory ONNX IR the lowering builds and the exporter serializes.
+// Values are referenced by index; names are fixed when values are made.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jaxonnx/core/types.hpp"
+
+namespace jaxonnx::ir {
+
+using ValueId = int64_t;
+constexpr ValueId kNoValue = -1;
+
+struct Value {
+  std::string name;
+  bool has_type = false;
+  Aval type;
+};
+
+struct Attribute {
+  std::string name;
+  int32_t type = 0;  // JXO_ATTR_*
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::vector<std::string> strings;
+  std::shared_ptr<const Tensor> tensor;
+};
+
+struct Node {
+  std::string name, op_type, domain;
+  std::vector<ValueId> inputs;  // kNoValue for a skipped optional input
+  std::vector<ValueId> outputs;
+  std::vector<Attribute> attrs;
+};
+
+struct Initializer {
+  ValueId value;
+  std::shared_ptr<const Tensor> tensor;
+};
+
+struct Graph {
+  std::string name;
+  std::deque<Value> values;  // a deque: Value addresses stay valid as values are added
+  std::vector<Node> nodes;
+  std::vector<ValueId> inputs, outputs;
+  std::vector<Initializer> initializers;
+
+  ValueId add_value(std::string name) {
+    values.push_back(Value{std::move(name), false, {}});
+    return static_cast<ValueId>(values.size() - 1);
+  }
+};
+
+struct Model {
+  Graph graph;
+  int64_t opset = 23;
+  std::map<std::string, int64_t> domain_opsets;  // custom domains used
+  std::string producer_version;
+};
+
+}  // namespace jaxonnx::ir

@@ -1,0 +1,292 @@
+// The jxo_api table: the host functions plugins call. Each one converts and
+// forwards to the Converter; nothing thrown here may cross into a plugin.
+#include <cstring>
+
+#include "lowering.hpp"
+
+namespace jaxonnx {
+namespace {
+
+std::string str(jxo_str s) { return s.size ? std::string(s.data, s.size) : std::string(); }
+jxo_str view(const std::string& s) { return jxo_str{s.data(), s.size()}; }
+
+jxo_status* fail(std::string msg) { return new jxo_status{std::move(msg)}; }
+
+// Runs `body`, turning any exception into a status.
+template <typename F>
+jxo_status* guarded(F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  } catch (...) {
+    return fail("unknown error in the jaxonnx host");
+  }
+}
+
+const Param* P(const jxo_param* p) { return reinterpret_cast<const Param*>(p); }
+const jxo_param* C(const Param* p) { return reinterpret_cast<const jxo_param*>(p); }
+const ClosedJaxpr* J(const jxo_jaxpr* j) { return reinterpret_cast<const ClosedJaxpr*>(j); }
+
+bool valid_value(const jxo_lowering* ctx, jxo_value v) {
+  return v >= 0 && static_cast<size_t>(v) < ctx->conv->model.graph.values.size();
+}
+
+// -- status
+jxo_status* status_create(jxo_str message) { return fail(str(message)); }
+jxo_str status_message(const jxo_status* s) { return s ? view(s->message) : jxo_str{nullptr, 0}; }
+void status_release(jxo_status* s) { delete s; }
+
+// -- the equation
+jxo_str primitive(const jxo_lowering* ctx) { return view(ctx->eqn->primitive); }
+size_t num_inputs(const jxo_lowering* ctx) { return ctx->eqn->inputs.size(); }
+size_t num_outputs(const jxo_lowering* ctx) { return ctx->eqn->outputs.size(); }
+const jxo_aval* input_aval(const jxo_lowering* ctx, size_t i) {
+  return i < ctx->eqn->inputs.size() ? ctx->eqn->inputs[i].aval.c() : nullptr;
+}
+const jxo_aval* output_aval(const jxo_lowering* ctx, size_t i) {
+  return i < ctx->eqn->outputs.size() ? ctx->eqn->outputs[i].aval.c() : nullptr;
+}
+const jxo_param* params(const jxo_lowering* ctx) { return C(&ctx->eqn->params); }
+const jxo_tensor* input_literal(const jxo_lowering* ctx, size_t i) {
+  if (i >= ctx->eqn->inputs.size() || !ctx->eqn->inputs[i].is_literal()) return nullptr;
+  return ctx->eqn->inputs[i].literal->c();
+}
+
+jxo_status* input(jxo_lowering* ctx, size_t i, jxo_value* out) {
+  return guarded([&]() -> jxo_status* {
+    if (i >= ctx->eqn->inputs.size())
+      return fail("input " + std::to_string(i) + " out of range (the equation has " +
+                  std::to_string(ctx->eqn->inputs.size()) + ")");
+    ir::ValueId v = ctx->conv->atom_value(ctx->eqn->inputs[i], *ctx->scope);
+    if (v == ir::kNoValue) return fail("input " + std::to_string(i) + " has no value");
+    *out = v;
+    return nullptr;
+  });
+}
+
+jxo_status* bind_output(jxo_lowering* ctx, size_t i, jxo_value v) {
+  return guarded([&]() -> jxo_status* {
+    if (i >= ctx->eqn->outputs.size())
+      return fail("output " + std::to_string(i) + " out of range (the equation has " +
+                  std::to_string(ctx->eqn->outputs.size()) + ")");
+    if (!valid_value(ctx, v)) return fail("bind_output got an invalid value handle");
+    const Atom& out = ctx->eqn->outputs[i];
+    ir::Value& value = ctx->conv->model.graph.values[v];
+    if (value.has_type && value.type.dtype != out.aval.dtype)
+      return fail("output " + std::to_string(i) + " was bound to a " +
+                  dtype_name(value.type.dtype) + " value, but JAX's output is " + out.aval.str());
+    if (!value.has_type) {
+      value.has_type = true;
+      value.type = out.aval;
+    }
+    if (!out.dropped) ctx->scope->env[out.var] = v;
+    return nullptr;
+  });
+}
+
+// -- the IR
+ir::Attribute to_attribute(const jxo_attr& a) {
+  ir::Attribute out;
+  out.name = str(a.name);
+  out.type = a.type;
+  switch (a.type) {
+    case JXO_ATTR_INT: out.i = a.i; break;
+    case JXO_ATTR_FLOAT: out.f = a.f; break;
+    case JXO_ATTR_STRING: out.s = str(a.s); break;
+    case JXO_ATTR_INTS: out.ints.assign(a.ints, a.ints + a.count); break;
+    case JXO_ATTR_FLOATS: out.floats.assign(a.floats, a.floats + a.count); break;
+    case JXO_ATTR_STRINGS:
+      for (size_t k = 0; k < a.count; ++k) out.strings.push_back(str(a.strings[k]));
+      break;
+    case JXO_ATTR_TENSOR: {
+      if (!a.tensor) throw std::runtime_error("tensor attribute '" + out.name + "' has no tensor");
+      const jxo_tensor& t = *a.tensor;
+      out.tensor = Tensor::copy_of(t.dtype, std::vector<int64_t>(t.dims, t.dims + t.rank), t.data,
+                                   t.nbytes);
+      break;
+    }
+    default:
+      throw std::runtime_error("attribute '" + out.name + "' has unknown type " +
+                               std::to_string(a.type));
+  }
+  return out;
+}
+
+jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* outputs) {
+  return guarded([&]() -> jxo_status* {
+    Converter& conv = *ctx->conv;
+    ir::Node n;
+    n.op_type = str(node->op_type);
+    if (n.op_type.empty()) return fail("emit_node: empty op_type");
+    n.domain = str(node->domain);
+    for (size_t k = 0; k < node->num_inputs; ++k) {
+      jxo_value v = node->inputs[k];
+      if (v != JXO_NO_VALUE && !valid_value(ctx, v))
+        return fail("emit_node(" + n.op_type + "): input " + std::to_string(k) +
+                    " is not a valid value handle");
+      n.inputs.push_back(v);
+    }
+    for (size_t k = 0; k < node->num_attrs; ++k) n.attrs.push_back(to_attribute(*node->attrs[k]));
+    for (size_t k = 0; k < node->num_outputs; ++k) {
+      const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;
+      Aval type;
+      if (t) type = Aval::from_c(*t);
+      ir::ValueId v = conv.new_value(ctx->eqn->primitive, t ? &type : nullptr);
+      n.outputs.push_back(v);
+      outputs[k] = v;
+    }
+    n.name = conv.unique_name(n.op_type);
+    if (!n.domain.empty()) {
+      int64_t& version = conv.model.domain_opsets[n.domain];
+      version = std::max<int64_t>(version, node->domain_version > 0 ? node->domain_version : 1);
+    }
+    conv.model.graph.nodes.push_back(std::move(n));
+    return nullptr;
+  });
+}
+
+jxo_status* constant(jxo_lowering* ctx, const jxo_tensor* t, jxo_value* out) {
+  return guarded([&]() -> jxo_status* {
+    size_t expected = dtype_size(t->dtype);
+    int64_t n = 1;
+    for (int64_t k = 0; k < t->rank; ++k) n *= t->dims[k];
+    if (expected == 0 || expected * static_cast<size_t>(n) != t->nbytes)
+      return fail("constant: " + std::to_string(t->nbytes) + " bytes do not fit a " +
+                  dtype_name(t->dtype) + " tensor of " + std::to_string(n) + " elements");
+    *out = ctx->conv->constant(
+        Tensor::copy_of(t->dtype, std::vector<int64_t>(t->dims, t->dims + t->rank), t->data,
+                        t->nbytes),
+        "const");
+    return nullptr;
+  });
+}
+
+const jxo_aval* value_aval(const jxo_lowering* ctx, jxo_value v) {
+  if (!valid_value(ctx, v)) return nullptr;
+  const ir::Value& value = ctx->conv->model.graph.values[v];
+  return value.has_type ? value.type.c() : nullptr;
+}
+
+jxo_status* symbol_origin(jxo_lowering* ctx, jxo_str symbol, jxo_value* value, int64_t* axis) {
+  return guarded([&]() -> jxo_status* {
+    std::string name = str(symbol);
+    auto it = ctx->conv->symbol_origins.find(name);
+    if (it == ctx->conv->symbol_origins.end())
+      return fail("symbolic dim '" + name + "' is not a whole dim of any graph input");
+    *value = it->second.first;
+    *axis = it->second.second;
+    return nullptr;
+  });
+}
+
+void memo_get(const jxo_lowering* ctx, jxo_str key, jxo_value* out) {
+  auto it = ctx->conv->memo.find(str(key));
+  *out = it == ctx->conv->memo.end() ? JXO_NO_VALUE : it->second;
+}
+void memo_put(jxo_lowering* ctx, jxo_str key, jxo_value v) { ctx->conv->memo[str(key)] = v; }
+
+jxo_status* lower_jaxpr(jxo_lowering* ctx, const jxo_jaxpr* j, const jxo_value* ins, size_t n_in,
+                        jxo_value* outs, size_t n_out) {
+  return guarded([&]() -> jxo_status* {
+    const ClosedJaxpr* cj = J(j);
+    if (!cj) return fail("lower_jaxpr: no jaxpr");
+    if (n_in != cj->jaxpr.invars.size() || n_out != cj->jaxpr.outvars.size())
+      return fail("lower_jaxpr: the jaxpr takes " + std::to_string(cj->jaxpr.invars.size()) +
+                  " inputs and gives " + std::to_string(cj->jaxpr.outvars.size()) +
+                  " outputs; got " + std::to_string(n_in) + " and " + std::to_string(n_out));
+    std::vector<ir::ValueId> in(ins, ins + n_in);
+    for (size_t k = 0; k < n_in; ++k)
+      if (!valid_value(ctx, in[k])) return fail("lower_jaxpr: input " + std::to_string(k) + " is not a valid value");
+    try {
+      std::vector<ir::ValueId> result = ctx->conv->lower_closed(*cj, in);
+      for (size_t k = 0; k < n_out; ++k) outs[k] = result[k];
+    } catch (const ConversionError& e) {
+      ctx->conv->pending = e;
+      return fail(e.what());
+    }
+    return nullptr;
+  });
+}
+
+int64_t opset(const jxo_lowering* ctx) { return ctx->conv->model.opset; }
+
+// -- params
+int32_t param_kind(const jxo_param* p) { return p ? P(p)->kind : JXO_PARAM_NONE; }
+int64_t param_int(const jxo_param* p) { return p ? P(p)->i : 0; }
+double param_float(const jxo_param* p) {
+  if (!p) return 0;
+  return P(p)->kind == JXO_PARAM_INT ? static_cast<double>(P(p)->i) : P(p)->f;
+}
+jxo_str param_string(const jxo_param* p) { return p ? view(P(p)->s) : jxo_str{nullptr, 0}; }
+size_t param_size(const jxo_param* p) { return p ? P(p)->items.size() : 0; }
+const jxo_param* param_at(const jxo_param* p, size_t i) {
+  return p && i < P(p)->items.size() ? C(&P(p)->items[i]) : nullptr;
+}
+jxo_str param_key(const jxo_param* p, size_t i) {
+  return p && i < P(p)->keys.size() ? view(P(p)->keys[i]) : jxo_str{nullptr, 0};
+}
+const jxo_param* param_field(const jxo_param* p, jxo_str key) {
+  return p ? C(P(p)->field(std::string_view(key.data ? key.data : "", key.size))) : nullptr;
+}
+const jxo_jaxpr* param_jaxpr(const jxo_param* p) {
+  return p && P(p)->jaxpr ? reinterpret_cast<const jxo_jaxpr*>(P(p)->jaxpr.get()) : nullptr;
+}
+size_t jaxpr_num_inputs(const jxo_jaxpr* j) { return j ? J(j)->jaxpr.invars.size() : 0; }
+size_t jaxpr_num_outputs(const jxo_jaxpr* j) { return j ? J(j)->jaxpr.outvars.size() : 0; }
+
+// -- abstract eval
+size_t ae_num_inputs(const jxo_abstract_eval* ctx) { return ctx->inputs->size(); }
+const jxo_aval* ae_input_aval(const jxo_abstract_eval* ctx, size_t i) {
+  return i < ctx->inputs->size() ? (*ctx->inputs)[i].c() : nullptr;
+}
+const jxo_param* ae_params(const jxo_abstract_eval* ctx) { return C(ctx->params); }
+jxo_status* ae_add_output(jxo_abstract_eval* ctx, const jxo_aval* aval) {
+  return guarded([&]() -> jxo_status* {
+    if (!aval) return fail("ae_add_output: no aval");
+    ctx->outputs.push_back(Aval::from_c(*aval));
+    return nullptr;
+  });
+}
+
+const jxo_api kApi = {
+    sizeof(jxo_api), JXO_ABI_MINOR,
+    status_create, status_message, status_release,
+    primitive, num_inputs, num_outputs, input_aval, output_aval, params, input_literal, input,
+    bind_output,
+    emit_node, constant, value_aval, symbol_origin, memo_get, memo_put, lower_jaxpr, opset,
+    param_kind, param_int, param_float, param_string, param_size, param_at, param_key,
+    param_field, param_jaxpr, jaxpr_num_inputs, jaxpr_num_outputs,
+    ae_num_inputs, ae_input_aval, ae_params, ae_add_output,
+};
+
+const jxo_api* get_api(uint32_t minor) { return minor <= JXO_ABI_MINOR ? &kApi : nullptr; }
+
+const char kHostVersion[] = "jaxonnx host ABI 1";
+const jxo_host kHost = {sizeof(jxo_host), JXO_ABI_MAJOR, get_api,
+                        {kHostVersion, sizeof(kHostVersion) - 1}};
+
+}  // namespace
+
+const jxo_api* host_api() { return &kApi; }
+const jxo_host* host_info() { return &kHost; }
+
+std::vector<Aval> abstract_eval(const PrimitiveInfo& prim, const std::vector<Aval>& inputs,
+                                const Param& params) {
+  if (!prim.abstract_eval)
+    throw ConversionError("plugin '" + prim.plugin->name + "' declares no abstract eval for '" +
+                          prim.name + "'");
+  jxo_abstract_eval ctx{&inputs, &params, {}};
+  jxo_status* status = prim.abstract_eval(&kApi, &ctx, prim.user_data);
+  if (status) {
+    std::string msg = status->message;
+    delete status;
+    std::string avals;
+    for (size_t i = 0; i < inputs.size(); ++i) avals += (i ? ", " : "") + inputs[i].str();
+    throw ConversionError("plugin '" + prim.plugin->name + "' failed the abstract eval of '" +
+                          prim.name + "' (inputs: " + avals + "): " + msg);
+  }
+  return std::move(ctx.outputs);
+}
+
+}  // namespace jaxonnx

@@ -1,0 +1,236 @@
+// The lowering driver: walks a closed jaxpr and hands each equation to the
+// plugin that claims its primitive, with guardrails around every call.
+#include "lowering.hpp"
+
+#include <cctype>
+#include <cstdint>
+
+namespace jaxonnx {
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+std::string join_avals(const std::vector<Atom>& atoms) {
+  std::string s;
+  for (size_t i = 0; i < atoms.size(); ++i) s += (i ? ", " : "") + atoms[i].aval.str();
+  return s.empty() ? "none" : s;
+}
+
+std::string literal_key(const Tensor& t) {
+  std::string key(reinterpret_cast<const char*>(&t.dtype), sizeof(t.dtype));
+  for (int64_t d : t.dims) key.append(reinterpret_cast<const char*>(&d), sizeof(d));
+  key += '|';
+  key.append(static_cast<const char*>(t.data), t.nbytes);
+  return key;
+}
+
+}  // namespace
+
+Converter::Converter(const Registry& registry, const ConvertOptions& options)
+    : registry_(registry), options_(options) {}
+
+std::string Converter::unique_name(const std::string& hint) {
+  int64_t& n = name_counts_[hint];
+  return n++ == 0 ? hint : hint + "_" + std::to_string(n - 1);
+}
+
+ir::ValueId Converter::new_value(const std::string& hint, const Aval* type) {
+  ir::ValueId v = model.graph.add_value(unique_name(hint));
+  if (type && type->dtype != JXO_DTYPE_UNDEFINED) {
+    model.graph.values[v].has_type = true;
+    model.graph.values[v].type = *type;
+  }
+  return v;
+}
+
+ir::ValueId Converter::constant(std::shared_ptr<const Tensor> tensor, const std::string& hint) {
+  std::vector<Dim> dims;
+  for (int64_t d : tensor->dims) dims.push_back(Dim{d, {}});
+  Aval type(tensor->dtype, std::move(dims));
+  ir::ValueId v = new_value(hint, &type);
+  model.graph.initializers.push_back({v, std::move(tensor)});
+  return v;
+}
+
+ir::ValueId Converter::atom_value(const Atom& atom, const Scope& scope) {
+  if (atom.is_literal()) {
+    std::string key = literal_key(*atom.literal);
+    auto it = literal_cache_.find(key);
+    if (it != literal_cache_.end()) return it->second;
+    ir::ValueId v = constant(atom.literal, "literal");
+    literal_cache_.emplace(std::move(key), v);
+    return v;
+  }
+  auto it = scope.env.find(atom.var);
+  return it == scope.env.end() ? ir::kNoValue : it->second;
+}
+
+std::string Converter::describe(const Eqn& eqn) const {
+  std::string s = "(inputs: " + join_avals(eqn.inputs) + ")";
+  if (options_.describe_source && eqn.source >= 0) {
+    try {
+      std::string where = options_.describe_source(eqn.source);
+      if (!where.empty()) s += " at " + where;
+    } catch (...) {
+      // A source line is a courtesy; never let it hide the real error.
+    }
+  }
+  return s;
+}
+
+void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
+  const PrimitiveInfo* prim = registry_.find(eqn.primitive);
+  if (!prim) {
+    std::string dirs;
+    for (const std::string& d : registry_.dirs()) dirs += "\n    " + d;
+    std::string skipped;
+    for (const Diagnostic& d : registry_.diagnostics())
+      skipped += "\n    " + d.path + ": " + d.reason;
+    throw ConversionError("no plugin lowers the JAX primitive '" + eqn.primitive + "' " +
+                          describe(eqn) + ".\n  Plugin folders searched:" +
+                          (dirs.empty() ? std::string(" none") : dirs) +
+                          (skipped.empty() ? "" : "\n  Files skipped:" + skipped) +
+                          "\n  Add a plugin that claims '" + eqn.primitive +
+                          "' to one of these folders, JAXONNX_PLUGIN_PATH or plugin_dirs=.");
+  }
+  const LoadedPlugin& plugin = *prim->plugin;
+  for (size_t i = 0; i < eqn.inputs.size(); ++i)
+    if (!eqn.inputs[i].is_literal() && atom_value(eqn.inputs[i], scope) == ir::kNoValue)
+      throw ConversionError("internal error: input " + std::to_string(i) + " of '" +
+                            eqn.primitive + "' " + describe(eqn) + " has no value before lowering");
+
+  jxo_lowering frame{this, &scope, &eqn, prim};
+  jxo_status* status = prim->lower(host_api(), &frame, prim->user_data);
+  if (status) {
+    std::string msg = status->message;
+    delete status;
+    if (pending) {
+      ConversionError inner = *pending;
+      pending.reset();
+      throw inner;
+    }
+    throw ConversionError("plugin '" + plugin.name + "' failed to lower '" + eqn.primitive + "' " +
+                          describe(eqn) + ": " + msg);
+  }
+  pending.reset();
+  for (size_t i = 0; i < eqn.outputs.size(); ++i) {
+    const Atom& out = eqn.outputs[i];
+    if (!out.dropped && scope.env.find(out.var) == scope.env.end())
+      throw ConversionError("plugin '" + plugin.name + "' lowered '" + eqn.primitive + "' " +
+                            describe(eqn) + " but left output " + std::to_string(i) + " (" +
+                            out.aval.str() + ") unbound; a lowering must bind every output");
+  }
+}
+
+std::vector<ir::ValueId> Converter::lower_closed(const ClosedJaxpr& j,
+                                                 const std::vector<ir::ValueId>& ins) {
+  Scope scope;
+  for (size_t i = 0; i < j.jaxpr.invars.size(); ++i) scope.env[j.jaxpr.invars[i].var] = ins[i];
+  for (size_t i = 0; i < j.jaxpr.constvars.size(); ++i) {
+    const Tensor* key = j.consts[i].get();
+    auto it = const_cache_.find(key);
+    ir::ValueId v = it != const_cache_.end() ? it->second : constant(j.consts[i], "const");
+    const_cache_[key] = v;
+    scope.env[j.jaxpr.constvars[i].var] = v;
+  }
+  for (const Eqn& eqn : j.jaxpr.eqns) lower_eqn(eqn, scope);
+  std::vector<ir::ValueId> outs;
+  for (const Atom& a : j.jaxpr.outvars) outs.push_back(atom_value(a, scope));
+  return outs;
+}
+
+ir::Model Converter::run(const ClosedJaxpr& program) {
+  const Jaxpr& jaxpr = program.jaxpr;
+  model.opset = options_.opset;
+  model.graph.name = options_.model_name;
+  model.producer_version = options_.producer_version;
+  if (options_.opset < kMinOpset)
+    throw ConversionError("opset " + std::to_string(options_.opset) +
+                          " is not supported; jaxonnx emits opset " + std::to_string(kMinOpset) +
+                          " or newer");
+
+  auto name_of = [](const std::vector<std::string>& names, size_t i, const char* prefix) {
+    return i < names.size() && !names[i].empty() ? names[i] : prefix + std::to_string(i);
+  };
+  // Reserve the interface names so no intermediate value takes one.
+  std::vector<std::string> in_names;
+  for (size_t i = 0; i < jaxpr.invars.size(); ++i)
+    in_names.push_back(unique_name(name_of(options_.input_names, i, "in_")));
+  for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
+    output_names_.push_back(unique_name(name_of(options_.output_names, i, "out_")));
+
+  std::vector<ir::ValueId> ins;
+  for (size_t i = 0; i < jaxpr.invars.size(); ++i) {
+    const Aval& aval = jaxpr.invars[i].aval;
+    ir::ValueId v = model.graph.add_value(in_names[i]);
+    model.graph.values[v].has_type = true;
+    model.graph.values[v].type = aval;
+    model.graph.inputs.push_back(v);
+    ins.push_back(v);
+    for (size_t axis = 0; axis < aval.dims.size(); ++axis)
+      if (is_identifier(aval.dims[axis].symbol))
+        symbol_origins.emplace(aval.dims[axis].symbol,
+                               std::make_pair(v, static_cast<int64_t>(axis)));
+  }
+
+  Scope scope;
+  for (size_t i = 0; i < jaxpr.invars.size(); ++i) scope.env[jaxpr.invars[i].var] = ins[i];
+  for (size_t i = 0; i < jaxpr.constvars.size(); ++i)
+    scope.env[jaxpr.constvars[i].var] = constant(program.consts[i], "const");
+  for (const Eqn& eqn : jaxpr.eqns) lower_eqn(eqn, scope);
+  bind_outputs(jaxpr, scope);
+  return std::move(model);
+}
+
+// Each graph output must be a distinct value made by a node. An output that is
+// an input, a constant, or a repeat goes through the plugin that lowers JAX's
+// own `copy` primitive, so the core stays free of op names.
+void Converter::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
+  std::vector<bool> is_fixed(model.graph.values.size(), false);
+  for (ir::ValueId v : model.graph.inputs) is_fixed[v] = true;
+  for (const ir::Initializer& init : model.graph.initializers) is_fixed[init.value] = true;
+  for (size_t i = 0; i < jaxpr.outvars.size(); ++i) {
+    const Atom& out = jaxpr.outvars[i];
+    ir::ValueId v = atom_value(out, scope);
+    bool taken = static_cast<size_t>(v) < is_fixed.size() && is_fixed[v];
+    if (out.is_literal() || taken) {
+      Eqn copy;
+      copy.primitive = "copy";
+      copy.inputs = {out};
+      Atom fresh;
+      fresh.var = INT64_MAX - static_cast<int64_t>(i);  // beyond any imported var id
+      fresh.aval = out.aval;
+      copy.outputs = {fresh};
+      copy.params.kind = JXO_PARAM_RECORD;
+      lower_eqn(copy, scope);
+      v = scope.env[fresh.var];
+    }
+    if (static_cast<size_t>(v) >= is_fixed.size()) is_fixed.resize(v + 1, false);
+    is_fixed[v] = true;
+    ir::Value& value = model.graph.values[v];
+    value.name = output_names_[i];
+    value.has_type = true;
+    value.type = out.aval;  // JAX's aval is the contract for outputs
+    model.graph.outputs.push_back(v);
+  }
+}
+
+ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
+                      const ConvertOptions& options) {
+  Converter conv(registry, options);
+  return conv.run(program);
+}
+
+std::string convert(const ClosedJaxpr& program, const Registry& registry,
+                    const ConvertOptions& options) {
+  ir::Model model = lower_to_ir(program, registry, options);
+  prune(model.graph);
+  return export_onnx(model);
+}
+
+}  // namespace jaxonnx

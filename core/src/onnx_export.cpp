@@ -1,0 +1,95 @@
+// IR -> onnx.ModelProto bytes (IR version 10). Output order follows the IR,
+// so the same IR always gives the same bytes.
+#include <set>
+
+#include "jaxonnx/core/converter.hpp"
+#include "jaxonnx/core/error.hpp"
+#include "onnx.pb.h"
+
+namespace jaxonnx {
+namespace {
+
+constexpr int64_t kIrVersion = 10;
+
+void set_type(onnx::ValueInfoProto* vi, const ir::Value& v) {
+  vi->set_name(v.name);
+  if (!v.has_type) return;
+  onnx::TypeProto_Tensor* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(v.type.dtype);
+  if (!v.type.known_rank) return;
+  onnx::TensorShapeProto* shape = tt->mutable_shape();
+  for (const Dim& d : v.type.dims) {
+    onnx::TensorShapeProto_Dimension* dim = shape->add_dim();
+    if (d.is_static()) dim->set_dim_value(d.value);
+    else dim->set_dim_param(d.symbol);
+  }
+}
+
+void set_tensor(onnx::TensorProto* t, const Tensor& src, const std::string& name) {
+  if (!name.empty()) t->set_name(name);
+  t->set_data_type(src.dtype);
+  for (int64_t d : src.dims) t->add_dims(d);
+  t->set_raw_data(src.data, src.nbytes);
+}
+
+void set_attribute(onnx::AttributeProto* a, const ir::Attribute& src) {
+  a->set_name(src.name);
+  a->set_type(static_cast<onnx::AttributeProto_AttributeType>(src.type));
+  switch (src.type) {
+    case JXO_ATTR_INT: a->set_i(src.i); break;
+    case JXO_ATTR_FLOAT: a->set_f(static_cast<float>(src.f)); break;
+    case JXO_ATTR_STRING: a->set_s(src.s); break;
+    case JXO_ATTR_INTS: for (int64_t v : src.ints) a->add_ints(v); break;
+    case JXO_ATTR_FLOATS: for (double v : src.floats) a->add_floats(static_cast<float>(v)); break;
+    case JXO_ATTR_STRINGS: for (const std::string& v : src.strings) a->add_strings(v); break;
+    case JXO_ATTR_TENSOR: set_tensor(a->mutable_t(), *src.tensor, ""); break;
+    default: throw ConversionError("attribute '" + src.name + "' has an unknown type");
+  }
+}
+
+}  // namespace
+
+std::string export_onnx(const ir::Model& model) {
+  const ir::Graph& g = model.graph;
+  onnx::ModelProto m;
+  m.set_ir_version(kIrVersion);
+  m.set_producer_name("jaxonnx");
+  m.set_producer_version(model.producer_version);
+  onnx::OperatorSetIdProto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(model.opset);
+  for (const auto& [domain, version] : model.domain_opsets) {
+    onnx::OperatorSetIdProto* d = m.add_opset_import();
+    d->set_domain(domain);
+    d->set_version(version);
+  }
+
+  onnx::GraphProto* graph = m.mutable_graph();
+  graph->set_name(g.name);
+  for (ir::ValueId v : g.inputs) set_type(graph->add_input(), g.values[v]);
+  for (ir::ValueId v : g.outputs) set_type(graph->add_output(), g.values[v]);
+  for (const ir::Initializer& init : g.initializers)
+    set_tensor(graph->add_initializer(), *init.tensor, g.values[init.value].name);
+
+  std::set<ir::ValueId> interface(g.outputs.begin(), g.outputs.end());
+  for (const ir::Node& n : g.nodes) {
+    onnx::NodeProto* node = graph->add_node();
+    node->set_name(n.name);
+    node->set_op_type(n.op_type);
+    if (!n.domain.empty()) node->set_domain(n.domain);
+    for (ir::ValueId v : n.inputs) node->add_input(v == ir::kNoValue ? "" : g.values[v].name);
+    for (ir::ValueId v : n.outputs) node->add_output(g.values[v].name);
+    for (const ir::Attribute& a : n.attrs) set_attribute(node->add_attribute(), a);
+  }
+  // Intermediate types, in node order.
+  for (const ir::Node& n : g.nodes)
+    for (ir::ValueId v : n.outputs)
+      if (g.values[v].has_type && !interface.count(v)) set_type(graph->add_value_info(), g.values[v]);
+
+  std::string bytes;
+  if (!m.SerializeToString(&bytes))
+    throw ConversionError("serializing the ONNX model failed (is it over 2 GB?)");
+  return bytes;
+}
+
+}  // namespace jaxonnx

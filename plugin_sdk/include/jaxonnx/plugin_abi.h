@@ -1,0 +1,310 @@
+/*
+ * jaxonnx plugin ABI — the only contract between the jaxonnx core (the host)
+ * and a plugin. Plain C99.
+ *
+ * Rules (see docs/plugin_author_guide.md):
+ *  - One exported symbol: jaxonnx_plugin_init_v1. The ABI major version is in
+ *    the name; a host of major N looks only for ..._vN.
+ *  - Minor versions are a range: a host serves every minor up to its own. The
+ *    plugin's descriptor says which minor it was built against.
+ *  - Every struct that crosses starts with struct_size and only grows at the
+ *    end. A reader touches a field only if it lies inside struct_size
+ *    (JXO_HAS_FIELD). Arrays of such structs are passed as arrays of pointers,
+ *    so a struct growing never changes a stride.
+ *  - jxo_str and jxo_dim are frozen value types: they never change.
+ *  - No C++ exception, std:: type or allocation crosses. Host callbacks that
+ *    can fail return a jxo_status* (NULL = success). A plugin callback returns
+ *    NULL or a status it made with jxo_api.status_create; the host takes it.
+ *  - The host owns every object a handle names. Pointers the host hands out
+ *    are valid for the duration of the callback that received them, unless
+ *    stated otherwise. Pointers a plugin hands to the host (descriptor,
+ *    node specs) are read during the call only, except the descriptor, which
+ *    must stay valid for the life of the process (plugins are never unloaded).
+ *  - Strings are UTF-8, pointer + length, not necessarily NUL-terminated.
+ */
+#ifndef JAXONNX_PLUGIN_ABI_H
+#define JAXONNX_PLUGIN_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define JXO_ABI_MAJOR 1
+#define JXO_ABI_MINOR 0
+
+#define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
+
+/* True when a struct that says it is `struct_size` bytes long contains FIELD. */
+#define JXO_HAS_FIELD(ptr, type, field) \
+  ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- values -- */
+
+/* A UTF-8 string view. Frozen. */
+typedef struct jxo_str {
+  const char* data;
+  size_t size;
+} jxo_str;
+
+/* Element types, numbered as ONNX TensorProto.DataType numbers them. */
+enum {
+  JXO_DTYPE_UNDEFINED = 0,
+  JXO_DTYPE_FLOAT32 = 1,
+  JXO_DTYPE_UINT8 = 2,
+  JXO_DTYPE_INT8 = 3,
+  JXO_DTYPE_UINT16 = 4,
+  JXO_DTYPE_INT16 = 5,
+  JXO_DTYPE_INT32 = 6,
+  JXO_DTYPE_INT64 = 7,
+  JXO_DTYPE_STRING = 8,
+  JXO_DTYPE_BOOL = 9,
+  JXO_DTYPE_FLOAT16 = 10,
+  JXO_DTYPE_FLOAT64 = 11,
+  JXO_DTYPE_UINT32 = 12,
+  JXO_DTYPE_UINT64 = 13,
+  JXO_DTYPE_COMPLEX64 = 14,
+  JXO_DTYPE_COMPLEX128 = 15,
+  JXO_DTYPE_BFLOAT16 = 16
+};
+
+/* One dimension: a static size, or a symbolic expression as JAX prints it
+ * ("B", "2*B", "B + 1"). Frozen. */
+typedef struct jxo_dim {
+  int64_t value;  /* the size when symbol.size == 0, else unspecified */
+  jxo_str symbol; /* empty for a static dim */
+} jxo_dim;
+
+/* An abstract value: dtype and shape. */
+typedef struct jxo_aval {
+  uint32_t struct_size;
+  int32_t dtype;       /* JXO_DTYPE_* */
+  int64_t rank;        /* number of dims; -1 when the rank is unknown */
+  const jxo_dim* dims; /* `rank` entries */
+} jxo_aval;
+
+/* A dense tensor, row-major, little-endian. Booleans are one byte each. */
+typedef struct jxo_tensor {
+  uint32_t struct_size;
+  int32_t dtype;
+  int64_t rank;
+  const int64_t* dims; /* `rank` entries, all static */
+  const void* data;
+  size_t nbytes;
+} jxo_tensor;
+
+/* ------------------------------------------------------------- handles -- */
+
+typedef struct jxo_status jxo_status;               /* error; NULL = success */
+typedef struct jxo_lowering jxo_lowering;           /* one equation being lowered */
+typedef struct jxo_abstract_eval jxo_abstract_eval; /* one abstract evaluation */
+typedef struct jxo_param jxo_param;                 /* a node of a param tree */
+typedef struct jxo_jaxpr jxo_jaxpr;                 /* a closed jaxpr (a param) */
+
+/* An IR value. Handles are small non-negative integers local to one
+ * conversion. */
+typedef int64_t jxo_value;
+#define JXO_NO_VALUE ((jxo_value)-1) /* an absent optional node input */
+
+/* Param kinds. An equation's params form a tree: a RECORD at the root. */
+enum {
+  JXO_PARAM_NONE = 0,   /* Python None */
+  JXO_PARAM_BOOL = 1,   /* param_int gives 0 or 1 */
+  JXO_PARAM_INT = 2,    /* param_int */
+  JXO_PARAM_FLOAT = 3,  /* param_float */
+  JXO_PARAM_STRING = 4, /* param_string */
+  JXO_PARAM_DTYPE = 5,  /* param_int gives JXO_DTYPE_* */
+  JXO_PARAM_SYMBOL = 6, /* a symbolic dim; param_string gives its expression */
+  JXO_PARAM_LIST = 7,   /* param_size, param_at */
+  JXO_PARAM_RECORD = 8, /* param_size, param_key, param_at, param_field */
+  JXO_PARAM_JAXPR = 9,  /* param_jaxpr */
+  JXO_PARAM_OPAQUE = 10 /* anything else; param_string gives its type name */
+};
+
+/* Attribute types, numbered as ONNX AttributeProto.AttributeType numbers them. */
+enum {
+  JXO_ATTR_FLOAT = 1,
+  JXO_ATTR_INT = 2,
+  JXO_ATTR_STRING = 3,
+  JXO_ATTR_TENSOR = 4,
+  JXO_ATTR_FLOATS = 6,
+  JXO_ATTR_INTS = 7,
+  JXO_ATTR_STRINGS = 8
+};
+
+/* One node attribute. Only the fields that `type` names are read. */
+typedef struct jxo_attr {
+  uint32_t struct_size;
+  jxo_str name;
+  int32_t type;             /* JXO_ATTR_* */
+  int64_t i;                /* INT */
+  double f;                 /* FLOAT */
+  jxo_str s;                /* STRING */
+  const int64_t* ints;      /* INTS, `count` entries */
+  const double* floats;     /* FLOATS, `count` entries */
+  const jxo_str* strings;   /* STRINGS, `count` entries */
+  size_t count;
+  const jxo_tensor* tensor; /* TENSOR */
+} jxo_attr;
+
+/* A node to emit. */
+typedef struct jxo_node {
+  uint32_t struct_size;
+  jxo_str op_type;
+  jxo_str domain;         /* empty: the default ONNX domain */
+  int64_t domain_version; /* opset of `domain` when it is not empty */
+  const jxo_value* inputs; /* JXO_NO_VALUE for a skipped optional input */
+  size_t num_inputs;
+  /* The type of each output. An entry may be NULL (dtype unknown), or have
+   * rank -1 (shape unknown). */
+  const jxo_aval* const* outputs;
+  size_t num_outputs;
+  const jxo_attr* const* attrs;
+  size_t num_attrs;
+} jxo_node;
+
+/* -------------------------------------------------------- the host table -- */
+
+/* The functions the host offers. Fields are appended, never reordered; a
+ * plugin built against minor M uses only fields of minor <= M. */
+typedef struct jxo_api {
+  uint32_t struct_size;
+  uint32_t abi_minor; /* the host's minor */
+
+  /* -- status (minor 0) -- */
+  /* Makes an error carrying a copy of `message`. The caller owns it until it
+   * hands it back to the host (by returning it) or releases it. */
+  jxo_status* (*status_create)(jxo_str message);
+  jxo_str (*status_message)(const jxo_status* status); /* valid while status lives */
+  void (*status_release)(jxo_status* status);
+
+  /* -- the equation (minor 0) -- */
+  jxo_str (*primitive)(const jxo_lowering* ctx);
+  size_t (*num_inputs)(const jxo_lowering* ctx);
+  size_t (*num_outputs)(const jxo_lowering* ctx);
+  const jxo_aval* (*input_aval)(const jxo_lowering* ctx, size_t i);  /* NULL if out of range */
+  const jxo_aval* (*output_aval)(const jxo_lowering* ctx, size_t i); /* NULL if out of range */
+  const jxo_param* (*params)(const jxo_lowering* ctx);               /* a RECORD */
+  /* The data of input i when it is a literal, else NULL. */
+  const jxo_tensor* (*input_literal)(const jxo_lowering* ctx, size_t i);
+  /* The IR value of input i. A literal becomes a constant. */
+  jxo_status* (*input)(jxo_lowering* ctx, size_t i, jxo_value* out);
+  /* Binds output i of the equation to `value`. Every output must be bound. */
+  jxo_status* (*bind_output)(jxo_lowering* ctx, size_t i, jxo_value value);
+
+  /* -- the IR (minor 0) -- */
+  /* Emits a node; writes node->num_outputs fresh values to `outputs`. */
+  jxo_status* (*emit_node)(jxo_lowering* ctx, const jxo_node* node, jxo_value* outputs);
+  /* A constant value holding a copy of `tensor`. */
+  jxo_status* (*constant)(jxo_lowering* ctx, const jxo_tensor* tensor, jxo_value* out);
+  /* The type of a value; NULL when unknown. */
+  const jxo_aval* (*value_aval)(const jxo_lowering* ctx, jxo_value value);
+  /* Where the symbolic dim `symbol` (an atom such as "B") entered the graph:
+   * `axis` of the graph input `value`. Errors if no input carries it. */
+  jxo_status* (*symbol_origin)(jxo_lowering* ctx, jxo_str symbol, jxo_value* value,
+                               int64_t* axis);
+  /* A per-graph cache of values under string keys, so that helpers emit a
+   * computation once. memo_get writes JXO_NO_VALUE when the key is absent. */
+  void (*memo_get)(const jxo_lowering* ctx, jxo_str key, jxo_value* out);
+  void (*memo_put)(jxo_lowering* ctx, jxo_str key, jxo_value value);
+  /* Lowers `jaxpr` inline: its invars take `inputs`, its outvars are written
+   * to `outputs`. Counts must match the jaxpr. */
+  jxo_status* (*lower_jaxpr)(jxo_lowering* ctx, const jxo_jaxpr* jaxpr, const jxo_value* inputs,
+                             size_t num_inputs, jxo_value* outputs, size_t num_outputs);
+  int64_t (*opset)(const jxo_lowering* ctx); /* the target default-domain opset */
+
+  /* -- params (minor 0); each accepts NULL and then answers NONE/0/empty -- */
+  int32_t (*param_kind)(const jxo_param* p);
+  int64_t (*param_int)(const jxo_param* p);    /* BOOL, INT, DTYPE */
+  double (*param_float)(const jxo_param* p);   /* FLOAT, INT */
+  jxo_str (*param_string)(const jxo_param* p); /* STRING, SYMBOL, OPAQUE */
+  size_t (*param_size)(const jxo_param* p);    /* LIST, RECORD */
+  const jxo_param* (*param_at)(const jxo_param* p, size_t i);      /* LIST, RECORD */
+  jxo_str (*param_key)(const jxo_param* p, size_t i);              /* RECORD */
+  const jxo_param* (*param_field)(const jxo_param* p, jxo_str key); /* RECORD; NULL if absent */
+  const jxo_jaxpr* (*param_jaxpr)(const jxo_param* p);             /* JAXPR */
+  size_t (*jaxpr_num_inputs)(const jxo_jaxpr* j);
+  size_t (*jaxpr_num_outputs)(const jxo_jaxpr* j);
+
+  /* -- abstract evaluation (minor 0) -- */
+  size_t (*ae_num_inputs)(const jxo_abstract_eval* ctx);
+  const jxo_aval* (*ae_input_aval)(const jxo_abstract_eval* ctx, size_t i);
+  const jxo_param* (*ae_params)(const jxo_abstract_eval* ctx); /* a RECORD */
+  /* Appends an output aval (copied). */
+  jxo_status* (*ae_add_output)(jxo_abstract_eval* ctx, const jxo_aval* aval);
+} jxo_api;
+
+/* --------------------------------------------------- the plugin's side -- */
+
+typedef jxo_status* (*jxo_lower_fn)(const jxo_api* api, jxo_lowering* ctx, void* user_data);
+typedef jxo_status* (*jxo_abstract_eval_fn)(const jxo_api* api, jxo_abstract_eval* ctx,
+                                            void* user_data);
+
+typedef struct jxo_primitive_desc {
+  uint32_t struct_size;
+  jxo_str name;                       /* the JAX primitive name it claims */
+  jxo_lower_fn lower;                 /* required */
+  jxo_abstract_eval_fn abstract_eval; /* optional (NULL) */
+  void* user_data;                    /* passed back to both callbacks */
+  const jxo_str* onnx_ops;            /* the ONNX ops it may emit, for docs */
+  size_t num_onnx_ops;
+  jxo_str doc_url; /* may be empty */
+  jxo_str summary; /* one line, may be empty */
+} jxo_primitive_desc;
+
+typedef struct jxo_plugin_desc {
+  uint32_t struct_size;
+  uint32_t abi_major; /* JXO_ABI_MAJOR the plugin was built with */
+  uint32_t abi_minor; /* JXO_ABI_MINOR the plugin was built with */
+  jxo_str name;
+  jxo_str version;
+  jxo_str sdk_version;
+  const jxo_primitive_desc* const* primitives;
+  size_t num_primitives;
+} jxo_plugin_desc;
+
+/* What the host passes to the entry point. Frozen: it never grows. */
+typedef struct jxo_host {
+  uint32_t struct_size;
+  uint32_t abi_major;
+  /* The host's table if it serves `minor`, else NULL. */
+  const jxo_api* (*get_api)(uint32_t minor);
+  jxo_str version;
+} jxo_host;
+
+/* The entry point: jaxonnx_plugin_init_v1. Returns the plugin's descriptor
+ * (valid for the life of the process), or NULL with *error set to a message
+ * valid for the life of the process. Called once per process, serialized. */
+typedef const jxo_plugin_desc* (*jxo_plugin_init_fn)(const jxo_host* host, jxo_str* error);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+/* Layout guards: a field that moves breaks every plugin built before. */
+#if defined(__cplusplus)
+#define JXO_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#define JXO_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+JXO_STATIC_ASSERT(offsetof(jxo_host, struct_size) == 0, "jxo_host layout");
+JXO_STATIC_ASSERT(offsetof(jxo_host, abi_major) == 4, "jxo_host layout");
+JXO_STATIC_ASSERT(offsetof(jxo_host, get_api) == 8, "jxo_host layout");
+JXO_STATIC_ASSERT(offsetof(jxo_aval, dtype) == 4, "jxo_aval layout");
+JXO_STATIC_ASSERT(offsetof(jxo_aval, rank) == 8, "jxo_aval layout");
+JXO_STATIC_ASSERT(offsetof(jxo_aval, dims) == 16, "jxo_aval layout");
+JXO_STATIC_ASSERT(sizeof(jxo_str) == 2 * sizeof(void*), "jxo_str layout");
+JXO_STATIC_ASSERT(offsetof(jxo_dim, symbol) == 8, "jxo_dim layout");
+JXO_STATIC_ASSERT(offsetof(jxo_plugin_desc, abi_major) == 4, "jxo_plugin_desc layout");
+JXO_STATIC_ASSERT(offsetof(jxo_plugin_desc, abi_minor) == 8, "jxo_plugin_desc layout");
+JXO_STATIC_ASSERT(offsetof(jxo_plugin_desc, name) == 16, "jxo_plugin_desc layout");
+JXO_STATIC_ASSERT(offsetof(jxo_primitive_desc, name) == 8, "jxo_primitive_desc layout");
+JXO_STATIC_ASSERT(offsetof(jxo_primitive_desc, lower) == 8 + sizeof(jxo_str), "jxo_primitive_desc layout");
+JXO_STATIC_ASSERT(offsetof(jxo_api, status_create) == 8, "jxo_api layout");
+JXO_STATIC_ASSERT(offsetof(jxo_api, ae_add_output) ==
+                      offsetof(jxo_api, status_create) + 34 * sizeof(void*),
+                  "jxo_api minor-0 layout: append new fields after ae_add_output");
+
+#endif /* JAXONNX_PLUGIN_ABI_H */

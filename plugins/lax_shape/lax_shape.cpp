@@ -1,0 +1,161 @@
+// lax_shape: JAX's shape primitives as ONNX Unsqueeze / Expand / Reshape /
+// Squeeze / Transpose.
+//
+// Output shapes come from the equation's output aval, which carries symbolic
+// dims ("B", "2*B") exactly as the params do. A symbolic dim is never turned
+// into an integer: target shapes are built with L.shape_value / L.dim_value,
+// or with Reshape's exact 0 ("copy this input dim") and -1 ("infer") codes.
+// A step that would be the identity emits no node.
+#include <jaxonnx/plugin.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace {
+
+using namespace jaxonnx::sdk;
+
+std::string onnx_doc(const std::string& op) {
+  return "https://onnx.ai/onnx/operators/onnx__" + op + ".html";
+}
+
+// What L.shape_value may emit for a symbolic target shape: Shape + Concat, and
+// ONNX arithmetic for a compound dim expression such as "2*B" or "floordiv(B, 2)".
+#define JAXONNX_SHAPE_VALUE_OPS "Shape", "Concat", "Add", "Sub", "Mul", "Neg", "Mod", "Div", "Max", "Min"
+
+std::vector<int64_t> normalized_axes(Lowering& L, std::vector<int64_t> axes, int64_t rank) {
+  for (int64_t& a : axes) {
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) L.fail("axis out of range for rank " + std::to_string(rank));
+  }
+  return axes;
+}
+
+// ------------------------------------------------------- broadcast_in_dim --
+
+// broadcast_in_dim(x, shape, broadcast_dimensions): input axis i becomes
+// output axis broadcast_dimensions[i] (strictly increasing); every other
+// output axis is new; an input dim of 1 may stretch to the output dim.
+// Unsqueeze the new axes, then Expand only the dims that actually stretch
+// (the target shape holds 1 for dims that already match, so a symbolic dim
+// already present in x needs no runtime value). When the new axes are all
+// leading, Expand's numpy-style rank broadcasting inserts them itself.
+void lower_broadcast_in_dim(Lowering& L) {
+  Aval in = L.in_aval(0);
+  Aval out = L.out_aval(0);
+  std::vector<int64_t> bdims = L.param("broadcast_dimensions").as_ints();
+  const int64_t rank = out.rank();
+  if (static_cast<int64_t>(bdims.size()) != in.rank())
+    L.fail("broadcast_dimensions has " + std::to_string(bdims.size()) + " entries for an input of rank " +
+           std::to_string(in.rank()));
+
+  // The input's shape with the new axes inserted as 1s.
+  Shape lifted(static_cast<size_t>(rank), Dim(1));
+  std::vector<bool> is_old(static_cast<size_t>(rank), false);
+  for (size_t i = 0; i < bdims.size(); ++i) {
+    if (bdims[i] < 0 || bdims[i] >= rank) L.fail("broadcast dimension out of range");
+    lifted[static_cast<size_t>(bdims[i])] = in.shape[i];
+    is_old[static_cast<size_t>(bdims[i])] = true;
+  }
+  std::vector<int64_t> new_axes;
+  for (int64_t a = 0; a < rank; ++a)
+    if (!is_old[static_cast<size_t>(a)]) new_axes.push_back(a);
+
+  bool needs_expand = lifted != out.shape;
+  bool new_axes_leading = true;
+  for (size_t i = 0; i < new_axes.size(); ++i) new_axes_leading &= new_axes[i] == static_cast<int64_t>(i);
+
+  Value x = L.input(0);
+  if (!new_axes.empty() && !(needs_expand && new_axes_leading)) {
+    x = L.op("Unsqueeze", {x, L.i64s(new_axes)}, in.with_shape(lifted));
+  }
+  if (needs_expand) {
+    Shape target;
+    for (int64_t a = 0; a < rank; ++a) {
+      const Dim& have = lifted[static_cast<size_t>(a)];
+      const Dim& want = out.shape[static_cast<size_t>(a)];
+      target.push_back(have == want ? Dim(1) : want);
+    }
+    x = L.op("Expand", {x, L.shape_value(target)}, out);
+  }
+  L.bind(0, x);
+}
+
+// ---------------------------------------------------------------- reshape --
+
+// reshape(x, new_sizes, dimensions=None). The shape operand holds, per
+// output dim: its static size; 0 ("copy input dim i") when it is the same
+// symbolic dim as the input's dim at that index; -1 for the single remaining
+// symbolic dim (exact: the other dims are known and non-zero); else its
+// runtime value. A static 0 size needs allowzero=1, which forbids the 0 and
+// -1 codes, so then every symbolic dim takes its runtime value.
+void lower_reshape(Lowering& L) {
+  if (L.has_param("dimensions") && !L.param("dimensions").is_none())
+    L.fail("reshape with dimensions != None (a transposing reshape) is not supported");
+  Aval in = L.in_aval(0);
+  Aval out = L.out_aval(0);
+  Value x = L.input(0);
+  if (in.shape == out.shape) {
+    L.bind(0, x);
+    return;
+  }
+  bool zero_size = std::any_of(out.shape.begin(), out.shape.end(),
+                               [](const Dim& d) { return d.is_static() && d.value == 0; });
+  Shape target = out.shape;
+  if (!zero_size) {
+    std::vector<size_t> unresolved;
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (target[i].is_static()) continue;
+      if (i < in.shape.size() && in.shape[i] == target[i]) {
+        target[i] = Dim(0);
+      } else {
+        unresolved.push_back(i);
+      }
+    }
+    if (unresolved.size() == 1) target[unresolved[0]] = Dim(-1);
+  }
+  std::vector<Attr> attrs;
+  if (zero_size) attrs.push_back(Attr::i("allowzero", 1));
+  L.bind(0, L.op("Reshape", {x, L.shape_value(target)}, out, attrs));
+}
+
+// ---------------------------------------------------------------- squeeze --
+
+// squeeze(x, dimensions): drops size-1 axes. Squeeze takes axes as an input
+// (opset 13+).
+void lower_squeeze(Lowering& L) {
+  Aval in = L.in_aval(0);
+  std::vector<int64_t> axes = normalized_axes(L, L.param("dimensions").as_ints(), in.rank());
+  Value x = L.input(0);
+  if (axes.empty()) {
+    L.bind(0, x);
+    return;
+  }
+  std::sort(axes.begin(), axes.end());
+  L.bind(0, L.op("Squeeze", {x, L.i64s(axes)}, L.out_aval(0)));
+}
+
+// -------------------------------------------------------------- transpose --
+
+void lower_transpose(Lowering& L) {
+  std::vector<int64_t> perm = L.param("permutation").as_ints();
+  Value x = L.input(0);
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+  L.bind(0, identity ? x : L.op("Transpose", {x}, L.out_aval(0), {Attr::ints("perm", perm)}));
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("lax_shape", "0.1.0") {
+  plugin.primitive("broadcast_in_dim", lower_broadcast_in_dim)
+      .emits({"Unsqueeze", "Expand"})
+      .emits({JAXONNX_SHAPE_VALUE_OPS})
+      .doc(onnx_doc("Expand"));
+  plugin.primitive("reshape", lower_reshape)
+      .emits({"Reshape"})
+      .emits({JAXONNX_SHAPE_VALUE_OPS})
+      .doc(onnx_doc("Reshape"));
+  plugin.primitive("squeeze", lower_squeeze).emits({"Squeeze"}).doc(onnx_doc("Squeeze"));
+  plugin.primitive("transpose", lower_transpose).emits({"Transpose"}).doc(onnx_doc("Transpose"));
+}

@@ -1,0 +1,12 @@
+"""jaxonnx: convert JAX programs to ONNX through a C++ plugin host.
+
+    model = jaxonnx.to_onnx(fn, [("B", 30)])      # an onnx.ModelProto
+"""
+
+from jaxonnx._core import ConversionError
+from jaxonnx._convert import to_onnx
+from jaxonnx._plugins import plugin_folders
+from jaxonnx._primitives import primitive
+
+__version__ = "0.1.0"
+__all__ = ["ConversionError", "to_onnx", "primitive", "plugin_folders", "__version__"]

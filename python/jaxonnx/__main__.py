@@ -1,0 +1,74 @@
+"""python -m jaxonnx: inspect the installation.
+
+    python -m jaxonnx plugins [--json] [--plugin-dir DIR ...]
+    python -m jaxonnx --cmakedir
+    python -m jaxonnx --version
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+CMAKE_DIR = Path(__file__).resolve().parent / "sdk" / "lib" / "cmake" / "jaxonnx"
+
+
+def _plugins(args) -> int:
+    import warnings
+
+    from jaxonnx import _plugins
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg = _plugins.registry(args.plugin_dir)
+    info = {
+        "folders": reg.dirs,
+        "plugins": reg.plugins,
+        "skipped": [{"file": p, "reason": r} for p, r in reg.diagnostics],
+    }
+    if args.json:
+        json.dump(info, sys.stdout, indent=2)
+        print()
+        return 0
+    print("Plugin folders searched:")
+    for d in reg.dirs:
+        print(f"  {d}")
+    for p in reg.plugins:
+        prims = ", ".join(q["name"] for q in p["primitives"])
+        print(f"\n{p['name']} {p['version']} (ABI {p['abi']}, SDK {p['sdk_version']})")
+        print(f"  file: {p['file']}")
+        print(f"  primitives ({len(p['primitives'])}): {prims}")
+    for p, r in reg.diagnostics:
+        print(f"\nskipped {p}: {r}")
+    del caught
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jaxonnx", description=__doc__.split("\n")[0])
+    parser.add_argument("--cmakedir", action="store_true",
+                        help="print the folder holding jaxonnxConfig.cmake (for find_package)")
+    parser.add_argument("--version", action="store_true", help="print the jaxonnx version")
+    sub = parser.add_subparsers(dest="command")
+    plugins = sub.add_parser("plugins", help="list the loaded plugins and their primitives")
+    plugins.add_argument("--json", action="store_true", help="machine-readable output")
+    plugins.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
+                         help="an extra plugin folder (repeatable)")
+    args = parser.parse_args(argv)
+    if args.cmakedir:
+        print(CMAKE_DIR)
+        return 0
+    if args.version:
+        from jaxonnx import __version__
+        print(__version__)
+        return 0
+    if args.command == "plugins":
+        return _plugins(args)
+    parser.print_help()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Source lines for error messages, from a JAX equation's source_info."""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+
+from jax._src import source_info_util
+
+_LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
+
+
+def describe(source_info) -> str:
+    """'file:line (function)' of the innermost user frame; when that lies in an
+    installed library (flax, say), also the innermost frame of the user's own code."""
+    where = source_info_util.summarize(source_info)
+    tb = getattr(source_info, "traceback", None)
+    if tb is None:
+        return where
+    frames = list(source_info_util.user_frames(tb))
+    if frames and frames[0].file_name.startswith(_LIBRARY_DIRS):
+        for f in frames:
+            if not f.file_name.startswith(_LIBRARY_DIRS):
+                return f"{os.fspath(f.file_name)}:{f.start_line} ({f.function_name}), via {where}"
+    return where

@@ -1,0 +1,67 @@
+"""Input specs -> jax.ShapeDtypeStruct, with one symbolic scope for all inputs."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax import export
+
+from jaxonnx._core import ConversionError
+
+_KINDS = "a shape tuple such as ('B', 30), a jax.ShapeDtypeStruct, or an array"
+
+
+def _scope_of(specs):
+    """The symbolic scope already used by ShapeDtypeStruct inputs, if any."""
+    for spec in specs:
+        if isinstance(spec, jax.ShapeDtypeStruct):
+            for d in spec.shape:
+                if export.is_symbolic_dim(d):
+                    return d.scope
+    return export.SymbolicScope()
+
+
+def _shape_tuple(index, shape, dtype, scope):
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer, str)):
+            raise ConversionError(
+                f"input {index}: dim {d!r} of {tuple(shape)!r} must be an int or a symbol string "
+                f"such as 'B'")
+        if isinstance(d, (int, np.integer)) and d < 0:
+            raise ConversionError(f"input {index}: dim {d} of {tuple(shape)!r} is negative")
+        if isinstance(d, str) and not d.strip():
+            raise ConversionError(f"input {index}: an empty string is not a symbolic dim")
+    if not any(isinstance(d, str) for d in shape):
+        return jax.ShapeDtypeStruct(tuple(int(d) for d in shape), dtype)
+    text = ", ".join(str(d) for d in shape)
+    try:
+        dims = export.symbolic_shape(text, scope=scope)
+    except Exception as e:  # JAX raises several types for a bad expression
+        raise ConversionError(f"input {index}: cannot read the shape {tuple(shape)!r}: {e}") from None
+    return jax.ShapeDtypeStruct(dims, dtype)
+
+
+def normalize_inputs(inputs, enable_double_precision: bool) -> list[jax.ShapeDtypeStruct]:
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, (list, tuple)):
+        raise ConversionError(
+            f"inputs must be a list with one entry per positional argument, each {_KINDS}; "
+            f"got {type(inputs).__name__}")
+    float_dtype = np.dtype(np.float64 if enable_double_precision else np.float32)
+    scope = _scope_of(inputs)
+    specs = []
+    for i, spec in enumerate(inputs):
+        if isinstance(spec, jax.ShapeDtypeStruct):
+            out = spec
+        elif isinstance(spec, (tuple, list)):
+            out = _shape_tuple(i, spec, float_dtype, scope)
+        elif hasattr(spec, "shape") and hasattr(spec, "dtype"):
+            out = jax.ShapeDtypeStruct(tuple(spec.shape), spec.dtype)
+        else:
+            raise ConversionError(f"input {i}: expected {_KINDS}; got {type(spec).__name__} {spec!r}")
+        if np.dtype(out.dtype) in (np.float64, np.int64, np.uint64, np.complex128) \
+                and not enable_double_precision:
+            raise ConversionError(
+                f"input {i} is {np.dtype(out.dtype).name}, which JAX truncates to 32 bits unless "
+                f"64-bit mode is on; pass enable_double_precision=True")
+        specs.append(out)
+    return specs

@@ -1,0 +1,194 @@
+#include "jaxpr_import.hpp"
+
+#include <pybind11/numpy.h>
+
+#include <string>
+
+namespace jaxonnx::py {
+
+JaxprImporter::JaxprImporter() {
+  pb::module_ core = pb::module_::import("jax.extend.core");
+  literal_type_ = core.attr("Literal");
+  closed_type_ = core.attr("ClosedJaxpr");
+  jaxpr_type_ = core.attr("Jaxpr");
+  dropvar_type_ = core.attr("DropVar");
+  pb::module_ np = pb::module_::import("numpy");
+  np_asarray_ = np.attr("asarray");
+  np_dtype_type_ = np.attr("dtype");
+  np_generic_ = np.attr("generic");
+  is_symbolic_ = pb::module_::import("jax.export").attr("is_symbolic_dim");
+  pb::module_ dc = pb::module_::import("dataclasses");
+  dataclass_fields_ = dc.attr("fields");
+  is_dataclass_ = dc.attr("is_dataclass");
+  enum_type_ = pb::module_::import("enum").attr("Enum");
+}
+
+int32_t JaxprImporter::dtype(pb::handle dt_in) {
+  pb::object dt = np_dtype_type_(dt_in);
+  auto it = dtypes_.find(dt.ptr());
+  if (it != dtypes_.end()) return it->second;
+  std::string name = pb::str(dt.attr("name"));
+  static const std::pair<const char*, int32_t> kNames[] = {
+      {"float32", JXO_DTYPE_FLOAT32}, {"float64", JXO_DTYPE_FLOAT64},
+      {"float16", JXO_DTYPE_FLOAT16}, {"bfloat16", JXO_DTYPE_BFLOAT16},
+      {"int8", JXO_DTYPE_INT8},       {"int16", JXO_DTYPE_INT16},
+      {"int32", JXO_DTYPE_INT32},     {"int64", JXO_DTYPE_INT64},
+      {"uint8", JXO_DTYPE_UINT8},     {"uint16", JXO_DTYPE_UINT16},
+      {"uint32", JXO_DTYPE_UINT32},   {"uint64", JXO_DTYPE_UINT64},
+      {"bool", JXO_DTYPE_BOOL},       {"complex64", JXO_DTYPE_COMPLEX64},
+      {"complex128", JXO_DTYPE_COMPLEX128}};
+  int32_t out = JXO_DTYPE_UNDEFINED;
+  for (const auto& [n, t] : kNames)
+    if (name == n) out = t;
+  keepalive_.push_back(dt);
+  dtypes_[dt.ptr()] = out;
+  return out;
+}
+
+Aval JaxprImporter::aval(pb::handle a) {
+  Aval out;
+  pb::object dt = a.attr("dtype");
+  out.dtype = dtype(dt);
+  for (pb::handle d : a.attr("shape")) {
+    if (PyLong_Check(d.ptr())) out.dims.push_back(Dim{d.cast<int64_t>(), {}});
+    else out.dims.push_back(Dim{0, pb::str(d)});
+  }
+  return out;
+}
+
+std::shared_ptr<const Tensor> JaxprImporter::array(pb::handle value, pb::handle dt) {
+  // np.asarray shares memory with a CPU jax.Array: no copy. The Tensor keeps
+  // the NumPy array alive; its release takes the GIL.
+  pb::array arr = pb::array::ensure(np_asarray_(value, dt), pb::array::c_style);
+  if (!arr) throw pb::value_error("cannot view a constant as a C-contiguous array");
+  auto t = std::make_shared<Tensor>();
+  t->dtype = dtype(arr.attr("dtype"));
+  for (pb::ssize_t k = 0; k < arr.ndim(); ++k) t->dims.push_back(arr.shape(k));
+  t->data = arr.data();
+  t->nbytes = static_cast<size_t>(arr.nbytes());
+  auto* held = new pb::object(arr);
+  t->owner = std::shared_ptr<const void>(held, [](const void* p) {
+    pb::gil_scoped_acquire gil;
+    delete static_cast<const pb::object*>(p);
+  });
+  return t;
+}
+
+Atom JaxprImporter::atom(pb::handle a) {
+  Atom out;
+  pb::object av = a.attr("aval");
+  out.aval = aval(av);
+  if (pb::isinstance(a, literal_type_)) {
+    out.literal = array(a.attr("val"), av.attr("dtype"));
+    return out;
+  }
+  if (pb::isinstance(a, dropvar_type_)) out.dropped = true;
+  auto [it, fresh] = var_ids_.emplace(a.ptr(), static_cast<int64_t>(var_ids_.size()));
+  if (fresh) keepalive_.push_back(pb::reinterpret_borrow<pb::object>(a));
+  out.var = it->second;
+  return out;
+}
+
+Param JaxprImporter::param(pb::handle v) {
+  Param p;
+  if (v.is_none()) return p;
+  if (PyBool_Check(v.ptr())) { p.kind = JXO_PARAM_BOOL; p.i = v.ptr() == Py_True; return p; }
+  if (PyLong_Check(v.ptr())) { p.kind = JXO_PARAM_INT; p.i = v.cast<int64_t>(); return p; }
+  if (PyFloat_Check(v.ptr())) { p.kind = JXO_PARAM_FLOAT; p.f = v.cast<double>(); return p; }
+  if (PyUnicode_Check(v.ptr())) { p.kind = JXO_PARAM_STRING; p.s = v.cast<std::string>(); return p; }
+  if (pb::isinstance(v, closed_type_)) {
+    p.kind = JXO_PARAM_JAXPR;
+    p.jaxpr = closed_jaxpr(v);
+    return p;
+  }
+  if (pb::isinstance(v, jaxpr_type_)) {
+    p.kind = JXO_PARAM_JAXPR;
+    p.jaxpr = open_jaxpr(v, pb::tuple());
+    return p;
+  }
+  if (pb::isinstance(v, np_dtype_type_) ||
+      (PyType_Check(v.ptr()) && PyObject_IsSubclass(v.ptr(), np_generic_.ptr()) == 1)) {
+    p.kind = JXO_PARAM_DTYPE;
+    p.i = dtype(v);
+    return p;
+  }
+  if (pb::isinstance(v, np_generic_)) return param(v.attr("item")());
+  if (is_symbolic_(v).cast<bool>()) { p.kind = JXO_PARAM_SYMBOL; p.s = pb::str(v); return p; }
+  if (pb::isinstance<pb::tuple>(v) && pb::hasattr(v, "_fields")) {  // NamedTuple
+    p.kind = JXO_PARAM_RECORD;
+    pb::tuple fields = v.attr("_fields");
+    for (size_t k = 0; k < fields.size(); ++k) {
+      p.keys.push_back(pb::str(fields[k]));
+      p.items.push_back(param(v.attr(fields[k])));
+    }
+    return p;
+  }
+  if (pb::isinstance<pb::tuple>(v) || pb::isinstance<pb::list>(v)) {
+    p.kind = JXO_PARAM_LIST;
+    for (pb::handle item : v) p.items.push_back(param(item));
+    return p;
+  }
+  if (pb::isinstance<pb::dict>(v)) return params(pb::reinterpret_borrow<pb::dict>(v));
+  if (!PyType_Check(v.ptr()) && is_dataclass_(v).cast<bool>()) {
+    p.kind = JXO_PARAM_RECORD;
+    for (pb::handle f : dataclass_fields_(v)) {
+      pb::str name = f.attr("name");
+      p.keys.push_back(name);
+      p.items.push_back(param(v.attr(name)));
+    }
+    return p;
+  }
+  if (pb::isinstance(v, enum_type_)) { p.kind = JXO_PARAM_STRING; p.s = pb::str(v.attr("name")); return p; }
+  p.kind = JXO_PARAM_OPAQUE;
+  p.s = pb::str(pb::type::handle_of(v).attr("__name__"));
+  return p;
+}
+
+Param JaxprImporter::params(pb::dict d) {
+  Param p;
+  p.kind = JXO_PARAM_RECORD;
+  for (auto [k, v] : d) {
+    p.keys.push_back(pb::str(k));
+    p.items.push_back(param(v));
+  }
+  return p;
+}
+
+std::shared_ptr<const ClosedJaxpr> JaxprImporter::open_jaxpr(pb::handle jaxpr, pb::handle consts) {
+  auto cj = std::make_shared<ClosedJaxpr>();
+  Jaxpr& j = cj->jaxpr;
+  for (pb::handle v : jaxpr.attr("constvars")) j.constvars.push_back(atom(v));
+  for (pb::handle v : jaxpr.attr("invars")) j.invars.push_back(atom(v));
+  pb::list const_list = pb::module_::import("builtins").attr("list")(consts);
+  if (const_list.size() != j.constvars.size())
+    throw pb::value_error("a jaxpr has " + std::to_string(j.constvars.size()) +
+                          " constvars but " + std::to_string(const_list.size()) + " consts");
+  pb::list constvars = jaxpr.attr("constvars");
+  for (size_t k = 0; k < const_list.size(); ++k)  // the constvar's dtype, not the value's
+    cj->consts.push_back(array(const_list[k], constvars[k].attr("aval").attr("dtype")));
+  pb::list eqns = jaxpr.attr("eqns");
+  j.eqns.reserve(eqns.size());
+  for (pb::handle e : eqns) {
+    Eqn eqn;
+    eqn.primitive = pb::str(e.attr("primitive").attr("name"));
+    for (pb::handle a : e.attr("invars")) eqn.inputs.push_back(atom(a));
+    for (pb::handle a : e.attr("outvars")) eqn.outputs.push_back(atom(a));
+    eqn.params = params(e.attr("params"));
+    eqn.source = static_cast<int64_t>(sources_.size());
+    sources_.push_back(e.attr("source_info"));
+    j.eqns.push_back(std::move(eqn));
+  }
+  for (pb::handle v : jaxpr.attr("outvars")) j.outvars.push_back(atom(v));
+  return cj;
+}
+
+std::shared_ptr<const ClosedJaxpr> JaxprImporter::closed_jaxpr(pb::handle closed) {
+  auto it = jaxprs_.find(closed.ptr());
+  if (it != jaxprs_.end()) return it->second;
+  auto cj = open_jaxpr(closed.attr("jaxpr"), closed.attr("consts"));
+  keepalive_.push_back(pb::reinterpret_borrow<pb::object>(closed));
+  jaxprs_[closed.ptr()] = cj;
+  return cj;
+}
+
+}  // namespace jaxonnx::py

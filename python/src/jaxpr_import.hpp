@@ -1,0 +1,42 @@
+// Converts JAX's Python objects (ClosedJaxpr, avals, params) into the core's
+// jaxpr model. Conversion only: no decisions about ops are made here.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "jaxonnx/core/jaxpr.hpp"
+
+namespace jaxonnx::py {
+
+namespace pb = pybind11;
+
+class JaxprImporter {
+ public:
+  JaxprImporter();
+  std::shared_ptr<const ClosedJaxpr> closed_jaxpr(pb::handle closed);
+  Aval aval(pb::handle aval);
+  Param param(pb::handle value);
+  Param params(pb::dict params);  // a RECORD, keys sorted as JAX gives them
+  // The eqn.source_info objects, indexed by Eqn::source.
+  const std::vector<pb::object>& sources() const { return sources_; }
+
+ private:
+  std::shared_ptr<const ClosedJaxpr> open_jaxpr(pb::handle jaxpr, pb::handle consts);
+  Atom atom(pb::handle a);
+  int32_t dtype(pb::handle dt);
+  std::shared_ptr<const Tensor> array(pb::handle value, pb::handle dtype);
+
+  pb::object literal_type_, dropvar_type_, closed_type_, jaxpr_type_, np_asarray_,
+      np_dtype_type_, np_generic_, is_symbolic_, dataclass_fields_, is_dataclass_, enum_type_;
+  std::unordered_map<PyObject*, int64_t> var_ids_;
+  std::unordered_map<PyObject*, std::shared_ptr<const ClosedJaxpr>> jaxprs_;
+  std::unordered_map<PyObject*, int32_t> dtypes_;
+  std::vector<pb::object> sources_;
+  std::vector<pb::object> keepalive_;  // objects whose ids key the maps above
+};
+
+}  // namespace jaxonnx::py

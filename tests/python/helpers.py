@@ -1,0 +1,95 @@
+"""Shared checks for the Python tests: convert, validate, run in onnxruntime, compare with JAX."""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import numpy as np
+import onnx
+import onnxruntime as ort
+from jax import export
+
+import jaxonnx
+
+# Concrete sizes the symbolic batch takes when the model runs.
+BATCHES = (1, 7)
+
+
+def symbolic_specs(shapes, dtypes):
+    """ShapeDtypeStructs for `shapes` (ints and symbol strings), symbols sharing one scope."""
+    scope = export.SymbolicScope()
+    specs = []
+    for shape, dtype in zip(shapes, dtypes):
+        text = ", ".join(str(d) for d in shape)
+        dims = export.symbolic_shape(text, scope=scope) if shape else ()
+        specs.append(jax.ShapeDtypeStruct(dims, dtype))
+    return specs
+
+
+def random_input(shape, dtype, rng):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        lo, hi = max(info.min, -20), min(info.max, 20)
+        return rng.integers(lo, hi + 1, size=shape).astype(dtype)
+    return rng.standard_normal(size=shape).astype(dtype)
+
+
+def _concrete(shape, batch):
+    return tuple(batch if isinstance(d, str) else d for d in shape)
+
+
+def _tolerance(dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return 1e-9, 1e-9
+    if dtype in (np.float16,) or dtype.name == "bfloat16":
+        return 1e-2, 1e-2
+    return 1e-5, 1e-5
+
+
+def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCHES, rtol=None,
+          atol=None, opset=23):
+    """Converts `fn` and asserts the ONNX model is valid and matches JAX.
+
+    shapes: one shape per input; ints or strings ("B") for symbolic dims.
+    dtypes: one dtype per input (default float32, or float64 when x64).
+    make_inputs(shape, dtype, rng): optional custom input generator.
+    Returns the ModelProto for structural assertions.
+    """
+    if dtypes is None:
+        dtypes = [np.float64 if x64 else np.float32] * len(shapes)
+    ctx = jax.enable_x64(True) if x64 else contextlib.nullcontext()
+    with ctx:
+        specs = symbolic_specs(shapes, dtypes)
+        model = jaxonnx.to_onnx(fn, specs, enable_double_precision=x64, opset=opset)
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    rng = np.random.default_rng(0)
+    symbolic = any(isinstance(d, str) for s in shapes for d in s)
+    for batch in (batches if symbolic else batches[:1]):
+        gen = make_inputs or random_input
+        args = [gen(_concrete(s, batch), d, rng) for s, d in zip(shapes, dtypes)]
+        with (jax.enable_x64(True) if x64 else contextlib.nullcontext()):
+            expected = jax.tree_util.tree_leaves(fn(*args))
+        got = sess.run(None, dict(zip(names, args)))
+        assert len(got) == len(expected), (len(got), len(expected))
+        for g, e in zip(got, expected):
+            e = np.asarray(e)
+            assert g.dtype == e.dtype, f"dtype {g.dtype} != JAX {e.dtype}"
+            assert g.shape == e.shape, f"shape {g.shape} != JAX {e.shape}"
+            r, a = _tolerance(e.dtype)
+            if np.issubdtype(e.dtype, np.floating):
+                np.testing.assert_allclose(g, e, rtol=rtol or r, atol=atol or a, equal_nan=True)
+            else:
+                np.testing.assert_array_equal(g, e)
+    return model
+
+
+def op_types(model):
+    """The op_type of every node of the main graph, in order."""
+    return [n.op_type for n in model.graph.node]

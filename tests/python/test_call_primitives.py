@@ -1,0 +1,114 @@
+"""call plugin: jit, closed_call, call, custom_jvp_call, custom_vjp_call, remat2 are inlined."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax._src import core as jax_core
+
+from helpers import check, op_types
+
+FLOATS = [(np.float32, False), (np.float64, True)]
+SHAPES = [(3, 4), ("B", 4)]
+
+
+def body(x):
+    return jnp.exp(x) * 2.0 + x
+
+
+def nested_jit(x):
+    return jax.jit(lambda y: jax.jit(body)(y) - 1.0)(x)
+
+
+def closed_call(x):
+    cj = jax.make_jaxpr(body)(x)
+    (out,) = jax_core.closed_call_p.bind(
+        x, **jax_core.closed_call_p.get_bind_params({"call_jaxpr": cj}))
+    return out
+
+
+def open_call(x):
+    cj = jax.make_jaxpr(body)(x)
+    (out,) = jax_core.call_p.bind(x, **jax_core.call_p.get_bind_params({"call_jaxpr": cj.jaxpr}))
+    return out
+
+
+@jax.custom_jvp
+def custom_jvp_fn(x):
+    return body(x)
+
+
+custom_jvp_fn.defjvp(lambda primals, tangents: (custom_jvp_fn(primals[0]), tangents[0]))
+
+
+@jax.custom_vjp
+def custom_vjp_fn(x):
+    return body(x)
+
+
+custom_vjp_fn.defvjp(lambda x: (custom_vjp_fn(x), x), lambda res, g: (g,))
+
+
+def remat(x):
+    return jax.checkpoint(body)(x)
+
+
+CALLS = {
+    "jit": (nested_jit, "jit"),
+    "closed_call": (closed_call, "closed_call"),
+    "call": (open_call, "call"),
+    "custom_jvp_call": (custom_jvp_fn, "custom_jvp_call"),
+    "custom_vjp_call": (custom_vjp_fn, "custom_vjp_call"),
+    "remat2": (remat, "remat2"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_call_is_inlined(name, dtype, x64, shape):
+    fn, primitive = CALLS[name]
+    with jax.enable_x64(x64):
+        spec = jax.ShapeDtypeStruct((3, 4), dtype)
+        assert primitive in str(jax.make_jaxpr(fn)(spec)), "the test no longer exercises it"
+    model = check(fn, [shape], [dtype], x64=x64)
+    # Inlined: only the body's ops, no wrapper nodes, no functions.
+    assert set(op_types(model)) <= {"Exp", "Mul", "Add", "Sub"}
+    assert not model.functions
+
+
+def test_custom_jvp_with_closed_over_consts():
+    # A custom_jvp closing over a traced value: num_consts=1, passed as the leading input.
+    def fn(x, w):
+        @jax.custom_jvp
+        def f(y):
+            return jnp.exp(y) * w
+        f.defjvp(lambda p, t: (f(p[0]), t[0]))
+        return f(x)
+    jaxpr = jax.make_jaxpr(fn)(jnp.ones((2,)), jnp.ones((2,)))
+    assert "num_consts=1" in str(jaxpr)
+    check(fn, [("B", 4), ("B", 4)])
+
+
+def test_custom_vjp_with_closed_over_consts():
+    def fn(x, w):
+        @jax.custom_vjp
+        def f(y):
+            return jnp.exp(y) * w
+        f.defvjp(lambda y: (f(y), y), lambda r, g: (g,))
+        return f(x)
+    check(fn, [("B", 4), ("B", 4)])
+
+
+def test_jit_multiple_outputs_and_unused_input():
+    @jax.jit
+    def inner(a, b, unused):
+        return a + b, a * b
+
+    check(lambda x, y, z: inner(x, y, z), [("B", 3), ("B", 3), ("B", 3)])
+
+
+def test_jax_nn_relu_custom_jvp():
+    # jax.nn.relu is a custom_jvp around a jit around max.
+    model = check(jax.nn.relu, [("B", 4)])
+    assert op_types(model) == ["Max"]

@@ -1,0 +1,177 @@
+"""lax_shape plugin: broadcast_in_dim, reshape, squeeze, transpose."""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from helpers import check, op_types
+
+FLOATS = [(np.float32, False), (np.float64, True)]
+SHAPE_OPS = {"Shape", "Concat", "Gather", "Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Neg"}
+
+
+def sym(x, shape):
+    """`shape` with "i" entries replaced by x.shape[i] (keeps symbolic dims symbolic)."""
+    return tuple(x.shape[int(d[1:])] if isinstance(d, str) else d for d in shape)
+
+
+# -------------------------------------------------------- broadcast_in_dim --
+
+# (input shape, output shape with "dN" = input dim N, broadcast_dimensions, expected ops)
+BROADCASTS = [
+    ((3, 4), (2, 3, 4), (1, 2), ["Expand"]),               # new leading axis: Expand alone
+    (("B", 4), (2, "d0", 4), (1, 2), ["Expand"]),
+    ((3,), (3, 4), (0,), ["Unsqueeze", "Expand"]),          # new trailing axis
+    (("B",), ("d0", 5), (0,), ["Unsqueeze", "Expand"]),
+    ((3, 1), (3, 4), (0, 1), ["Expand"]),                    # stretch a 1
+    (("B", 1), ("d0", 4), (0, 1), ["Expand"]),
+    ((3, 4), (3, 1, 4), (0, 2), ["Unsqueeze"]),              # expand_dims: no Expand
+    (("B", 4), ("d0", 1, 4), (0, 2), ["Unsqueeze"]),
+    (("B", 4), (1, "d0", 4), (1, 2), ["Unsqueeze"]),
+    ((), (2, 3), (), ["Expand"]),                            # scalar
+    ((1, 4), ("B", 4), (0, 1), None),                        # a symbolic target dim
+]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("case", BROADCASTS, ids=lambda c: f"{c[0]}->{c[1]}")
+def test_broadcast_in_dim(case, dtype, x64):
+    in_shape, out_shape, bdims, expected = case
+    if "B" in out_shape:
+        # The symbolic target dim comes from a second input.
+        def fn(x, y):
+            return lax.broadcast_in_dim(x, (y.shape[0],) + out_shape[1:], bdims)
+        check(fn, [in_shape, ("B",)], [dtype, dtype], x64=x64)
+        return
+    model = check(lambda x: lax.broadcast_in_dim(x, sym(x, out_shape), bdims), [in_shape], [dtype],
+                  x64=x64)
+    ops = [op for op in op_types(model) if op not in SHAPE_OPS]
+    assert ops == expected
+
+
+def test_broadcast_same_shape_emits_no_node():
+    model = check(lambda x: lax.broadcast_in_dim(x, x.shape, (0, 1)) * 2.0, [("B", 4)])
+    assert op_types(model) == ["Mul"]
+
+
+def test_broadcast_keeps_present_symbolic_dims_static():
+    # [B, 1] -> [B, 4]: Expand's shape is the constant [1, 4]; no runtime Shape.
+    model = check(lambda x: lax.broadcast_in_dim(x, (x.shape[0], 4), (0, 1)), [("B", 1)])
+    assert op_types(model) == ["Expand"]
+
+
+def test_broadcast_literal_scalar():
+    check(lambda x: x + lax.broadcast_in_dim(1.5, x.shape, ()), [("B", 4)])
+
+
+def test_broadcast_int_and_bool():
+    check(lambda x: lax.broadcast_in_dim(x, (2,) + x.shape, (1, 2)), [("B", 3)], [np.int32])
+    check(lambda x: lax.broadcast_in_dim(x, (2,) + x.shape, (1, 2)), [("B", 3)], [np.bool_])
+
+
+def test_expand_dims_is_broadcast_in_dim():
+    # JAX 0.10 has no expand_dims primitive: jnp.expand_dims binds broadcast_in_dim.
+    model = check(lambda x: jnp.expand_dims(x, (0, 2)), [("B", 4)])
+    assert op_types(model) == ["Unsqueeze"]
+
+
+# ----------------------------------------------------------------- reshape --
+
+def _b(x, i):
+    return x.shape[i]
+
+
+# (input shape, fn(x) -> new_sizes, expected: ops that must not appear)
+RESHAPES = [
+    ((3, 4), lambda x: (12,), ()),
+    ((3, 4), lambda x: (2, 6), ()),
+    ((2, 3, 4), lambda x: (4, 6), ()),
+    (("B", 3, 4), lambda x: (_b(x, 0), 12), ("Shape",)),        # 0 copies B
+    (("B", 12), lambda x: (_b(x, 0), 3, 4), ("Shape",)),
+    (("B", 3), lambda x: (3, _b(x, 0)), ("Shape",)),             # -1 infers B
+    (("B", 4), lambda x: (_b(x, 0) * 4,), ("Shape",)),
+    (("B", 4), lambda x: (2, _b(x, 0) * 2), ("Shape",)),
+    (("B", "C", 4), lambda x: (_b(x, 0), _b(x, 1) * 4), ("Shape",)),  # 0 and -1 together
+    (("B", "C"), lambda x: (_b(x, 1), _b(x, 0)), ()),           # needs runtime dims
+    (("B", "C", 2), lambda x: (_b(x, 1), 2, _b(x, 0)), ()),
+]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("case", RESHAPES, ids=lambda c: str(c[0]))
+def test_reshape(case, dtype, x64):
+    in_shape, new_sizes, forbidden = case
+    model = check(lambda x: lax.reshape(x, new_sizes(x)), [in_shape], [dtype], x64=x64)
+    assert "Reshape" in op_types(model)
+    for op in forbidden:
+        assert op not in op_types(model)
+
+
+def test_reshape_runtime_dims_differ_per_batch():
+    # (B, C) -> (C, B) with B != C at run time.
+    import onnxruntime as ort
+    import jaxonnx
+    from helpers import symbolic_specs
+    model = jaxonnx.to_onnx(lambda x: lax.reshape(x, (x.shape[1], x.shape[0])),
+                            symbolic_specs([("B", "C")], [np.float32]))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (got,) = sess.run(None, {sess.get_inputs()[0].name: x})
+    np.testing.assert_array_equal(got, x.reshape(3, 2))
+
+
+def test_reshape_zero_size_sets_allowzero():
+    model = check(lambda x: lax.reshape(x, (4, 0)), [(0, 4)])
+    (node,) = [n for n in model.graph.node if n.op_type == "Reshape"]
+    assert any(a.name == "allowzero" and a.i == 1 for a in node.attribute)
+
+
+def test_reshape_same_shape_emits_no_node():
+    model = check(lambda x: lax.reshape(x, x.shape) * 2.0, [("B", 4)])
+    assert op_types(model) == ["Mul"]
+
+
+def test_reshape_int_and_bool():
+    check(lambda x: lax.reshape(x, (x.shape[0] * 3,)), [("B", 3)], [np.int32])
+    check(lambda x: lax.reshape(x, (x.shape[0] * 3,)), [("B", 3)], [np.bool_])
+
+
+# ----------------------------------------------------------------- squeeze --
+
+SQUEEZES = [
+    ((1, 3, 1, 4), (0, 2)),
+    ((3, 1), (1,)),
+    (("B", 1, 4), (1,)),
+    ((1, "B"), (0,)),
+    ((1, 1), (0, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("shape,dims", SQUEEZES, ids=str)
+def test_squeeze(shape, dims, dtype, x64):
+    model = check(lambda x: lax.squeeze(x, dims), [shape], [dtype], x64=x64)
+    assert op_types(model) == ["Squeeze"]
+
+
+# --------------------------------------------------------------- transpose --
+
+TRANSPOSES = [
+    ((2, 3, 4), (2, 0, 1)),
+    ((3, 4), (1, 0)),
+    (("B", 3, 4), (0, 2, 1)),
+    (("B", 3, 4), (2, 1, 0)),
+]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("shape,perm", TRANSPOSES, ids=str)
+def test_transpose(shape, perm, dtype, x64):
+    model = check(lambda x: lax.transpose(x, perm), [shape], [dtype], x64=x64)
+    assert op_types(model) == ["Transpose"]
+
+
+def test_transpose_identity_emits_no_node():
+    model = check(lambda x: lax.transpose(x, (0, 1)) * 2.0, [("B", 4)])
+    assert op_types(model) == ["Mul"]
