@@ -296,3 +296,30 @@ def test_convert_same_dtype_emits_nothing():
 def test_stop_gradient_emits_no_node(dtype, x64):
     model = check(lambda x: lax.stop_gradient(x) * x, [("B", 4)], [dtype], x64=x64)
     assert op_types(model) == ["Mul"]
+
+
+# --------------------------------------------------------------------- erf --
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+def test_erf_edge_values(dtype, x64):
+    # Around the float64 approximation's range switches (|x| = 1, 8, underflow), and NaN/inf.
+    vals = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-300, 0.5, -0.999, 1.0, -1.0, 1.001, 3.0, -5.0,
+            7.99, 8.0, 8.5, -12.0, 26.0, 27.5, 40.0]
+
+    def gen(s, d, rng):
+        return np.resize(np.array(vals, d), s).astype(d)
+    check(lax.erf, [("B", len(vals))], [dtype], x64=x64, make_inputs=gen)
+
+
+# -------------------------------------------------------------------- copy --
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+def test_copy_is_identity(dtype, x64):
+    model = check(lambda x: jnp.array(x, copy=True) + 1.0, [("B", 4)], [dtype], x64=x64)
+    assert "Identity" not in op_types(model) or op_types(model) == ["Identity", "Add"]
+
+
+def test_output_that_is_an_input_goes_through_copy():
+    # The core routes a graph output that is a graph input through `copy`.
+    model = check(lambda x: (x, lax.stop_gradient(x)), [("B", 4)])
+    assert op_types(model) == ["Identity", "Identity"]

@@ -1,0 +1,39 @@
+/* plugin_abi.h must compile as C99 (no C++ in it), and its frozen layouts hold
+ * in C. Runs as a test so that it fails loudly, not only at compile time. */
+#include <jaxonnx/plugin_abi.h>
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__cplusplus)
+#error "this file must be compiled as C"
+#endif
+
+static jxo_status* lower(const jxo_api* api, jxo_lowering* ctx, void* user_data) {
+  (void)api; (void)ctx; (void)user_data;
+  return NULL;
+}
+
+int main(void) {
+  int failures = 0;
+  jxo_aval aval;
+  jxo_primitive_desc prim;
+  memset(&aval, 0, sizeof aval);
+  memset(&prim, 0, sizeof prim);
+  aval.struct_size = (uint32_t)offsetof(jxo_aval, dims); /* a "v0" aval without dims */
+  prim.struct_size = sizeof prim;
+  prim.lower = lower;
+#define EXPECT(c) do { if (!(c)) { fprintf(stderr, "FAILED: %s\n", #c); ++failures; } } while (0)
+  EXPECT(JXO_ABI_MAJOR == 1);
+  EXPECT(strcmp(JXO_ENTRY_SYMBOL, "jaxonnx_plugin_init_v1") == 0);
+  EXPECT(JXO_HAS_FIELD(&aval, jxo_aval, rank));
+  EXPECT(!JXO_HAS_FIELD(&aval, jxo_aval, dims));
+  EXPECT(JXO_HAS_FIELD(&prim, jxo_primitive_desc, summary));
+  EXPECT(offsetof(jxo_host, get_api) == 8);
+  EXPECT(sizeof(jxo_dim) == 8 + sizeof(jxo_str));
+  EXPECT(JXO_NO_VALUE == (jxo_value)-1);
+  EXPECT(prim.lower(NULL, NULL, NULL) == NULL);
+  if (failures == 0) printf("plugin_abi.h compiles and holds as C99\n");
+  return failures == 0 ? 0 : 1;
+}

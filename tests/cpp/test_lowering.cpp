@@ -1,0 +1,284 @@
+// The lowering driver with the test plugins: a hand-built jaxpr lowered to
+// IR, the guardrails around plugin calls, prune, ONNX export, abstract eval.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "jaxonnx/core/converter.hpp"
+#include "jaxonnx/core/error.hpp"
+#include "jaxonnx/core/plugin_host.hpp"
+#include "onnx.pb.h"
+
+using namespace jaxonnx;
+
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+Dim N(int64_t v) { return Dim{v, {}}; }
+Dim S(std::string s) { return Dim{0, std::move(s)}; }
+Aval f32(std::vector<Dim> dims) { return Aval(JXO_DTYPE_FLOAT32, std::move(dims)); }
+Aval batch3() { return f32({S("B"), N(3)}); }
+
+Atom var(int64_t id, const Aval& aval) {
+  Atom a;
+  a.var = id;
+  a.aval = aval;
+  return a;
+}
+
+Param record(std::vector<std::string> keys = {}, std::vector<Param> items = {}) {
+  Param p;
+  p.kind = JXO_PARAM_RECORD;
+  p.keys = std::move(keys);
+  p.items = std::move(items);
+  return p;
+}
+
+Param float_param(double f) {
+  Param p;
+  p.kind = JXO_PARAM_FLOAT;
+  p.f = f;
+  return p;
+}
+
+Eqn eqn(std::string prim, std::vector<Atom> ins, std::vector<Atom> outs, Param params = record()) {
+  Eqn e;
+  e.primitive = std::move(prim);
+  e.inputs = std::move(ins);
+  e.outputs = std::move(outs);
+  e.params = std::move(params);
+  return e;
+}
+
+// x: f32[B,3];  a = prim(x);  out = a
+ClosedJaxpr one_eqn(const std::string& prim, int64_t source = -1) {
+  ClosedJaxpr c;
+  c.jaxpr.invars = {var(0, batch3())};
+  c.jaxpr.eqns = {eqn(prim, {var(0, batch3())}, {var(1, batch3())})};
+  c.jaxpr.eqns[0].source = source;
+  c.jaxpr.outvars = {var(1, batch3())};
+  return c;
+}
+
+// x: f32[B,3];  a = test.identity(x);  b = test.scale(a, factor=3);  out = b
+ClosedJaxpr identity_then_scale() {
+  ClosedJaxpr c;
+  c.jaxpr.invars = {var(0, batch3())};
+  c.jaxpr.eqns = {
+      eqn("test.identity", {var(0, batch3())}, {var(1, batch3())}),
+      eqn("test.scale", {var(1, batch3())}, {var(2, batch3())},
+          record({"factor"}, {float_param(3.0)})),
+  };
+  c.jaxpr.outvars = {var(2, batch3())};
+  return c;
+}
+
+// The message lower_to_ir throws for `program`; fails the test if it converts.
+std::string conversion_error(const ClosedJaxpr& program, const Registry& reg,
+                             const ConvertOptions& options = {}) {
+  try {
+    lower_to_ir(program, reg, options);
+  } catch (const ConversionError& e) {
+    return e.what();
+  }
+  FAIL("expected a ConversionError");
+  return {};
+}
+
+Registry good() { return Registry::scan({JXO_TEST_GOOD_DIR}); }
+
+int count_op(const ir::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const ir::Node& node : g.nodes) n += node.op_type == op;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a small jaxpr lowers through the good plugin") {
+  Registry reg = good();
+  ir::Model m = lower_to_ir(identity_then_scale(), reg, {});
+  const ir::Graph& g = m.graph;
+  REQUIRE(g.nodes.size() == 2);
+  CHECK(g.nodes[0].op_type == "Identity");
+  CHECK(g.nodes[1].op_type == "Mul");
+  CHECK(g.nodes[1].inputs[0] == g.nodes[0].outputs[0]);
+  REQUIRE(g.initializers.size() == 1);
+  const Tensor& k = *g.initializers[0].tensor;
+  CHECK(k.dtype == JXO_DTYPE_FLOAT32);
+  CHECK(k.dims.empty());
+  REQUIRE(k.nbytes == sizeof(float));
+  float factor = 0;
+  std::memcpy(&factor, k.data, sizeof factor);
+  CHECK(factor == 3.0f);
+  CHECK(g.nodes[1].inputs[1] == g.initializers[0].value);
+  REQUIRE(g.inputs.size() == 1);
+  REQUIRE(g.outputs.size() == 1);
+  CHECK(g.values[g.inputs[0]].name == "in_0");
+  CHECK(g.values[g.outputs[0]].name == "out_0");
+  CHECK(g.values[g.outputs[0]].type.str() == "float32[B,3]");
+  CHECK(g.outputs[0] == g.nodes[1].outputs[0]);
+  CHECK(m.opset == 23);
+}
+
+TEST_CASE("a failing plugin becomes a ConversionError with plugin, primitive and message") {
+  Registry reg = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_FAILING_DIR});
+  ConvertOptions options;
+  options.describe_source = [](int64_t source) {
+    return "model.py:" + std::to_string(source) + " (forward)";
+  };
+  std::string msg = conversion_error(one_eqn("test.fail", 41), reg, options);
+  CHECK(contains(msg, "plugin 'test_failing' failed to lower 'test.fail'"));
+  CHECK(contains(msg, "test.fail: refusing on purpose"));
+  CHECK(contains(msg, "float32[B,3]"));
+  CHECK(contains(msg, "model.py:41 (forward)"));
+}
+
+TEST_CASE("a throwing plugin becomes a ConversionError, not a crash") {
+  Registry reg = Registry::scan({JXO_TEST_THROWING_DIR});
+  std::string msg = conversion_error(one_eqn("test.throw"), reg);
+  CHECK(contains(msg, "plugin 'test_throwing' failed to lower 'test.throw'"));
+  CHECK(contains(msg, "test.throw: std::runtime_error from the plugin"));
+  std::string other = conversion_error(one_eqn("test.throw_other"), reg);
+  CHECK(contains(other, "plugin 'test_throwing' failed to lower 'test.throw_other'"));
+  CHECK(contains(other, "unknown C++ exception"));
+}
+
+TEST_CASE("a lowering that binds no output is an error saying 'unbound'") {
+  Registry reg = Registry::scan({JXO_TEST_UNBOUND_DIR});
+  std::string msg = conversion_error(one_eqn("test.unbound"), reg);
+  CHECK(contains(msg, "plugin 'test_unbound'"));
+  CHECK(contains(msg, "'test.unbound'"));
+  CHECK(contains(msg, "output 0"));
+  CHECK(contains(msg, "unbound"));
+}
+
+TEST_CASE("an unknown primitive names itself, its input avals and the folders searched") {
+  Registry reg = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_GARBAGE_DIR});
+  std::string msg = conversion_error(one_eqn("test.nobody_claims_this"), reg);
+  CHECK(contains(msg, "'test.nobody_claims_this'"));
+  CHECK(contains(msg, "float32[B,3]"));
+  CHECK(contains(msg, JXO_TEST_GOOD_DIR));
+  CHECK(contains(msg, JXO_TEST_GARBAGE_DIR));
+  CHECK(contains(msg, "garbage.so"));  // the skipped files are listed too
+}
+
+TEST_CASE("an opset below the minimum is refused") {
+  ConvertOptions options;
+  options.opset = 17;
+  std::string msg = conversion_error(identity_then_scale(), good(), options);
+  CHECK(contains(msg, "opset 17"));
+}
+
+TEST_CASE("prune removes a dead node and its unused initializer") {
+  // x;  a = test.identity(x);  dead = test.scale(x);  out = a
+  ClosedJaxpr c;
+  c.jaxpr.invars = {var(0, batch3())};
+  c.jaxpr.eqns = {
+      eqn("test.identity", {var(0, batch3())}, {var(1, batch3())}),
+      eqn("test.scale", {var(0, batch3())}, {var(2, batch3())}),
+  };
+  c.jaxpr.outvars = {var(1, batch3())};
+  Registry reg = good();
+  ir::Model m = lower_to_ir(c, reg, {});
+  CHECK(m.graph.nodes.size() == 2);
+  CHECK(m.graph.initializers.size() == 1);
+  prune(m.graph);
+  REQUIRE(m.graph.nodes.size() == 1);
+  CHECK(m.graph.nodes[0].op_type == "Identity");
+  CHECK(count_op(m.graph, "Mul") == 0);
+  CHECK(m.graph.initializers.empty());
+  // A live chain is left alone.
+  ir::Model live = lower_to_ir(identity_then_scale(), reg, {});
+  prune(live.graph);
+  CHECK(live.graph.nodes.size() == 2);
+  CHECK(live.graph.initializers.size() == 1);
+}
+
+TEST_CASE("export writes an IR 10 / opset 23 ModelProto with dim_params, deterministically") {
+  Registry reg = good();
+  ConvertOptions options;
+  options.model_name = "tiny";
+  std::string bytes = convert(identity_then_scale(), reg, options);
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(bytes));
+  CHECK(m.ir_version() == 10);
+  REQUIRE(m.opset_import_size() >= 1);
+  CHECK(m.opset_import(0).domain() == "");
+  CHECK(m.opset_import(0).version() == 23);
+  CHECK(m.producer_name() == "jaxonnx");
+  const onnx::GraphProto& g = m.graph();
+  CHECK(g.name() == "tiny");
+  REQUIRE(g.input_size() == 1);
+  REQUIRE(g.output_size() == 1);
+  for (const onnx::ValueInfoProto* vi : {&g.input(0), &g.output(0)}) {
+    CHECK(vi->type().tensor_type().elem_type() == onnx::TensorProto::FLOAT);
+    const onnx::TensorShapeProto& shape = vi->type().tensor_type().shape();
+    REQUIRE(shape.dim_size() == 2);
+    CHECK(shape.dim(0).dim_param() == "B");
+    CHECK(shape.dim(1).dim_value() == 3);
+  }
+  CHECK(g.input(0).name() == "in_0");
+  CHECK(g.output(0).name() == "out_0");
+  REQUIRE(g.node_size() == 2);
+  CHECK(g.node(0).op_type() == "Identity");
+  CHECK(g.node(1).op_type() == "Mul");
+  CHECK(g.node(1).output(0) == "out_0");
+  REQUIRE(g.initializer_size() == 1);
+  const onnx::TensorProto& init = g.initializer(0);
+  CHECK(init.data_type() == onnx::TensorProto::FLOAT);
+  CHECK(init.dims_size() == 0);
+  CHECK(g.node(1).input(1) == init.name());
+  REQUIRE(init.raw_data().size() == sizeof(float));
+  float factor = 0;
+  std::memcpy(&factor, init.raw_data().data(), sizeof factor);
+  CHECK(factor == 3.0f);
+
+  // Deterministic: the same IR gives the same bytes, and so does a fresh run.
+  ir::Model model = lower_to_ir(identity_then_scale(), reg, options);
+  prune(model.graph);
+  CHECK(export_onnx(model) == export_onnx(model));
+  CHECK(export_onnx(model) == bytes);
+  CHECK(convert(identity_then_scale(), reg, options) == bytes);
+
+  // Another opset is written as asked.
+  options.opset = 18;
+  onnx::ModelProto m18;
+  REQUIRE(m18.ParseFromString(convert(identity_then_scale(), reg, options)));
+  CHECK(m18.opset_import(0).version() == 18);
+}
+
+TEST_CASE("abstract eval through a plugin callback keeps symbolic dims") {
+  Registry reg = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_FAILING_DIR});
+  const PrimitiveInfo* id = reg.find("test.identity");
+  REQUIRE(id);
+  Aval in = f32({S("B"), S("2*B"), N(4)});
+  std::vector<Aval> out = abstract_eval(*id, {in}, record());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].dtype == JXO_DTYPE_FLOAT32);
+  CHECK(out[0].str() == "float32[B,2*B,4]");
+  CHECK(out[0].dims[1].symbol == "2*B");
+  CHECK(out[0].dims[2].value == 4);
+
+  // The plain-C plugin's callback too.
+  const PrimitiveInfo* fail = reg.find("test.fail");
+  REQUIRE(fail);
+  std::vector<Aval> out2 = abstract_eval(*fail, {Aval(JXO_DTYPE_INT64, {S("N")})}, record());
+  REQUIRE(out2.size() == 1);
+  CHECK(out2[0].str() == "int64[N]");
+
+  // A callback that fails becomes a ConversionError naming plugin and primitive.
+  std::string msg;
+  try {
+    abstract_eval(*id, {}, record());
+  } catch (const ConversionError& e) {
+    msg = e.what();
+  }
+  CHECK(contains(msg, "plugin 'test_good' failed the abstract eval of 'test.identity'"));
+  CHECK(contains(msg, "expects exactly one input"));
+}

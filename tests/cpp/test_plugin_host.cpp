@@ -1,0 +1,208 @@
+// The plugin host: loading, ABI negotiation with every test plugin case,
+// diagnostics, registry, duplicate primitives.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "jaxonnx/core/error.hpp"
+#include "jaxonnx/core/plugin_host.hpp"
+
+using namespace jaxonnx;
+
+namespace {
+
+std::string file_in(const std::string& dir, const std::string& name) { return dir + "/" + name; }
+
+// The reason load_plugin gives for `path`; fails the test if it loads.
+std::string load_error(const std::string& path) {
+  try {
+    load_plugin(path);
+  } catch (const PluginLoadError& e) {
+    return e.what();
+  }
+  FAIL("expected PluginLoadError for " << path);
+  return {};
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+const Diagnostic* diagnostic_for(const Registry& reg, const std::string& file_name) {
+  for (const Diagnostic& d : reg.diagnostics())
+    if (d.path.size() >= file_name.size() &&
+        d.path.compare(d.path.size() - file_name.size(), file_name.size(), file_name) == 0)
+      return &d;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the good plugin loads and negotiates ABI 1.0") {
+  const LoadedPlugin& p = load_plugin(file_in(JXO_TEST_GOOD_DIR, "good.so"));
+  CHECK(p.name == "test_good");
+  CHECK(p.version == "1.2.3");
+  CHECK(p.abi_major == JXO_ABI_MAJOR);
+  CHECK(p.abi_minor == JXO_ABI_MINOR);
+  CHECK_FALSE(p.sdk_version.empty());
+  CHECK(contains(p.path, "good.so"));
+  CHECK(contains(p.label(), "'test_good' 1.2.3"));
+  REQUIRE(p.primitives.size() == 2);
+  CHECK(p.primitives[0].name == "test.identity");
+  CHECK(p.primitives[0].onnx_ops == std::vector<std::string>{"Identity"});
+  CHECK(p.primitives[0].summary == "returns its input");
+  CHECK(p.primitives[0].abstract_eval != nullptr);
+  CHECK(p.primitives[0].plugin == &p);
+  CHECK(p.primitives[1].name == "test.scale");
+  CHECK(p.primitives[1].onnx_ops == std::vector<std::string>{"Mul"});
+}
+
+TEST_CASE("loading the same file twice returns the same plugin") {
+  const LoadedPlugin& a = load_plugin(file_in(JXO_TEST_GOOD_DIR, "good.so"));
+  const LoadedPlugin& b = load_plugin(file_in(JXO_TEST_GOOD_DIR, "good.so"));
+  const LoadedPlugin& c = load_plugin(std::string(JXO_TEST_GOOD_DIR) + "/../good/./good.so");
+  CHECK(&a == &b);
+  CHECK(&a == &c);  // the cache is keyed by the canonical path
+}
+
+TEST_CASE("a plugin for another ABI major is refused, naming the major") {
+  std::string why = load_error(file_in(JXO_TEST_WRONG_MAJOR_DIR, "wrong_major.so"));
+  CHECK(contains(why, "ABI major 2"));
+  CHECK(contains(why, "jaxonnx_plugin_init_v2"));
+}
+
+TEST_CASE("a plugin built for a newer minor is refused with both versions") {
+  std::string why = load_error(file_in(JXO_TEST_NEWER_MINOR_DIR, "newer_minor.so"));
+  CHECK(contains(why, "1.1"));
+  CHECK(contains(why, "test_newer_minor"));
+  CHECK(contains(why, "upgrade"));
+}
+
+TEST_CASE("a shared object without the entry symbol is refused") {
+  std::string why = load_error(file_in(JXO_TEST_MISSING_ENTRY_DIR, "missing_entry.so"));
+  CHECK(contains(why, "jaxonnx_plugin_init_v1"));
+  CHECK(contains(why, "not a jaxonnx plugin"));
+}
+
+TEST_CASE("garbage files are refused with dlerror's text") {
+  std::string text = load_error(file_in(JXO_TEST_GARBAGE_DIR, "garbage.so"));
+  CHECK(contains(text, "could not be loaded"));
+  CHECK(contains(text, "garbage.so"));  // dlerror names the file
+  CHECK((contains(text, "invalid ELF header") || contains(text, "file too short")));
+  std::string truncated = load_error(file_in(JXO_TEST_GARBAGE_DIR, "truncated.so"));
+  CHECK(contains(truncated, "could not be loaded"));
+  CHECK(contains(truncated, "truncated.so"));
+  // A second attempt gives the same reason (failures are cached, not retried).
+  CHECK(load_error(file_in(JXO_TEST_GARBAGE_DIR, "garbage.so")) == text);
+}
+
+TEST_CASE("an init that fails reports the plugin's message") {
+  std::string why = load_error(file_in(JXO_TEST_FAILING_INIT_DIR, "failing_init.so"));
+  CHECK(contains(why, "jaxonnx_plugin_init_v1 failed"));
+  CHECK(contains(why, "failing_init: cannot start on purpose"));
+}
+
+TEST_CASE("Registry::scan skips every invalid file with a diagnostic naming it") {
+  Registry reg = Registry::scan({JXO_TEST_WRONG_MAJOR_DIR, JXO_TEST_NEWER_MINOR_DIR,
+                                 JXO_TEST_MISSING_ENTRY_DIR, JXO_TEST_GARBAGE_DIR,
+                                 JXO_TEST_FAILING_INIT_DIR, JXO_TEST_GOOD_DIR,
+                                 JXO_TEST_PLUGINS "/no_such_folder"});
+  REQUIRE(reg.plugins().size() == 1);
+  CHECK(reg.plugins()[0]->name == "test_good");
+  CHECK(reg.diagnostics().size() == 7);
+
+  const Diagnostic* d = diagnostic_for(reg, "wrong_major.so");
+  REQUIRE(d);
+  CHECK(contains(d->reason, "ABI major 2"));
+  d = diagnostic_for(reg, "newer_minor.so");
+  REQUIRE(d);
+  CHECK(contains(d->reason, "1.1"));
+  d = diagnostic_for(reg, "missing_entry.so");
+  REQUIRE(d);
+  CHECK(contains(d->reason, "jaxonnx_plugin_init_v1"));
+  d = diagnostic_for(reg, "garbage.so");
+  REQUIRE(d);
+  CHECK(contains(d->reason, "could not be loaded"));
+  d = diagnostic_for(reg, "truncated.so");
+  REQUIRE(d);
+  CHECK(contains(d->reason, "could not be loaded"));
+  d = diagnostic_for(reg, "failing_init.so");
+  REQUIRE(d);
+  CHECK(contains(d->reason, "failing_init: cannot start on purpose"));
+  d = diagnostic_for(reg, "no_such_folder");
+  REQUIRE(d);
+  CHECK(d->reason == "not a folder");
+  CHECK(reg.find("test.identity") != nullptr);
+}
+
+TEST_CASE("registry lookup") {
+  Registry reg = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_FAILING_DIR});
+  CHECK(reg.diagnostics().empty());
+  CHECK(reg.dirs() == std::vector<std::string>{JXO_TEST_GOOD_DIR, JXO_TEST_FAILING_DIR});
+  const PrimitiveInfo* id = reg.find("test.identity");
+  REQUIRE(id);
+  CHECK(id->plugin->name == "test_good");
+  const PrimitiveInfo* fail = reg.find("test.fail");
+  REQUIRE(fail);
+  CHECK(fail->plugin->name == "test_failing");
+  CHECK(fail->summary == "always fails");
+  CHECK(reg.find("test.nope") == nullptr);
+  CHECK(reg.find("") == nullptr);
+  // The same folder twice (or the same plugin reached twice) is not a duplicate.
+  Registry twice = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_GOOD_DIR});
+  CHECK(twice.plugins().size() == 1);
+}
+
+TEST_CASE("a primitive claimed by two plugins is an error naming both") {
+  std::string msg;
+  try {
+    Registry::scan({JXO_TEST_DUPLICATE_DIR});
+  } catch (const ConversionError& e) {
+    msg = e.what();
+  }
+  REQUIRE_FALSE(msg.empty());
+  CHECK(contains(msg, "'test.identity'"));
+  CHECK(contains(msg, "'dup_a'"));
+  CHECK(contains(msg, "'dup_b'"));
+  CHECK(contains(msg, "dup_a.so"));
+  CHECK(contains(msg, "dup_b.so"));
+
+  // Also across folders: the good plugin and a duplicate.
+  Registry one = Registry::scan({JXO_TEST_GOOD_DIR});
+  const LoadedPlugin& dup_a = load_plugin(file_in(JXO_TEST_DUPLICATE_DIR, "dup_a.so"));
+  std::string across;
+  try {
+    one.add(dup_a);
+  } catch (const ConversionError& e) {
+    across = e.what();
+  }
+  CHECK(contains(across, "'test_good'"));
+  CHECK(contains(across, "'dup_a'"));
+}
+
+TEST_CASE("plugin file names") {
+  CHECK(is_plugin_file_name("x.so"));
+  CHECK(is_plugin_file_name("/a/b/libfoo.so"));
+  CHECK_FALSE(is_plugin_file_name("x.txt"));
+  CHECK_FALSE(is_plugin_file_name("x.so.txt"));
+  CHECK_FALSE(is_plugin_file_name("so"));
+}
+
+TEST_CASE("the host serves minors up to its own and nothing newer") {
+  const jxo_host* host = host_info();
+  REQUIRE(host);
+  CHECK(host->struct_size == sizeof(jxo_host));
+  CHECK(host->abi_major == JXO_ABI_MAJOR);
+  const jxo_api* api = host->get_api(0);
+  REQUIRE(api);
+  CHECK(api == host_api());
+  CHECK(api->abi_minor == JXO_ABI_MINOR);
+  CHECK(api->struct_size == sizeof(jxo_api));
+  CHECK(host->get_api(JXO_ABI_MINOR + 1) == nullptr);
+  jxo_status* st = api->status_create(jxo_str{"abc", 3});
+  jxo_str m = api->status_message(st);
+  CHECK(std::string(m.data, m.size) == "abc");
+  api->status_release(st);
+}

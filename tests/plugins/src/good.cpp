@@ -1,0 +1,38 @@
+// The "good" test plugin: two primitives, both with an abstract eval that
+// returns the input's aval (symbolic dims included).
+//   test.identity(x)            -> Identity(x)
+//   test.scale(x, factor=2.0)   -> Mul(x, factor as a scalar of x's dtype)
+#include <jaxonnx/plugin.hpp>
+
+namespace sdk = jaxonnx::sdk;
+
+namespace {
+
+void same_aval(sdk::AbstractEval& A) {
+  if (A.num_inputs() != 1) throw sdk::Error("expects exactly one input");
+  A.add_output(A.in_aval(0));
+}
+
+void lower_identity(sdk::Lowering& L) {
+  L.bind(0, L.op("Identity", {L.input(0)}, L.out_aval(0)));
+}
+
+void lower_scale(sdk::Lowering& L) {
+  double factor = L.has_param("factor") ? L.param("factor").as_float() : 2.0;
+  sdk::Aval in = L.in_aval(0);
+  sdk::Value k = L.scalar(in.dtype, factor);
+  L.bind(0, L.op("Mul", {L.input(0), k}, L.out_aval(0)));
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("test_good", "1.2.3") {
+  plugin.primitive("test.identity", lower_identity)
+      .emits({"Identity"})
+      .summary("returns its input")
+      .abstract_eval(same_aval);
+  plugin.primitive("test.scale", lower_scale)
+      .emits({"Mul"})
+      .summary("multiplies by the float param 'factor' (default 2)")
+      .abstract_eval(same_aval);
+}

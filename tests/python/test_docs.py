@@ -1,0 +1,24 @@
+"""Generated docs stay in step with the plugins' metadata."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import jaxonnx._core as core
+from jaxonnx import _plugins
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_coverage_table_is_generated_from_current_metadata():
+    result = subprocess.run([sys.executable, str(ROOT / "docs" / "generate.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_every_bundled_primitive_declares_its_onnx_ops():
+    reg = core.Registry([str(_plugins.BUNDLED_PLUGINS)])
+    undeclared = [p["name"] for plugin in reg.plugins for p in plugin["primitives"]
+                  if not p["onnx_ops"] and p["name"] not in {"stop_gradient"}
+                  and plugin["name"] != "call"]
+    assert undeclared == []
