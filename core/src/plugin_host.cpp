@@ -2,8 +2,14 @@
 #include "jaxonnx/core/plugin_host.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <fstream>
 #include <mutex>
 #include <set>
+
+#if defined(__linux__)
+#include <elf.h>
+#endif
 
 #include <boost/dll/shared_library.hpp>
 #include <boost/filesystem.hpp>
@@ -69,6 +75,48 @@ std::string missing_entry_reason(const boost::dll::shared_library& lib) {
   return std::string("it exports no ") + JXO_ENTRY_SYMBOL + " (not a jaxonnx plugin)";
 }
 
+#if defined(__linux__)
+// dlopen maps an ELF file's segments without checking that they lie inside the
+// file, and touching a page past the end raises SIGBUS: a truncated plugin
+// (an interrupted copy) would kill the process. Refuse such files up front;
+// anything that is not ELF is left to dlopen, whose message is better.
+template <typename Ehdr, typename Phdr>
+std::string elf_truncation(std::ifstream& f, uint64_t size) {
+  Ehdr eh{};
+  f.seekg(0);
+  if (!f.read(reinterpret_cast<char*>(&eh), sizeof eh)) return "";  // dlopen: "file too short"
+  if (eh.e_phentsize != sizeof(Phdr)) return "";
+  uint64_t end = uint64_t(eh.e_phoff) + uint64_t(eh.e_phnum) * sizeof(Phdr);
+  if (end > size)
+    return "its ELF program headers end at byte " + std::to_string(end) + " but the file has " +
+           std::to_string(size) + " bytes (truncated?)";
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Phdr ph{};
+    f.seekg(static_cast<std::streamoff>(eh.e_phoff + uint64_t(i) * sizeof(Phdr)));
+    if (!f.read(reinterpret_cast<char*>(&ph), sizeof ph)) return "";
+    uint64_t seg_end = uint64_t(ph.p_offset) + uint64_t(ph.p_filesz);
+    if (ph.p_type == PT_LOAD && seg_end > size)
+      return "an ELF segment ends at byte " + std::to_string(seg_end) + " but the file has " +
+             std::to_string(size) + " bytes (truncated?)";
+  }
+  return "";
+}
+
+std::string truncated_elf_reason(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  unsigned char ident[EI_NIDENT] = {};
+  if (!f || !f.read(reinterpret_cast<char*>(ident), EI_NIDENT)) return "";
+  if (std::memcmp(ident, ELFMAG, SELFMAG) != 0) return "";
+  f.seekg(0, std::ios::end);
+  uint64_t size = static_cast<uint64_t>(f.tellg());
+  if (ident[EI_CLASS] == ELFCLASS64) return elf_truncation<Elf64_Ehdr, Elf64_Phdr>(f, size);
+  if (ident[EI_CLASS] == ELFCLASS32) return elf_truncation<Elf32_Ehdr, Elf32_Phdr>(f, size);
+  return "";
+}
+#else
+std::string truncated_elf_reason(const std::string&) { return ""; }
+#endif
+
 std::mutex& host_mutex() {
   static std::mutex m;
   return m;
@@ -104,6 +152,8 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
   if (auto it = failed->find(path); it != failed->end()) throw PluginLoadError(it->second);
 
   try {
+    if (std::string why = truncated_elf_reason(path); !why.empty())
+      throw PluginLoadError("it could not be loaded: " + path + ": " + why);
     auto* lib = new boost::dll::shared_library();
     try {
       lib->load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);

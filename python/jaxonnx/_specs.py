@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 from jax import export
@@ -11,6 +13,11 @@ from jaxonnx._core import ConversionError
 _KINDS = "a shape tuple such as ('B', 30), a jax.ShapeDtypeStruct, or an array"
 
 
+# One process-wide scope: the same shape text gives the same JAX dims on every
+# call, so JAX's tracing caches hit on a second conversion of the same program.
+_SCOPE = export.SymbolicScope()
+
+
 def _scope_of(specs):
     """The symbolic scope already used by ShapeDtypeStruct inputs, if any."""
     for spec in specs:
@@ -18,7 +25,12 @@ def _scope_of(specs):
             for d in spec.shape:
                 if export.is_symbolic_dim(d):
                     return d.scope
-    return export.SymbolicScope()
+    return _SCOPE
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(text, scope):
+    return export.symbolic_shape(text, scope=scope)
 
 
 def _shape_tuple(index, shape, dtype, scope):
@@ -35,7 +47,7 @@ def _shape_tuple(index, shape, dtype, scope):
         return jax.ShapeDtypeStruct(tuple(int(d) for d in shape), dtype)
     text = ", ".join(str(d) for d in shape)
     try:
-        dims = export.symbolic_shape(text, scope=scope)
+        dims = _parse(text, scope)
     except Exception as e:  # JAX raises several types for a bad expression
         raise ConversionError(f"input {index}: cannot read the shape {tuple(shape)!r}: {e}") from None
     return jax.ShapeDtypeStruct(dims, dtype)

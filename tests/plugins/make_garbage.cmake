@@ -3,7 +3,10 @@
 #   garbage.so    a text file
 #   truncated.so  the first 3000 bytes of a real plugin
 file(MAKE_DIRECTORY "${DIR}")
-file(WRITE "${DIR}/garbage.so" "this is a text file, not a shared object\n")
+# Longer than an ELF header, so dlopen reads it and says "invalid ELF header".
+file(WRITE "${DIR}/garbage.so"
+     "This is a text file named like a plugin. It is not a shared object, and a\n"
+     "plugin host must skip it with a diagnostic instead of crashing.\n")
 execute_process(COMMAND head -c 3000 "${GOOD}" OUTPUT_FILE "${DIR}/truncated.so"
                 RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
