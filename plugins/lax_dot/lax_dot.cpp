@@ -16,10 +16,6 @@ namespace {
 
 using namespace jaxonnx::sdk;
 
-std::string onnx_doc(const std::string& op) {
-  return "https://onnx.ai/onnx/operators/onnx__" + op + ".html";
-}
-
 using Axes = std::vector<int64_t>;
 
 struct DimNumbers {
@@ -45,17 +41,6 @@ Axes concat(std::initializer_list<Axes> parts) {
   Axes out;
   for (const Axes& p : parts) out.insert(out.end(), p.begin(), p.end());
   return out;
-}
-
-// Transposes x (of type `a`) by `perm`, or returns it as is when perm is the
-// identity.
-Value transpose(Lowering& L, Value x, const Aval& a, const Axes& perm) {
-  bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-  if (identity) return x;
-  Shape s;
-  for (int64_t p : perm) s.push_back(a.shape[static_cast<size_t>(p)]);
-  return L.op("Transpose", {x}, a.with_shape(s), {Attr::ints("perm", perm)});
 }
 
 // ------------------------------------------------------------------ dtypes --
@@ -167,7 +152,7 @@ void lower_dot_general(Lowering& L) {
   MatMulPlan plan;
   Value y;
   if (plan_matmul(dn, la.rank(), ra.rank(), &plan)) {
-    y = L.op("MatMul", {transpose(L, lhs, la, plan.lhs_perm), transpose(L, rhs, ra, plan.rhs_perm)}, result);
+    y = L.op("MatMul", {L.transpose(lhs, la, plan.lhs_perm), L.transpose(rhs, ra, plan.rhs_perm)}, result);
   } else {
     y = L.op("Einsum", {lhs, rhs}, result,
              {Attr::s("equation", einsum_equation(dn, la.rank(), ra.rank()))});

@@ -14,34 +14,30 @@ namespace {
 
 using namespace jaxonnx::sdk;
 
-std::string onnx_doc(const std::string& op) {
-  return "https://onnx.ai/onnx/operators/onnx__" + op + ".html";
-}
-
-Value cast(Lowering& L, Value v, const Aval& from, int32_t to) {
-  if (from.dtype == to) return v;
-  return L.op("Cast", {v}, from.with_dtype(to), {Attr::i("to", to)});
-}
-
 // ------------------------------------------------------- one-op primitives --
 
 // Primitives that are exactly one ONNX op over all operands, whose output is
-// the equation's output. Type support matches (JAX only allows float dtypes
-// for the transcendental ones, and ONNX's Abs/Sign/Erf/arithmetic accept every
-// numeric type JAX does here).
+// the equation's output. JAX allows only float dtypes for the transcendental
+// ones; ONNX's arithmetic, Abs and Sign accept every numeric type JAX does.
 struct OneOp {
   const char* primitive;
   const char* onnx;
 };
 
 constexpr OneOp kOneOp[] = {
-    {"add", "Add"},       {"sub", "Sub"},   {"div", "Div"},  // integer Div truncates, as lax.div
+    {"add", "Add"},
+    {"sub", "Sub"},
+    {"div", "Div"},  // integer Div truncates toward zero, as lax.div does
     {"eq", "Equal"},  // Equal takes bool too
-    {"exp", "Exp"},       {"log", "Log"},   {"tanh", "Tanh"},
-    {"logistic", "Sigmoid"}, {"sqrt", "Sqrt"}, {"abs", "Abs"},
-    {"sign", "Sign"},
-    // copy: JAX's explicit copy; the core also routes a graph output that is
-    // an input or a constant through it, as it needs a node of its own.
+    {"exp", "Exp"},
+    {"log", "Log"},
+    {"tanh", "Tanh"},
+    {"logistic", "Sigmoid"},
+    {"sqrt", "Sqrt"},
+    {"abs", "Abs"},
+    {"sign", "Sign"},  // Sign(NaN) is NaN in onnxruntime, as in JAX (tested)
+    // copy: JAX's explicit copy. The core also routes a graph output that is
+    // a graph input or a constant through it: each output needs its own node.
     {"copy", "Identity"},
 };
 
@@ -54,7 +50,7 @@ void lower_one_op(Lowering& L, const char* onnx) {
 void lower_mul(Lowering& L) {
   Aval out = L.out_aval(0);
   std::vector<Value> ins;
-  for (size_t i = 0; i < L.num_inputs(); ++i) ins.push_back(cast(L, L.input(i), L.in_aval(i), out.dtype));
+  for (size_t i = 0; i < L.num_inputs(); ++i) ins.push_back(L.cast(L.input(i), L.in_aval(i), out.dtype));
   L.bind(0, L.op("Mul", ins, out));
 }
 
@@ -80,7 +76,7 @@ void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {
 // x's dtype before power(), so do the same (exact for |y| < 2^24).
 void lower_pow(Lowering& L) {
   Aval x = L.in_aval(0);
-  Value y = cast(L, L.input(1), L.in_aval(1), x.dtype);
+  Value y = L.cast(L.input(1), L.in_aval(1), x.dtype);
   L.bind(0, L.op("Pow", {L.input(0), y}, L.out_aval(0)));
 }
 
@@ -185,7 +181,7 @@ void lower_order(Lowering& L, const char* onnx) {
   for (size_t i = 0; i < 2; ++i) {
     Aval a = L.in_aval(i);
     Value v = L.input(i);
-    ins.push_back(a.dtype == dtype::boolean ? cast(L, v, a, dtype::u8) : v);
+    ins.push_back(a.dtype == dtype::boolean ? L.cast(v, a, dtype::u8) : v);
   }
   L.bind(0, L.op(onnx, ins, L.out_aval(0)));
 }

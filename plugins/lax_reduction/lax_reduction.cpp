@@ -17,15 +17,6 @@ namespace {
 
 using namespace jaxonnx::sdk;
 
-std::string onnx_doc(const std::string& op) {
-  return "https://onnx.ai/onnx/operators/onnx__" + op + ".html";
-}
-
-Value cast(Lowering& L, Value v, const Aval& from, int32_t to) {
-  if (from.dtype == to) return v;
-  return L.op("Cast", {v}, from.with_dtype(to), {Attr::i("to", to)});
-}
-
 std::vector<int64_t> normalized_axes(Lowering& L, std::vector<int64_t> axes, int64_t rank) {
   for (int64_t& a : axes) {
     if (a < 0) a += rank;
@@ -54,7 +45,7 @@ Value reduce(Lowering& L, const char* op, Value x, const std::vector<int64_t>& a
 Value reduce_bool(Lowering& L, const char* op, Value x, const Aval& in, const std::vector<int64_t>& axes) {
   Aval out(dtype::boolean, reduced_shape(in.shape, axes));
   if (L.opset() >= 20) return reduce(L, op, x, axes, out);
-  Value r = reduce(L, op, cast(L, x, in, dtype::u8), axes, out.with_dtype(dtype::u8));
+  Value r = reduce(L, op, L.cast(x, in, dtype::u8), axes, out.with_dtype(dtype::u8));
   return L.op("Cast", {r}, out, {Attr::i("to", dtype::boolean)});
 }
 
@@ -104,16 +95,16 @@ void lower_argmax(Lowering& L) {
   Aval index = out.with_dtype(dtype::i64);
 
   Value x = L.input(0);
-  if (in.dtype == dtype::boolean) x = cast(L, x, in, dtype::u8);  // ArgMax has no bool
+  if (in.dtype == dtype::boolean) x = L.cast(x, in, dtype::u8);  // ArgMax has no bool
   Value r = L.op("ArgMax", {x}, index, attrs);
   if (dtype::is_float(in.dtype)) {
     Aval mask = in.with_dtype(dtype::boolean);
     Value isnan = L.op("IsNaN", {x}, mask);
-    Value first_nan = L.op("ArgMax", {cast(L, isnan, mask, dtype::u8)}, index, attrs);
+    Value first_nan = L.op("ArgMax", {L.cast(isnan, mask, dtype::u8)}, index, attrs);
     Value any_nan = reduce_bool(L, "ReduceMax", isnan, mask, axes);
     r = L.op("Where", {any_nan, first_nan, r}, index);
   }
-  L.bind(0, cast(L, r, index, out.dtype));
+  L.bind(0, L.cast(r, index, out.dtype));
 }
 
 }  // namespace

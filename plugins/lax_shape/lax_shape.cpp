@@ -15,14 +15,6 @@ namespace {
 
 using namespace jaxonnx::sdk;
 
-std::string onnx_doc(const std::string& op) {
-  return "https://onnx.ai/onnx/operators/onnx__" + op + ".html";
-}
-
-// What L.shape_value may emit for a symbolic target shape: Shape + Concat, and
-// ONNX arithmetic for a compound dim expression such as "2*B" or "floordiv(B, 2)".
-#define JAXONNX_SHAPE_VALUE_OPS "Shape", "Concat", "Add", "Sub", "Mul", "Neg", "Mod", "Div", "Max", "Min"
-
 std::vector<int64_t> normalized_axes(Lowering& L, std::vector<int64_t> axes, int64_t rank) {
   for (int64_t& a : axes) {
     if (a < 0) a += rank;
@@ -138,11 +130,7 @@ void lower_squeeze(Lowering& L) {
 // -------------------------------------------------------------- transpose --
 
 void lower_transpose(Lowering& L) {
-  std::vector<int64_t> perm = L.param("permutation").as_ints();
-  Value x = L.input(0);
-  bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-  L.bind(0, identity ? x : L.op("Transpose", {x}, L.out_aval(0), {Attr::ints("perm", perm)}));
+  L.bind(0, L.transpose(L.input(0), L.in_aval(0), L.param("permutation").as_ints()));
 }
 
 }  // namespace
@@ -150,11 +138,11 @@ void lower_transpose(Lowering& L) {
 JAXONNX_PLUGIN("lax_shape", "0.1.0") {
   plugin.primitive("broadcast_in_dim", lower_broadcast_in_dim)
       .emits({"Unsqueeze", "Expand"})
-      .emits({JAXONNX_SHAPE_VALUE_OPS})
+      .emits_shape_ops()
       .doc(onnx_doc("Expand"));
   plugin.primitive("reshape", lower_reshape)
       .emits({"Reshape"})
-      .emits({JAXONNX_SHAPE_VALUE_OPS})
+      .emits_shape_ops()
       .doc(onnx_doc("Reshape"));
   plugin.primitive("squeeze", lower_squeeze).emits({"Squeeze"}).doc(onnx_doc("Squeeze"));
   plugin.primitive("transpose", lower_transpose).emits({"Transpose"}).doc(onnx_doc("Transpose"));

@@ -112,3 +112,8 @@ def test_jax_nn_relu_custom_jvp():
     # jax.nn.relu is a custom_jvp around a jit around max.
     model = check(jax.nn.relu, [("B", 4)])
     assert op_types(model) == ["Max"]
+
+
+@pytest.mark.parametrize("opset", [18, 23])
+def test_calls_every_opset(opset):
+    check(lambda x: remat(custom_vjp_fn(custom_jvp_fn(nested_jit(x)))), [("B", 4)], opset=opset)

@@ -77,22 +77,36 @@ def test_preferred_int8_to_int32(name):
     assert op_types(model).count("Cast") == 2  # the operands, widened; no cast back
 
 
-def test_int8_without_preferred_wraps_like_xla():
-    # MatMul has no int8: computed in int32, cast back to int8 (same result mod 2^8).
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.bool_],
+                         ids=["i8", "u8", "i16", "bool"])
+def test_narrow_types_without_preferred_wrap_like_xla(dtype):
+    # MatMul has no 8/16-bit ints or bool: computed in 32 bits and cast back, which equals
+    # XLA's wrapping narrow arithmetic (mod 2^bits), and bool's or-of-ands (nonzero -> true).
     def gen(s, d, rng):
-        return rng.integers(-100, 100, size=s).astype(d)
-    model = check(dot((((1,), (0,)), ((), ()))), [("B", 8), (8, 4)], [np.int8, np.int8],
+        if d == np.bool_:
+            return rng.integers(0, 2, size=s).astype(d)
+        info = np.iinfo(d)
+        return rng.integers(max(info.min, -100), min(info.max, 100), size=s).astype(d)
+    model = check(dot((((1,), (0,)), ((), ()))), [("B", 8), (8, 4)], [dtype, dtype],
                   make_inputs=gen)
-    assert op_types(model)[-1] == "Cast"
+    assert op_types(model) == ["Cast", "Cast", "MatMul", "Cast"]
 
 
-@pytest.mark.parametrize("src", [np.float16, jnp.bfloat16], ids=["f16", "bf16"])
-def test_preferred_f32_from_half(src):
+def test_preferred_f32_from_f16():
     def gen(s, d, rng):
         return random_input(s, np.float32, rng).astype(d)
-    model = check(dot((((1,), (0,)), ((), ())), np.float32), [("B", 8), (8, 4)], [src, src],
-                  make_inputs=gen, rtol=1e-3, atol=1e-3)
+    model = check(dot((((1,), (0,)), ((), ())), np.float32), [("B", 8), (8, 4)],
+                  [np.float16, np.float16], make_inputs=gen, rtol=1e-3, atol=1e-3)
     assert op_types(model) == ["Cast", "Cast", "MatMul"]
+
+
+def test_preferred_f32_from_bf16():
+    # onnxruntime's Python API takes no bfloat16 arrays: feed f32, round to bf16 inside.
+    def fn(a, b):
+        a, b = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
+        return dot((((1,), (0,)), ((), ())), np.float32)(a, b)
+    model = check(fn, [("B", 8), (8, 4)], rtol=1e-3, atol=1e-3)
+    assert op_types(model).count("MatMul") == 1 and "Einsum" not in op_types(model)
 
 
 def test_preferred_f64_from_f32():
@@ -103,3 +117,11 @@ def test_preferred_f64_from_f32():
 
 def test_int32_operands_preferred_f32():
     check(dot((((1,), (0,)), ((), ())), np.float32), [("B", 8), (8, 4)], [np.int32, np.int32])
+
+
+@pytest.mark.parametrize("opset", [18, 19, 20, 21, 22, 23])
+def test_dot_every_opset(opset):
+    def fn(a, b):
+        return (dot(CASES["bmm_rhsT"][2])(a, b),
+                dot(CASES["free_dims_both"][2])(a, b.reshape(b.shape[0] * 6, 8).T.reshape(8, -1, 2)))
+    check(fn, [("B", 5, 8), ("B", 6, 8)], opset=opset, rtol=1e-4, atol=1e-4)

@@ -108,13 +108,12 @@ def test_pow_float_exponent(dtype, x64, shape):
     check(lax.pow, [shape, shape], [dtype, dtype], x64=x64, make_inputs=gen)
 
 
-@pytest.mark.parametrize("int_dtype", [np.int32, np.int64])
-@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
-def test_pow_integer_exponent_dtype(dtype, x64, int_dtype):
+@pytest.mark.parametrize("dtype,int_dtype,x64", [(np.float32, np.int32, False),
+                                                  (np.float64, np.int32, True),
+                                                  (np.float64, np.int64, True)],
+                         ids=["f32^i32", "f64^i32", "f64^i64"])
+def test_pow_integer_exponent_dtype(dtype, int_dtype, x64):
     # lax.pow with an integer y: negative bases and negative exponents are fine.
-    if int_dtype == np.int64 and not x64:
-        pytest.skip("int64 needs x64")
-
     def gen(s, d, rng):
         if np.issubdtype(d, np.integer):
             return rng.integers(-4, 5, size=s).astype(d)
@@ -316,10 +315,19 @@ def test_erf_edge_values(dtype, x64):
 @pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
 def test_copy_is_identity(dtype, x64):
     model = check(lambda x: jnp.array(x, copy=True) + 1.0, [("B", 4)], [dtype], x64=x64)
-    assert "Identity" not in op_types(model) or op_types(model) == ["Identity", "Add"]
+    assert set(op_types(model)) <= {"Identity", "Add"}  # an identity pass may drop the copy
 
 
 def test_output_that_is_an_input_goes_through_copy():
     # The core routes a graph output that is a graph input through `copy`.
     model = check(lambda x: (x, lax.stop_gradient(x)), [("B", 4)])
     assert op_types(model) == ["Identity", "Identity"]
+
+
+@pytest.mark.parametrize("opset", [18, 19, 20, 21, 22, 23])
+def test_elementwise_every_opset(opset):
+    def fn(x, y, p):
+        z = lax.select_n(p, lax.max(x, y), lax.integer_pow(x, -3) + lax.erf(y))
+        return lax.convert_element_type(z > lax.rsqrt(lax.abs(x) + 1.0), np.int32), lax.sign(z)
+    check(fn, [("B", 4), ("B", 4), ("B", 4)], [np.float32, np.float32, np.bool_], opset=opset,
+          rtol=1e-4, atol=1e-4)

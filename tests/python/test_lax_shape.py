@@ -175,3 +175,13 @@ def test_transpose(shape, perm, dtype, x64):
 def test_transpose_identity_emits_no_node():
     model = check(lambda x: lax.transpose(x, (0, 1)) * 2.0, [("B", 4)])
     assert op_types(model) == ["Mul"]
+
+
+@pytest.mark.parametrize("opset", [18, 19, 20, 21, 22, 23])
+def test_shape_ops_every_opset(opset):
+    def fn(x):
+        y = lax.broadcast_in_dim(x, (x.shape[0], 2, 3, 4), (0, 2, 3))
+        y = lax.reshape(y, (x.shape[0], 2, 12))
+        y = lax.transpose(y, (0, 2, 1))
+        return lax.squeeze(lax.broadcast_in_dim(y, (1,) + y.shape, (1, 2, 3)), (0,))
+    check(fn, [("B", 3, 4)], opset=opset)

@@ -123,6 +123,11 @@ inline std::string shape_str(const Shape& s) {
   return out + (s.size() == 1 ? ",)" : ")");
 }
 
+// The ONNX operator page of `op`, for .doc().
+inline std::string onnx_doc(std::string_view op) {
+  return "https://onnx.ai/onnx/operators/onnx__" + std::string(op) + ".html";
+}
+
 // An owning abstract value (dtype + shape). rank() is -1 when unknown.
 struct Aval {
   int32_t dtype = JXO_DTYPE_UNDEFINED;
@@ -358,6 +363,22 @@ class Lowering {
 
   // The type of a value the host knows.
   Aval aval_of(Value v) const { return Aval::from(api_->value_aval(ctx_, v)); }
+
+  // `v` (of type `from`) cast to dtype `to`; no node when it already is.
+  Value cast(Value v, const Aval& from, int32_t to) {
+    if (from.dtype == to) return v;
+    return op("Cast", {v}, from.with_dtype(to), {Attr::i("to", to)});
+  }
+
+  // `x` (of type `a`) transposed by `perm`; no node for the identity.
+  Value transpose(Value x, const Aval& a, const std::vector<int64_t>& perm) {
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+    if (identity) return x;
+    Shape s;
+    for (int64_t p : perm) s.push_back(a.shape.at(static_cast<size_t>(p)));
+    return op("Transpose", {x}, a.with_shape(std::move(s)), {Attr::ints("perm", perm)});
+  }
 
   // Emits `op_type` with one output of type `out`.
   Value op(std::string_view op_type, const std::vector<Value>& ins, const Aval& out,
@@ -641,6 +662,11 @@ class Plugin {
     PrimitiveRef& emits(std::initializer_list<const char*> ops) {
       for (const char* op : ops) e_->ops.emplace_back(op);
       return *this;
+    }
+    // The ops dim_value / shape_value may emit for symbolic dims ("B", "2*B",
+    // "floordiv(B, 2)"); declare them when a lowering uses those helpers.
+    PrimitiveRef& emits_shape_ops() {
+      return emits({"Shape", "Concat", "Add", "Sub", "Mul", "Neg", "Mod", "Div", "Max", "Min"});
     }
     PrimitiveRef& doc(std::string url) { e_->doc_url = std::move(url); return *this; }
     PrimitiveRef& summary(std::string s) { e_->summary = std::move(s); return *this; }
