@@ -1,0 +1,29 @@
+"""Architecture rules that a reviewer would otherwise have to remember."""
+
+import re
+from pathlib import Path
+
+import onnx.defs
+
+ROOT = Path(__file__).resolve().parents[2]
+STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+
+
+def test_core_names_no_onnx_op():
+    ops = {s.name for s in onnx.defs.get_all_schemas_with_history()}
+    found = []
+    for path in sorted((ROOT / "core").rglob("*.[ch]pp")):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            found += [f"{path.relative_to(ROOT)}:{lineno}: {s}" for s in STRING.findall(line)
+                      if s in ops]
+    assert found == [], "op names belong in plugins:\n" + "\n".join(found)
+
+
+def test_plugins_include_only_the_sdk():
+    allowed = re.compile(r'#include\s+[<"](jaxonnx/plugin(_abi)?\.h(pp)?|[a-z_]+(\.h)?)[>"]')
+    bad = []
+    for path in sorted((ROOT / "plugins").rglob("*.[ch]*")):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if line.startswith("#include") and not allowed.match(line):
+                bad.append(f"{path.relative_to(ROOT)}:{lineno}: {line}")
+    assert bad == [], "plugins build only against plugin_sdk:\n" + "\n".join(bad)
