@@ -17,14 +17,6 @@ namespace {
 
 using namespace jaxonnx::sdk;
 
-std::vector<int64_t> normalized_axes(Lowering& L, std::vector<int64_t> axes, int64_t rank) {
-  for (int64_t& a : axes) {
-    if (a < 0) a += rank;
-    if (a < 0 || a >= rank) L.fail("axis out of range for rank " + std::to_string(rank));
-  }
-  return axes;
-}
-
 // The shape `in` has after reducing `axes` away (keepdims=0).
 Shape reduced_shape(const Shape& in, const std::vector<int64_t>& axes) {
   Shape out;
@@ -53,7 +45,7 @@ Value reduce_bool(Lowering& L, const char* op, Value x, const Aval& in, const st
 
 void lower_reduce_sum(Lowering& L) {
   Aval in = L.in_aval(0);
-  std::vector<int64_t> axes = normalized_axes(L, L.param("axes").as_ints(), in.rank());
+  std::vector<int64_t> axes = L.axes_param("axes", in.rank());
   Value x = L.input(0);
   L.bind(0, axes.empty() ? x : reduce(L, "ReduceSum", x, axes, L.out_aval(0)));
 }
@@ -62,7 +54,7 @@ void lower_reduce_sum(Lowering& L) {
 void lower_reduce_extremum(Lowering& L, const char* op) {
   Aval in = L.in_aval(0);
   Aval out = L.out_aval(0);
-  std::vector<int64_t> axes = normalized_axes(L, L.param("axes").as_ints(), in.rank());
+  std::vector<int64_t> axes = L.axes_param("axes", in.rank());
   Value x = L.input(0);
   if (axes.empty()) {
     L.bind(0, x);
@@ -89,7 +81,7 @@ void lower_reduce_extremum(Lowering& L, const char* op) {
 void lower_argmax(Lowering& L) {
   Aval in = L.in_aval(0);
   Aval out = L.out_aval(0);
-  std::vector<int64_t> axes = normalized_axes(L, L.param("axes").as_ints(), in.rank());
+  std::vector<int64_t> axes = L.axes_param("axes", in.rank());
   if (axes.size() != 1) L.fail("argmax reduces exactly one axis, got " + std::to_string(axes.size()));
   const std::vector<Attr> attrs = {Attr::i("axis", axes[0]), Attr::i("keepdims", 0)};
   Aval index = out.with_dtype(dtype::i64);

@@ -15,14 +15,6 @@ namespace {
 
 using namespace jaxonnx::sdk;
 
-std::vector<int64_t> normalized_axes(Lowering& L, std::vector<int64_t> axes, int64_t rank) {
-  for (int64_t& a : axes) {
-    if (a < 0) a += rank;
-    if (a < 0 || a >= rank) L.fail("axis out of range for rank " + std::to_string(rank));
-  }
-  return axes;
-}
-
 // ------------------------------------------------------- broadcast_in_dim --
 
 // broadcast_in_dim(x, shape, broadcast_dimensions): input axis i becomes
@@ -117,7 +109,7 @@ void lower_reshape(Lowering& L) {
 // (opset 13+).
 void lower_squeeze(Lowering& L) {
   Aval in = L.in_aval(0);
-  std::vector<int64_t> axes = normalized_axes(L, L.param("dimensions").as_ints(), in.rank());
+  std::vector<int64_t> axes = L.axes_param("dimensions", in.rank());
   Value x = L.input(0);
   if (axes.empty()) {
     L.bind(0, x);

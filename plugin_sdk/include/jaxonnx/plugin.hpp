@@ -345,6 +345,17 @@ class Lowering {
   Param params() const { return Param(api_, api_->params(ctx_), "params"); }
   Param param(std::string_view name) const { return params().field(name); }
   bool has_param(std::string_view name) const { return params().has(name); }
+  // An int-list param of axes into a rank-`rank` operand, negatives normalized.
+  std::vector<int64_t> axes_param(std::string_view name, int64_t rank) const {
+    std::vector<int64_t> axes = param(name).as_ints();
+    for (int64_t& a : axes) {
+      if (a < 0) a += rank;
+      if (a < 0 || a >= rank)
+        throw Error("param '" + std::string(name) + "' has an axis out of range for rank " +
+                    std::to_string(rank));
+    }
+    return axes;
+  }
 
   // The data of input i if it is a literal (else nullptr); valid for this call.
   const jxo_tensor* literal(size_t i) const { return api_->input_literal(ctx_, i); }
