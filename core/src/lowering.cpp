@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <set>
 
 namespace jaxonnx {
 namespace {
@@ -191,14 +192,12 @@ ir::Model Converter::run(const ClosedJaxpr& program) {
 // an input, a constant, or a repeat goes through the plugin that lowers JAX's
 // own `copy` primitive, so the core stays free of op names.
 void Converter::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
-  std::vector<bool> is_fixed(model.graph.values.size(), false);
-  for (ir::ValueId v : model.graph.inputs) is_fixed[v] = true;
-  for (const ir::Initializer& init : model.graph.initializers) is_fixed[init.value] = true;
+  std::set<ir::ValueId> taken(model.graph.inputs.begin(), model.graph.inputs.end());
+  for (const ir::Initializer& init : model.graph.initializers) taken.insert(init.value);
   for (size_t i = 0; i < jaxpr.outvars.size(); ++i) {
     const Atom& out = jaxpr.outvars[i];
     ir::ValueId v = atom_value(out, scope);
-    bool taken = static_cast<size_t>(v) < is_fixed.size() && is_fixed[v];
-    if (out.is_literal() || taken) {
+    if (out.is_literal() || taken.count(v)) {
       Eqn copy;
       copy.primitive = "copy";
       copy.inputs = {out};
@@ -210,8 +209,7 @@ void Converter::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
       lower_eqn(copy, scope);
       v = scope.env[fresh.var];
     }
-    if (static_cast<size_t>(v) >= is_fixed.size()) is_fixed.resize(v + 1, false);
-    is_fixed[v] = true;
+    taken.insert(v);
     ir::Value& value = model.graph.values[v];
     value.name = output_names_[i];
     value.has_type = true;

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
-#include <set>
 
 #if defined(__linux__)
 #include <elf.h>

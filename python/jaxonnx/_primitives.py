@@ -13,23 +13,26 @@ from jaxonnx._core import ConversionError
 _cache: dict = {}
 
 
-def _to_jax_dim(dim, in_avals):
-    """An int stays; a symbol string maps back to the input dim it names, or is
-    parsed in the inputs' symbolic scope ("2*B")."""
-    if isinstance(dim, int):
-        return dim
-    known = {}
-    scope = None
+def _dim_reader(in_avals):
+    """Maps a dim from the plugin back to JAX: an int stays; a symbol string is
+    the input dim it names, or is parsed in the inputs' symbolic scope ("2*B")."""
+    known, scope = {}, None
     for aval in in_avals:
         for d in aval.shape:
             if export.is_symbolic_dim(d):
                 known[str(d)] = d
                 scope = d.scope
-    if dim in known:
-        return known[dim]
-    if scope is None:
-        raise ConversionError(f"abstract eval gave the symbolic dim {dim!r} but no input has one")
-    return export.symbolic_shape(dim, scope=scope)[0]
+
+    def read(dim):
+        if isinstance(dim, int):
+            return dim
+        if dim in known:
+            return known[dim]
+        if scope is None:
+            raise ConversionError(f"abstract eval gave the symbolic dim {dim!r} but no input has one")
+        return export.symbolic_shape(dim, scope=scope)[0]
+
+    return read
 
 
 def primitive(name: str, plugin_dirs=None):
@@ -55,7 +58,8 @@ def primitive(name: str, plugin_dirs=None):
                 f"primitive {name!r}: its abstract eval gave {len(outs)} outputs; "
                 f"jaxonnx.primitive supports exactly one")
         dtype, dims = outs[0]
-        return jax_core.ShapedArray(tuple(_to_jax_dim(d, avals) for d in dims), np.dtype(dtype))
+        read = _dim_reader(avals)
+        return jax_core.ShapedArray(tuple(read(d) for d in dims), np.dtype(dtype))
 
     def impl(*args, **params):
         raise ConversionError(

@@ -15,7 +15,8 @@ ensure_system_packages() {
   for p in "${DEB_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  command -v python3 >/dev/null || missing+=(python3 python3-venv)
+  # Debian's python3 makes venvs only with python3-venv (it carries ensurepip).
+  python3 -c "import ensurepip" 2>/dev/null || missing+=(python3 python3-venv)
   if ((${#missing[@]})); then
     say "installing Debian packages: ${missing[*]}"
     local sudo=""
@@ -28,11 +29,7 @@ ensure_system_packages() {
 ensure_venv() {
   if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV"
-    python3 -m venv "$VENV" 2>/dev/null || {
-      say "python3 -m venv failed; installing python3-venv"
-      apt-get install -y -qq python3-venv >/dev/null
-      python3 -m venv "$VENV"
-    }
+    python3 -m venv "$VENV"
   fi
   local stamp="$VENV/.jaxonnx-requirements"
   if ! cmp -s "$ROOT/scripts/requirements.txt" "$stamp"; then

@@ -114,27 +114,23 @@ TEST_CASE("Registry::scan skips every invalid file with a diagnostic naming it")
   CHECK(reg.plugins()[0]->name == "test_good");
   CHECK(reg.diagnostics().size() == 7);
 
-  const Diagnostic* d = diagnostic_for(reg, "wrong_major.so");
-  REQUIRE(d);
-  CHECK(contains(d->reason, "ABI major 2"));
-  d = diagnostic_for(reg, "newer_minor.so");
-  REQUIRE(d);
-  CHECK(contains(d->reason, "1.1"));
-  d = diagnostic_for(reg, "missing_entry.so");
-  REQUIRE(d);
-  CHECK(contains(d->reason, "jaxonnx_plugin_init_v1"));
-  d = diagnostic_for(reg, "garbage.so");
-  REQUIRE(d);
-  CHECK(contains(d->reason, "could not be loaded"));
-  d = diagnostic_for(reg, "truncated.so");
-  REQUIRE(d);
-  CHECK(contains(d->reason, "could not be loaded"));
-  d = diagnostic_for(reg, "failing_init.so");
-  REQUIRE(d);
-  CHECK(contains(d->reason, "failing_init: cannot start on purpose"));
-  d = diagnostic_for(reg, "no_such_folder");
-  REQUIRE(d);
-  CHECK(d->reason == "not a folder");
+  const std::pair<const char*, const char*> expected[] = {
+      {"wrong_major.so", "ABI major 2"},
+      {"newer_minor.so", "1.1"},
+      {"missing_entry.so", "jaxonnx_plugin_init_v1"},
+      {"garbage.so", "could not be loaded"},
+      {"truncated.so", "could not be loaded"},
+      {"failing_init.so", "failing_init: cannot start on purpose"},
+  };
+  for (const auto& [file, reason] : expected) {
+    CAPTURE(file);
+    const Diagnostic* d = diagnostic_for(reg, file);
+    REQUIRE(d);
+    CHECK(contains(d->reason, reason));
+  }
+  const Diagnostic* folder = diagnostic_for(reg, "no_such_folder");
+  REQUIRE(folder);
+  CHECK(folder->reason == "not a folder");
   CHECK(reg.find("test.identity") != nullptr);
 }
 

@@ -468,14 +468,7 @@ class Lowering {
   // the graph (Shape of that input), once per graph.
   Value dim_value(const Dim& d) {
     if (d.is_static()) return i64s({d.value});
-    std::string key = "jaxonnx.dim:" + d.symbol;
-    Value cached = kNoValue;
-    api_->memo_get(ctx_, to_jxo(key), &cached);
-    if (cached != kNoValue) return cached;
-    DimExprParser p{d.symbol, 0, this};
-    Value v = p.parse();
-    api_->memo_put(ctx_, to_jxo(key), v);
-    return v;
+    return memoized("jaxonnx.dim:" + d.symbol, [&] { return DimExprParser{d.symbol, 0, this}.parse(); });
   }
 
   // A 1-D int64 tensor holding `shape`, symbolic dims computed at runtime.
@@ -511,6 +504,17 @@ class Lowering {
   [[noreturn]] void fail(const std::string& msg) const { throw Error(msg); }
 
  private:
+  // The value cached under `key` in this graph, made by `make` the first time.
+  template <typename F> Value memoized(const std::string& key, F&& make) {
+    Value v = kNoValue;
+    api_->memo_get(ctx_, to_jxo(key), &v);
+    if (v == kNoValue) {
+      v = make();
+      api_->memo_put(ctx_, to_jxo(key), v);
+    }
+    return v;
+  }
+
   template <typename T> Value scalar_of(T x) { return constant(dtype::of<T>(), {}, &x, sizeof(T)); }
 
   const jxo_aval* checked(const jxo_aval* a, const char* what, size_t i) const {
@@ -578,16 +582,12 @@ class Lowering {
       return L->op("Div", {L->op("Sub", {a, m}, one()), b}, one());
     }
     Value atom(std::string_view name) {
-      std::string key = "jaxonnx.dim:" + std::string(name);
-      Value cached = kNoValue;
-      L->api_->memo_get(L->ctx_, to_jxo(key), &cached);
-      if (cached != kNoValue) return cached;
-      Value src = kNoValue;
-      int64_t axis = 0;
-      detail::check(L->api_, L->api_->symbol_origin(L->ctx_, to_jxo(name), &src, &axis));
-      Value v = L->op("Shape", {src}, one(), {Attr::i("start", axis), Attr::i("end", axis + 1)});
-      L->api_->memo_put(L->ctx_, to_jxo(key), v);
-      return v;
+      return L->memoized("jaxonnx.dim:" + std::string(name), [&] {
+        Value src = kNoValue;
+        int64_t axis = 0;
+        detail::check(L->api_, L->api_->symbol_origin(L->ctx_, to_jxo(name), &src, &axis));
+        return L->op("Shape", {src}, one(), {Attr::i("start", axis), Attr::i("end", axis + 1)});
+      });
     }
   };
 
