@@ -1,6 +1,8 @@
 // IR -> onnx.ModelProto bytes (IR version 10). Output order follows the IR,
 // so the same IR always gives the same bytes.
 #include <set>
+#include <string>
+#include <vector>
 
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/error.hpp"
@@ -32,7 +34,10 @@ void set_tensor(onnx::TensorProto* t, const Tensor& src, const std::string& name
   t->set_raw_data(src.data, src.nbytes);
 }
 
-void set_attribute(onnx::AttributeProto* a, const ir::Attribute& src) {
+using Names = std::vector<std::string>;
+void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer);
+
+void set_attribute(onnx::AttributeProto* a, const ir::Attribute& src, const Names& names) {
   a->set_name(src.name);
   a->set_type(static_cast<onnx::AttributeProto_AttributeType>(src.type));
   switch (src.type) {
@@ -43,8 +48,43 @@ void set_attribute(onnx::AttributeProto* a, const ir::Attribute& src) {
     case JXO_ATTR_FLOATS: for (double v : src.floats) a->add_floats(static_cast<float>(v)); break;
     case JXO_ATTR_STRINGS: for (const std::string& v : src.strings) a->add_strings(v); break;
     case JXO_ATTR_TENSOR: set_tensor(a->mutable_t(), *src.tensor, ""); break;
+    case ir::kAttrGraph: set_graph(a->mutable_g(), *src.graph, &names); break;
     default: throw ConversionError("attribute '" + src.name + "' has an unknown type");
   }
+}
+
+// Writes `g`; `outer` holds the enclosing graph's value names (null for the
+// main graph). A captured value is written under its outer value's name.
+void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer) {
+  Names names;
+  names.reserve(g.values.size());
+  for (const ir::Value& v : g.values) names.push_back(v.name);
+  for (const ir::Capture& c : g.captures) names[c.inner] = outer->at(c.outer);
+  auto typed = [&](onnx::ValueInfoProto* vi, ir::ValueId v) {
+    set_type(vi, g.values[v]);
+    vi->set_name(names[v]);
+  };
+
+  graph->set_name(g.name);
+  for (ir::ValueId v : g.inputs) typed(graph->add_input(), v);
+  for (ir::ValueId v : g.outputs) typed(graph->add_output(), v);
+  for (const ir::Initializer& init : g.initializers)
+    set_tensor(graph->add_initializer(), *init.tensor, names[init.value]);
+
+  std::set<ir::ValueId> interface(g.outputs.begin(), g.outputs.end());
+  for (const ir::Node& n : g.nodes) {
+    onnx::NodeProto* node = graph->add_node();
+    node->set_name(n.name);
+    node->set_op_type(n.op_type);
+    if (!n.domain.empty()) node->set_domain(n.domain);
+    for (ir::ValueId v : n.inputs) node->add_input(v == ir::kNoValue ? "" : names[v]);
+    for (ir::ValueId v : n.outputs) node->add_output(names[v]);
+    for (const ir::Attribute& a : n.attrs) set_attribute(node->add_attribute(), a, names);
+  }
+  // Intermediate types, in node order.
+  for (const ir::Node& n : g.nodes)
+    for (ir::ValueId v : n.outputs)
+      if (g.values[v].has_type && !interface.count(v)) typed(graph->add_value_info(), v);
 }
 
 }  // namespace
@@ -64,27 +104,7 @@ std::string export_onnx(const ir::Model& model) {
     d->set_version(version);
   }
 
-  onnx::GraphProto* graph = m.mutable_graph();
-  graph->set_name(g.name);
-  for (ir::ValueId v : g.inputs) set_type(graph->add_input(), g.values[v]);
-  for (ir::ValueId v : g.outputs) set_type(graph->add_output(), g.values[v]);
-  for (const ir::Initializer& init : g.initializers)
-    set_tensor(graph->add_initializer(), *init.tensor, g.values[init.value].name);
-
-  std::set<ir::ValueId> interface(g.outputs.begin(), g.outputs.end());
-  for (const ir::Node& n : g.nodes) {
-    onnx::NodeProto* node = graph->add_node();
-    node->set_name(n.name);
-    node->set_op_type(n.op_type);
-    if (!n.domain.empty()) node->set_domain(n.domain);
-    for (ir::ValueId v : n.inputs) node->add_input(v == ir::kNoValue ? "" : g.values[v].name);
-    for (ir::ValueId v : n.outputs) node->add_output(g.values[v].name);
-    for (const ir::Attribute& a : n.attrs) set_attribute(node->add_attribute(), a);
-  }
-  // Intermediate types, in node order.
-  for (const ir::Node& n : g.nodes)
-    for (ir::ValueId v : n.outputs)
-      if (g.values[v].has_type && !interface.count(v)) set_type(graph->add_value_info(), g.values[v]);
+  set_graph(m.mutable_graph(), model.graph, nullptr);
 
   std::string bytes;
   if (!m.SerializeToString(&bytes))

@@ -17,6 +17,7 @@ void prune(ir::Graph& g) {
     if (!keep[k]) continue;
     for (ir::ValueId v : n.inputs)
       if (v != ir::kNoValue) live[v] = true;
+    for (ir::ValueId v : ir::captured_inputs(n)) live[v] = true;
   }
   std::vector<ir::Node> nodes;
   nodes.reserve(g.nodes.size());

@@ -282,3 +282,50 @@ TEST_CASE("abstract eval through a plugin callback keeps symbolic dims") {
   CHECK(contains(msg, "plugin 'test_good' failed the abstract eval of 'test.identity'"));
   CHECK(contains(msg, "expects exactly one input"));
 }
+
+TEST_CASE("a subgraph attribute is exported with its captures under the outer names") {
+  // main: If(cond) { then: Neg(x) with x captured; else: x } -> y
+  ir::Model model;
+  ir::Graph& g = model.graph;
+  g.name = "main";
+  ir::ValueId cond = g.add_value("cond"), x = g.add_value("x"), y = g.add_value("y");
+  g.inputs = {cond, x};
+  g.outputs = {y};
+
+  auto branch = [&](const char* name, bool negate) {
+    auto b = std::make_shared<ir::Graph>();
+    b->name = name;
+    ir::ValueId inner = b->add_value("unused_inner_name");
+    b->captures.push_back({inner, x});
+    ir::ValueId out = inner;
+    if (negate) {
+      out = b->add_value(std::string(name) + "_out");
+      b->nodes.push_back(ir::Node{"neg", "Neg", "", {inner}, {out}, {}});
+    }
+    b->outputs = {out};
+    return b;
+  };
+  ir::Attribute then_branch{"then_branch", ir::kAttrGraph};
+  then_branch.graph = branch("then", true);
+  ir::Attribute else_branch{"else_branch", ir::kAttrGraph};
+  else_branch.graph = branch("else", false);
+  ir::Node node{"if", "If", "", {cond}, {y}, {then_branch, else_branch}};
+  CHECK(ir::captured_inputs(node) == std::vector<ir::ValueId>{x, x});
+  g.nodes.push_back(node);
+
+  prune(g);  // the If reads x only through its captures: it must stay
+  REQUIRE(g.nodes.size() == 1);
+
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(export_onnx(model)));
+  const onnx::NodeProto& n = m.graph().node(0);
+  REQUIRE(n.attribute_size() == 2);
+  const onnx::GraphProto& then_g = n.attribute(0).g();
+  CHECK(n.attribute(0).type() == onnx::AttributeProto::GRAPH);
+  CHECK(then_g.name() == "then");
+  CHECK(then_g.input_size() == 0);
+  REQUIRE(then_g.node_size() == 1);
+  CHECK(then_g.node(0).input(0) == "x");
+  CHECK(then_g.output(0).name() == "then_out");
+  CHECK(n.attribute(1).g().output(0).name() == "x");
+}

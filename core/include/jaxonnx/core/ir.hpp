@@ -16,6 +16,11 @@ namespace jaxonnx::ir {
 using ValueId = int64_t;
 constexpr ValueId kNoValue = -1;
 
+// Attribute::type of a subgraph attribute (ONNX AttributeProto::GRAPH).
+constexpr int32_t kAttrGraph = 5;
+
+struct Graph;
+
 struct Value {
   std::string name;
   bool has_type = false;
@@ -32,6 +37,7 @@ struct Attribute {
   std::vector<double> floats;
   std::vector<std::string> strings;
   std::shared_ptr<const Tensor> tensor;
+  std::shared_ptr<Graph> graph;  // JXO_ATTR_GRAPH: an If branch or a Loop/Scan body
 };
 
 struct Node {
@@ -44,6 +50,18 @@ struct Node {
 struct Initializer {
   ValueId value;
   std::shared_ptr<const Tensor> tensor;
+  std::shared_ptr<Graph> graph;  // JXO_ATTR_GRAPH: an If branch or a Loop/Scan body
+};
+
+// A subgraph's use of a value of the enclosing graph (ONNX outer scope).
+// `inner` is a value of the subgraph that no node or input defines there;
+// `outer` is the value of the directly enclosing graph it stands for (itself
+// possibly a capture of the graph around that). The exporter writes `inner`
+// under `outer`'s name, so passes may rewrite `outer` freely; they must treat
+// a node holding a subgraph as reading every captured `outer`.
+struct Capture {
+  ValueId inner;
+  ValueId outer;
 };
 
 struct Graph {
@@ -52,12 +70,22 @@ struct Graph {
   std::vector<Node> nodes;
   std::vector<ValueId> inputs, outputs;
   std::vector<Initializer> initializers;
+  std::vector<Capture> captures;  // empty for the main graph
 
   ValueId add_value(std::string name) {
     values.push_back(Value{std::move(name), false, {}});
     return static_cast<ValueId>(values.size() - 1);
   }
 };
+
+// The outer values a node reads through its subgraph attributes.
+inline std::vector<ValueId> captured_inputs(const Node& node) {
+  std::vector<ValueId> out;
+  for (const Attribute& a : node.attrs)
+    if (a.graph)
+      for (const Capture& c : a.graph->captures) out.push_back(c.outer);
+  return out;
+}
 
 struct Model {
   Graph graph;
