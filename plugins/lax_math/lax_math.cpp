@@ -1,0 +1,666 @@
+// lax_math: JAX's transcendental, rounding and float binary math primitives
+// that lax_elementwise does not cover, as ONNX elementwise ops.
+//
+// Where ONNX has the function (Sin, Floor, Atan, Mod, ...) it is one node.
+// Where it does not (expm1, log1p, cbrt, exp2, erfc, erf_inv, lgamma,
+// digamma, atan2, nextafter) the function is built from elementwise ops with
+// the algorithms XLA uses (Kahan's expm1/log1p, Cephes erfc, Giles' erf_inv,
+// Lanczos lgamma/digamma), so results agree with JAX to a few ulp.
+//
+// onnxruntime (CPU) has no float64 kernels for Tan, Asin, Acos, Atan, Sinh,
+// Cosh, Asinh, Acosh, Atanh: float64 takes identities over ops it does have
+// (Sin, Cos, Exp, Log, Sqrt) and Cephes' double atan, keeping f64 precision.
+// float16/bfloat16 compute in float32 and cast back, as XLA does.
+//
+// JAX-vs-ONNX semantics handled (each tested):
+//  * round: AWAY_FROM_ZERO (lax.round's default) is Round (half to even)
+//    corrected on exact halves; TO_NEAREST_EVEN (jnp.round) is Round.
+//  * rem: C fmod (sign of the dividend) is Mod(fmod=1). For integers XLA
+//    defines x rem 0 = x and INT_MIN rem -1 = 0, where C's % traps: the
+//    divisor is made safe first.
+//  * clamp: min(max(x, lo), hi) with NaN-propagating Max/Min (ONNX Clip
+//    ignores NaN bounds), lo/hi may be scalars.
+//  * atan2 / signed zeros and infinities, nextafter without a bitcast, odd
+//    functions keeping -0, erf_inv(+-1) = +-inf, digamma poles = NaN.
+//  * real / imag / conj: ONNX has no complex dtype; they fail clearly.
+#include <jaxonnx/plugin.hpp>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace jaxonnx::sdk;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kLn2 = 0.693147180559945309417;
+
+// ------------------------------------------------------------------ builder --
+
+// Emits elementwise ops in one floating working dtype. The shape of a result
+// is that of its highest-rank operand: JAX has broadcast every operand except
+// rank-0 literals, and the constants made here are rank 0.
+struct Ops {
+  Lowering& L;
+  int32_t t;  // working float dtype
+
+  bool f64() const { return t == dtype::f64; }
+  Shape shape_of(const std::vector<Value>& ins) const {
+    Aval best;
+    int64_t rank = -1;
+    for (Value v : ins) {
+      Aval a = L.aval_of(v);
+      if (a.rank() > rank) { rank = a.rank(); best = a; }
+    }
+    return best.shape;
+  }
+  Value op(std::string_view type, const std::vector<Value>& ins, int32_t dt, std::vector<Attr> attrs = {}) {
+    return L.op(type, ins, Aval(dt, shape_of(ins)), attrs);
+  }
+  Value f(std::string_view type, const std::vector<Value>& ins) { return op(type, ins, t); }
+  Value b(std::string_view type, const std::vector<Value>& ins) { return op(type, ins, dtype::boolean); }
+
+  Value k(double v) { return L.scalar(t, v); }
+  Value add(Value x, Value y) { return f("Add", {x, y}); }
+  Value sub(Value x, Value y) { return f("Sub", {x, y}); }
+  Value mul(Value x, Value y) { return f("Mul", {x, y}); }
+  Value div(Value x, Value y) { return f("Div", {x, y}); }
+  Value neg(Value x) { return f("Neg", {x}); }
+  Value abs(Value x) { return f("Abs", {x}); }
+  Value sqrt(Value x) { return f("Sqrt", {x}); }
+  Value exp(Value x) { return f("Exp", {x}); }
+  Value log(Value x) { return f("Log", {x}); }
+  Value floor(Value x) { return f("Floor", {x}); }
+  Value where(Value c, Value x, Value y) { return L.op("Where", {c, x, y}, Aval(t, shape_of({c, x, y}))); }
+  Value lt(Value x, Value y) { return b("Less", {x, y}); }
+  Value gt(Value x, Value y) { return b("Greater", {x, y}); }
+  Value le(Value x, Value y) { return b("LessOrEqual", {x, y}); }
+  Value eq(Value x, Value y) { return b("Equal", {x, y}); }
+  Value or_(Value x, Value y) { return b("Or", {x, y}); }
+  Value and_(Value x, Value y) { return b("And", {x, y}); }
+
+  // Horner: c[0] x^(n-1) + ... + c[n-1].
+  template <typename C> Value poly(Value x, const C& c) {
+    Value y = k(c[0]);
+    for (size_t i = 1; i < std::size(c); ++i) y = add(mul(y, x), k(c[i]));
+    return y;
+  }
+  // x < 0 or x is -0 (1/-0 = -inf) or -inf; false for NaN.
+  Value signbit(Value x) { return or_(lt(x, k(0)), lt(div(k(1), x), k(0))); }
+  // -1 where x has its sign bit set (also -0), else 1.
+  Value sign_factor(Value x) { return where(signbit(x), k(-1), k(1)); }
+  // |r| with the sign of s, -0 included. onnxruntime's Where turns a selected
+  // -0 into +0, so signs of zeros are applied by multiplying, after any Where.
+  Value copysign(Value r, Value s) { return mul(abs(r), sign_factor(s)); }
+};
+
+// log1p, after Kahan: with u = 1 + x (rounded), log(u) * x / (u - 1) cancels
+// the rounding of u. u == 1 means |x| is below half an ulp: log1p(x) = x.
+Value log1p(Ops& o, Value x) {
+  Value u = o.add(o.k(1), x);
+  Value r = o.mul(o.log(u), o.div(x, o.sub(u, o.k(1))));
+  r = o.where(o.eq(u, o.k(kInf)), u, r);  // x = +inf (inf / inf otherwise)
+  return o.where(o.eq(u, o.k(1)), x, r);
+}
+
+// expm1, after Kahan: for |x| < 0.5, (u - 1) * (x / log(u)) with u = exp(x);
+// u == 1 means expm1(x) = x. Beyond that, u - 1 loses nothing.
+Value expm1(Ops& o, Value x) {
+  Value u = o.exp(x);
+  Value um1 = o.sub(u, o.k(1));
+  Value small = o.where(o.eq(u, o.k(1)), x, o.mul(um1, o.div(x, o.log(u))));
+  return o.where(o.lt(o.abs(x), o.k(0.5)), small, um1);
+}
+
+// ------------------------------------------------------------ atan family --
+
+// Cephes atan (double): reduce |x| to [0, 0.66] via pi/4 and pi/2, then
+// x + x^3 P(x^2)/Q(x^2). |x| < 2^-27: atan(x) = x, which keeps -0.
+constexpr double kAtanP[] = {-8.750608600031904122785E-1, -1.615753718733365076637E1,
+                             -7.500855792314704667340E1, -1.228866684490136173410E2,
+                             -6.485021904942025371773E1};
+constexpr double kAtanQ[] = {1.0, 2.485846490142306297962E1, 1.650270098316988542046E2,
+                             4.328810604912902668951E2, 4.853903996359136964868E2,
+                             1.945506571482613964425E2};
+constexpr double kMoreBits = 6.123233995736765886130E-17;  // pi/2 - double(pi/2)
+constexpr double kTan3Pi8 = 2.41421356237309504880;
+
+Value atan_f64(Ops& o, Value x) {
+  Value ax = o.abs(x);
+  Value big = o.gt(ax, o.k(kTan3Pi8));
+  Value mid = o.gt(ax, o.k(0.66));
+  Value xr = o.where(big, o.div(o.k(-1), ax),
+                     o.where(mid, o.div(o.sub(ax, o.k(1)), o.add(ax, o.k(1))), ax));
+  Value base = o.where(big, o.k(kPi / 2), o.where(mid, o.k(kPi / 4), o.k(0)));
+  Value more = o.where(big, o.k(kMoreBits), o.where(mid, o.k(0.5 * kMoreBits), o.k(0)));
+  Value z = o.mul(xr, xr);
+  Value p = o.div(o.mul(z, o.poly(z, kAtanP)), o.poly(z, kAtanQ));
+  Value r = o.add(base, o.add(o.add(o.mul(xr, p), xr), more));
+  return o.copysign(o.where(o.lt(ax, o.k(7.450580596923828e-9)), ax, r), x);
+}
+
+// atan; float32 has ONNX Atan, float64 Cephes.
+Value atan_any(Ops& o, Value x) { return o.f64() ? atan_f64(o, x) : o.f("Atan", {x}); }
+
+// atan2(y, x) from atan of t = min(|x|,|y|) / max(|x|,|y|) in [0, 1], then
+// the octant: pi/2 - r when |y| > |x|, pi - r when x is negative (or -0),
+// and y's sign (or -0). Both zero: t = 0; both infinite: t = 1 (pi/4 family).
+Value atan2(Ops& o, Value y, Value x) {
+  Value ax = o.abs(x), ay = o.abs(y);
+  Value hi = o.f("Max", {ax, ay}), lo = o.f("Min", {ax, ay});
+  Value t = o.div(lo, hi);
+  t = o.where(o.eq(lo, o.k(kInf)), o.k(1), t);
+  t = o.where(o.eq(hi, o.k(0)), o.k(0), t);
+  Value r = atan_any(o, t);
+  r = o.where(o.gt(ay, ax), o.sub(o.k(kPi / 2), r), r);
+  r = o.where(o.signbit(x), o.sub(o.k(kPi), r), r);
+  return o.mul(r, o.sign_factor(y));
+}
+
+// asin(x) = 2 atan(x / (1 + sqrt((1-x)(1+x)))), acos(x) = 2 atan(sqrt((1-x)(1+x)) / (1+x))
+// (XLA's identities); |x| > 1 gives sqrt of a negative: NaN.
+Value sqrt_one_minus_sq(Ops& o, Value x) {
+  return o.sqrt(o.mul(o.sub(o.k(1), x), o.add(o.k(1), x)));
+}
+Value asin_f64(Ops& o, Value x) {
+  return o.mul(o.k(2), atan_f64(o, o.div(x, o.add(o.k(1), sqrt_one_minus_sq(o, x)))));
+}
+Value acos_f64(Ops& o, Value x) {
+  Value r = o.mul(o.k(2), atan_f64(o, o.div(sqrt_one_minus_sq(o, x), o.add(o.k(1), x))));
+  return o.where(o.eq(x, o.k(-1)), o.k(kPi), r);
+}
+
+// ---------------------------------------------------------- hyperbolics --
+
+// cosh(x) = c + 1/(4c) with c = exp(|x| - log 2): no overflow before cosh does.
+Value cosh_f64(Ops& o, Value x) {
+  Value c = o.exp(o.sub(o.abs(x), o.k(kLn2)));
+  return o.add(c, o.div(o.k(0.25), c));
+}
+// sinh(|x|): below 1 as (u + u/(u+1))/2 with u = expm1(|x|) (no
+// cancellation); beyond, c - 1/(4c). Then x's sign.
+Value sinh_f64(Ops& o, Value x) {
+  Value ax = o.abs(x);
+  Value u = expm1(o, ax);
+  Value small = o.mul(o.k(0.5), o.add(u, o.div(u, o.add(u, o.k(1)))));
+  Value c = o.exp(o.sub(ax, o.k(kLn2)));
+  Value large = o.sub(c, o.div(o.k(0.25), c));
+  return o.copysign(o.where(o.lt(ax, o.k(1)), small, large), x);
+}
+constexpr double kTwo28 = 268435456.0;  // beyond, sqrt(x^2 + 1) == |x| in double
+// asinh(x) = sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); log|x| + log 2 when huge.
+Value asinh_f64(Ops& o, Value x) {
+  Value ax = o.abs(x);
+  Value x2 = o.mul(ax, ax);
+  Value mid = log1p(o, o.add(ax, o.div(x2, o.add(o.k(1), o.sqrt(o.add(o.k(1), x2))))));
+  Value r = o.where(o.gt(ax, o.k(kTwo28)), o.add(o.log(ax), o.k(kLn2)), mid);
+  r = o.where(o.lt(ax, o.k(1.0 / kTwo28)), ax, r);  // asinh(x) = x
+  return o.copysign(r, x);
+}
+// acosh(x) = log1p(t + sqrt(t (t + 2))), t = x - 1; log x + log 2 when huge.
+Value acosh_f64(Ops& o, Value x) {
+  Value t = o.sub(x, o.k(1));
+  Value mid = log1p(o, o.add(t, o.sqrt(o.mul(t, o.add(t, o.k(2))))));
+  return o.where(o.gt(x, o.k(kTwo28)), o.add(o.log(x), o.k(kLn2)), mid);
+}
+// atanh(x) = sign(x) log1p(2|x| / (1 - |x|)) / 2.
+Value atanh_f64(Ops& o, Value x) {
+  Value ax = o.abs(x);
+  return o.copysign(o.mul(o.k(0.5), log1p(o, o.div(o.mul(o.k(2), ax), o.sub(o.k(1), ax)))), x);
+}
+
+// -------------------------------------------------------------- rounding --
+
+// round(x) half away from zero: Round rounds halves to even. When x sits
+// exactly halfway (d = x - Round(x) is exactly +-0.5), Round went toward zero
+// iff d has x's sign, and then the answer is Round(x) + sign(x): subtract
+// c = Where(half, -(d + sign(x)/2), 0), which is -sign(x) or 0 (subtracting
+// +0 keeps Round's -0). No floor(|x| + 0.5): that rounds 0.49999997 up.
+Value round_away(Ops& o, Value x) {
+  Value r = o.f("Round", {x});
+  Value d = o.sub(x, r);
+  Value half = o.eq(o.abs(d), o.k(0.5));
+  Value c = o.where(half, o.sub(o.mul(o.f("Sign", {x}), o.k(-0.5)), d), o.k(0));
+  return o.sub(r, c);
+}
+
+// cbrt(x) = sign(x) |x|^(1/3), -0 included.
+Value cbrt(Ops& o, Value x) { return o.copysign(o.f("Pow", {o.abs(x), o.k(1.0 / 3.0)}), x); }
+
+// ------------------------------------------------------------------ erfc --
+
+// XLA's erfc: 1 - erf(x) for |x| <= 1, otherwise Cephes' erfc. float32:
+//   erf(x) = x T(x^2);  erfc(x) = exp(-x^2)/|x| * (P or R)(1/x^2)
+constexpr double kErfT32[] = {+7.853861353153693E-5, -8.010193625184903E-4, +5.188327685732524E-3,
+                              -2.685381193529856E-2, +1.128358514861418E-1, -3.761262582423300E-1,
+                              +1.128379165726710E+0};
+constexpr double kErfcP32[] = {+2.326819970068386E-2, -1.387039388740657E-1, +3.687424674597105E-1,
+                               -5.824733027278666E-1, +6.210004621745983E-1, -4.944515323274145E-1,
+                               +3.404879937665872E-1, -2.741127028184656E-1, +5.638259427386472E-1};
+constexpr double kErfcR32[] = {-1.047766399936249E+1, +1.297719955372516E+1, -7.495518717768503E+0,
+                               +2.921019019210786E+0, -1.015265279202700E+0, +4.218463358204948E-1,
+                               -2.820767439740514E-1, +5.641895067754075E-1};
+// float64: erf(x) = x T(x^2)/U(x^2); erfc(x) = exp(-x^2) P(|x|)/Q(|x|) (< 8), R/S (>= 8).
+constexpr double kErfT64[] = {9.60497373987051638749E0, 9.00260197203842689217E1,
+                              2.23200534594684319226E3, 7.00332514112805075473E3,
+                              5.55923013010394962768E4};
+constexpr double kErfU64[] = {1.0, 3.35617141647503099647E1, 5.21357949780152679795E2,
+                              4.59432382970980127987E3, 2.26290000613890934246E4,
+                              4.92673942608635921086E4};
+constexpr double kErfcP64[] = {2.46196981473530512524E-10, 5.64189564831068821977E-1,
+                               7.46321056442269912687E0,   4.86371970985681366614E1,
+                               1.96520832956077098242E2,   5.26445194995477358631E2,
+                               9.34528527171957607540E2,   1.02755188689515710272E3,
+                               5.57535335369399327526E2};
+constexpr double kErfcQ64[] = {1.0, 1.32281951154744992508E1, 8.67072140885989742329E1,
+                               3.54937778887819891062E2, 9.75708501743205489753E2,
+                               1.82390916687909736289E3, 2.24633760818710981792E3,
+                               1.65666309194161350182E3, 5.57535340817727675546E2};
+constexpr double kErfcR64[] = {5.64189583547755073984E-1, 1.27536670759978104416E0,
+                               5.01905042251180477414E0,  6.16021097993053585195E0,
+                               7.40974269950448939160E0,  2.97886665372100240670E0};
+constexpr double kMaxLog = 7.09782712893383996843E2;  // log(DBL_MAX)
+constexpr double kErfcS64[] = {1.0, 2.26052863220117276590E0, 9.39603524938001434673E0,
+                               1.20489539808096656605E1, 1.70814450747565897222E1,
+                               9.60896809063285878198E0, 3.36907645100081516050E0};
+
+Value erfc(Ops& o, Value x) {
+  Value ax = o.abs(x);
+  Value z = o.mul(x, x);
+  Value e = o.exp(o.neg(z));
+  Value near, tail;
+  if (o.f64()) {
+    near = o.sub(o.k(1), o.div(o.mul(x, o.poly(z, kErfT64)), o.poly(z, kErfU64)));
+    tail = o.mul(e, o.where(o.lt(ax, o.k(8)), o.div(o.poly(ax, kErfcP64), o.poly(ax, kErfcQ64)),
+                            o.div(o.poly(ax, kErfcR64), o.poly(ax, kErfcS64))));
+    tail = o.where(o.gt(z, o.k(kMaxLog)), o.k(0), tail);  // exp underflows (and inf/inf at +-inf)
+  } else {
+    near = o.sub(o.k(1), o.mul(x, o.poly(z, kErfT32)));
+    Value q = o.div(o.k(1), ax);
+    Value y = o.mul(q, q);
+    tail = o.mul(o.mul(e, q), o.where(o.lt(ax, o.k(2)), o.poly(y, kErfcP32), o.poly(y, kErfcR32)));
+  }
+  tail = o.where(o.lt(x, o.k(0)), o.sub(o.k(2), tail), tail);
+  return o.where(o.gt(ax, o.k(1)), tail, near);
+}
+
+// --------------------------------------------------------------- erf_inv --
+
+// Giles, "Approximating the erfinv function" (XLA's ErfInv): w = -log1p(-x^2),
+// p(w) a polynomial per range of w, erf_inv(x) = p x; +-1 -> +-inf, |x| > 1 -> NaN.
+constexpr double kErfInvLt5[] = {2.81022636e-08,  3.43273939e-07, -3.5233877e-06,
+                                 -4.39150654e-06, 0.00021858087,  -0.00125372503,
+                                 -0.00417768164,  0.246640727,    1.50140941};
+constexpr double kErfInvGe5[] = {-0.000200214257, 0.000100950558, 0.00134934322,
+                                 -0.00367342844,  0.00573950773,  -0.0076224613,
+                                 0.00943887047,   1.00167406,     2.83297682};
+constexpr double kErfInvLt625[] = {
+    -3.6444120640178196996e-21, -1.685059138182016589e-19,  1.2858480715256400167e-18,
+    1.115787767802518096e-17,   -1.333171662854620906e-16,  2.0972767875968561637e-17,
+    6.6376381343583238325e-15,  -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+    2.6335093153082322977e-12,  -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+    1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+    4.2347877827932403518e-07,  -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+    0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
+    0.24015818242558961693,     1.6536545626831027356};
+constexpr double kErfInvLt16[] = {
+    2.2137376921775787049e-09,  9.0756561938885390979e-08,  -2.7517406297064545428e-07,
+    1.8239629214389227755e-08,  1.5027403968909827627e-06,  -4.013867526981545969e-06,
+    2.9234449089955446044e-06,  1.2475304481671778723e-05,  -4.7318229009055733981e-05,
+    6.8284851459573175448e-05,  2.4031110387097893999e-05,  -0.0003550375203628474796,
+    0.00095328937973738049703,  -0.0016882755560235047313, 0.0024914420961078508066,
+    -0.0037512085075692412107, 0.005370914553590063617,    1.0052589676941592334,
+    3.0838856104922207635};
+constexpr double kErfInvGe16[] = {
+    -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+    -3.7894654401267369937e-09, 7.6157012080783393804e-09,  -1.4960026627149240478e-08,
+    2.9147953450901080826e-08,  -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+    -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
+    7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
+    1.0103004648645343977,      4.8499064014085844221};
+
+Value erf_inv(Ops& o, Value x) {
+  Value w = o.neg(log1p(o, o.neg(o.mul(x, x))));
+  Value p;
+  if (o.f64()) {
+    Value lt625 = o.lt(w, o.k(6.25));
+    Value lt16 = o.lt(w, o.k(16));
+    Value sw = o.sqrt(w);
+    Value p1 = o.poly(o.sub(w, o.k(3.125)), kErfInvLt625);
+    Value p2 = o.poly(o.sub(sw, o.k(3.25)), kErfInvLt16);
+    Value p3 = o.poly(o.sub(sw, o.k(5.0)), kErfInvGe16);
+    p = o.where(lt625, p1, o.where(lt16, p2, p3));
+  } else {
+    Value lt5 = o.lt(w, o.k(5));
+    Value p1 = o.poly(o.sub(w, o.k(2.5)), kErfInvLt5);
+    Value p2 = o.poly(o.sub(o.sqrt(w), o.k(3)), kErfInvGe5);
+    p = o.where(lt5, p1, p2);
+  }
+  Value r = o.where(o.eq(o.abs(x), o.k(1)), o.k(kInf), o.mul(p, x));
+  return o.copysign(r, x);  // p > 0
+}
+
+// ------------------------------------------------------ lgamma / digamma --
+
+// XLA's Lanczos approximation (g = 7, n = 9) with the reflection formula for
+// x < 0.5, in the input's float type.
+constexpr double kLanczosGamma = 7;
+constexpr double kLanczosBase = 0.99999999999980993227684700473478;
+constexpr double kLanczos[] = {676.520368121885098567009190444019, -1259.13921672240287047156078755283,
+                               771.3234287776530788486528258894,   -176.61502916214059906584551354,
+                               12.507343278686904814458936853,     -0.13857109526572011689554707,
+                               9.984369578019570859563e-6,         1.50563273514931155834e-7};
+
+struct LanczosParts {
+  Value reflect, z, log_t, t;
+};
+LanczosParts lanczos_common(Ops& o, Value x) {
+  LanczosParts s;
+  s.reflect = o.lt(x, o.k(0.5));
+  s.z = o.where(s.reflect, o.neg(x), o.sub(x, o.k(1)));
+  s.t = o.add(o.k(kLanczosGamma + 0.5), s.z);
+  s.log_t = o.add(o.k(std::log(kLanczosGamma + 0.5)), log1p(o, o.div(s.z, o.k(kLanczosGamma + 0.5))));
+  return s;
+}
+
+// lgamma(z + 1) = log sqrt(2 pi) + (z + 1/2 - t/log t) log t + log A(z);
+// x < 0.5: log pi - lgamma(1 - x) - log|sin(pi x)|, sin taken of the reduced
+// fraction of |x| so poles give log 0 = -inf and lgamma = +inf.
+Value lgamma(Ops& o, Value x) {
+  LanczosParts s = lanczos_common(o, x);
+  Value a = o.k(kLanczosBase);
+  for (size_t i = 0; i < std::size(kLanczos); ++i)
+    a = o.add(a, o.div(o.k(kLanczos[i]), o.add(s.z, o.k(static_cast<double>(i) + 1))));
+  Value log_y = o.add(o.add(o.k((std::log(2.0) + std::log(kPi)) / 2),
+                            o.mul(o.sub(o.add(s.z, o.k(0.5)), o.div(s.t, s.log_t)), s.log_t)),
+                      o.log(a));
+  Value ax = o.abs(x);
+  Value frac = o.sub(ax, o.floor(ax));
+  Value reduced = o.where(o.gt(frac, o.k(0.5)), o.sub(o.k(1), frac), frac);
+  Value denom = o.log(o.f("Sin", {o.mul(o.k(kPi), reduced)}));
+  Value finite = o.lt(o.abs(denom), o.k(kInf));
+  Value reflection = o.where(finite, o.sub(o.sub(o.k(std::log(kPi)), denom), log_y), o.neg(denom));
+  Value r = o.where(s.reflect, reflection, log_y);
+  return o.where(o.eq(ax, o.k(kInf)), o.k(kInf), r);
+}
+
+// digamma(z + 1) = log t + A'(z)/A(z) - g/t; x < 0.5: digamma(1 - x) -
+// pi cot(pi x) on x shifted into [-0.5, 0.5]; NaN at 0 and negative integers.
+Value digamma(Ops& o, Value x) {
+  LanczosParts s = lanczos_common(o, x);
+  Value num = o.k(0), den = o.k(kLanczosBase);
+  for (size_t i = 0; i < std::size(kLanczos); ++i) {
+    Value zi = o.add(s.z, o.k(static_cast<double>(i) + 1));
+    num = o.sub(num, o.div(o.k(kLanczos[i]), o.mul(zi, zi)));
+    den = o.add(den, o.div(o.k(kLanczos[i]), zi));
+  }
+  Value y = o.sub(o.add(s.log_t, o.div(num, den)), o.div(o.k(kLanczosGamma), s.t));
+  Value reduced = o.add(x, o.abs(o.floor(o.add(x, o.k(0.5)))));
+  Value pr = o.mul(o.k(kPi), reduced);
+  Value reflection = o.sub(y, o.div(o.mul(o.k(kPi), o.f("Cos", {pr})), o.f("Sin", {pr})));
+  Value r = o.where(s.reflect, reflection, y);
+  Value pole = o.and_(o.le(x, o.k(0)), o.eq(x, o.floor(x)));
+  return o.where(pole, o.k(NAN), r);
+}
+
+// ------------------------------------------------------------- nextafter --
+
+// nextafter(x, y) without a bitcast (ONNX has none). For finite x, adding
+// d = |x| * 1.25 * 2^-p (p = significand bits) towards y lands within
+// (1/2, 3/2) of the neighbour's spacing in that direction (also below a power
+// of two, where the spacing halves), so the rounded sum IS the neighbour.
+// d must not be subnormal for that, so |x| < 2^-100 (f32) / 2^-900 (f64)
+// works scaled up by an exact power of two and scales back; at |x| <= the
+// smallest normal the neighbours are x +- the smallest subnormal, exactly.
+// Then: inf -> +-max, x == y -> y, NaN -> NaN (via the sign of y - x).
+Value nextafter(Ops& o, Value x, Value y) {
+  const bool d = o.f64();
+  const double p_eps = d ? 1.25 * std::ldexp(1.0, -53) : 1.25 * std::ldexp(1.0, -24);
+  const double small = d ? std::ldexp(1.0, -900) : std::ldexp(1.0, -100);
+  const double scale = d ? std::ldexp(1.0, 600) : std::ldexp(1.0, 50);
+  const double min_normal = d ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
+  const double denorm = d ? std::numeric_limits<double>::denorm_min() : std::numeric_limits<float>::denorm_min();
+  const double max = d ? std::numeric_limits<double>::max() : std::numeric_limits<float>::max();
+
+  Value dir = o.f("Sign", {o.sub(y, x)});  // NaN if x or y is NaN
+  Value ax = o.abs(x);
+  Value is_small = o.lt(ax, o.k(small));
+  Value s = o.where(is_small, o.k(scale), o.k(1));
+  Value sx = o.mul(x, s);
+  Value step = o.mul(dir, o.mul(o.abs(sx), o.k(p_eps)));
+  Value r = o.div(o.add(sx, step), s);
+  r = o.where(o.le(ax, o.k(min_normal)), o.add(x, o.mul(dir, o.k(denorm))), r);
+  r = o.where(o.eq(ax, o.k(kInf)), o.mul(o.abs(dir), o.k(max)), r);  // |dir|: NaN for y NaN
+  // Magnitude, then the sign (Where loses -0): y's when x == y, the
+  // direction's when leaving 0, else x's (kept when stepping onto 0).
+  Value same = o.eq(x, y);
+  Value mag = o.where(same, o.abs(y), o.abs(r));
+  Value sign = o.where(same, o.sign_factor(y), o.where(o.eq(x, o.k(0)), dir, o.sign_factor(x)));
+  return o.mul(mag, sign);
+}
+
+// ------------------------------------------------------------ lowerings --
+
+using Fn1 = Value (*)(Ops&, Value);
+using Fn2 = Value (*)(Ops&, Value, Value);
+
+// float16/bfloat16 compute in float32 (few of these ops have half kernels,
+// and XLA upcasts these functions too); the result is cast back.
+int32_t working_dtype(int32_t t) { return t == dtype::f16 || t == dtype::bf16 ? dtype::f32 : t; }
+
+void require_float(Lowering& L, int32_t t) {
+  if (!dtype::is_float(t))
+    L.fail(std::string(L.primitive()) + " takes floating operands, got " + dtype::name(t));
+}
+
+void lower_unary(Lowering& L, Fn1 fn) {
+  Aval in = L.in_aval(0), out = L.out_aval(0);
+  require_float(L, in.dtype);
+  Ops o{L, working_dtype(in.dtype)};
+  Value y = fn(o, L.cast(L.input(0), in, o.t));
+  L.bind(0, L.cast(y, L.aval_of(y), out.dtype));
+}
+
+void lower_binary(Lowering& L, Fn2 fn) {
+  Aval a = L.in_aval(0), b = L.in_aval(1), out = L.out_aval(0);
+  require_float(L, a.dtype);
+  Ops o{L, working_dtype(a.dtype)};
+  Value y = fn(o, L.cast(L.input(0), a, o.t), L.cast(L.input(1), b, o.t));
+  L.bind(0, L.cast(y, L.aval_of(y), out.dtype));
+}
+
+// One-op functions by dtype: the ONNX op where onnxruntime has a kernel for
+// the working dtype, else (float64) the identity-based build.
+struct Unary {
+  const char* primitive;
+  const char* onnx;  // the op for float32 (and float64 when f64 is null)
+  Fn1 f64;           // float64 replacement, or null
+  std::vector<const char*> f64_ops;
+};
+
+// tan = sin / cos. onnxruntime's float64 Cos is accurate in absolute, not
+// relative, terms (~1e-16), so within ~1e-7 of a pole tan's relative error
+// grows to ~1e-9 (JAX's own tan is exact there).
+Value tan_f64(Ops& o, Value x) { return o.div(o.f("Sin", {x}), o.f("Cos", {x})); }
+
+// Ops the shared helpers emit, for .emits().
+#define LOG1P_OPS "Add", "Sub", "Mul", "Div", "Log", "Equal", "Where"
+#define ATAN_OPS "Abs", "Greater", "Less", "Where", "Div", "Sub", "Add", "Mul", "Or"
+// copysign
+#define SIGN_OPS "Abs", "Less", "Div", "Or", "Where", "Mul"
+
+const Unary kUnary[] = {
+    {"sin", "Sin", nullptr, {}},
+    {"cos", "Cos", nullptr, {}},
+    {"floor", "Floor", nullptr, {}},
+    {"ceil", "Ceil", nullptr, {}},
+    {"tan", "Tan", tan_f64, {"Sin", "Cos", "Div"}},
+    {"atan", "Atan", atan_f64, {ATAN_OPS}},
+    {"asin", "Asin", asin_f64, {ATAN_OPS, "Sqrt"}},
+    {"acos", "Acos", acos_f64, {ATAN_OPS, "Sqrt", "Equal"}},
+    {"sinh", "Sinh", sinh_f64, {"Exp", "Log", "Sub", "Add", "Equal", SIGN_OPS}},
+    {"cosh", "Cosh", cosh_f64, {"Exp", "Abs", "Sub", "Add", "Div"}},
+    {"asinh", "Asinh", asinh_f64, {LOG1P_OPS, SIGN_OPS, "Sqrt", "Greater"}},
+    {"acosh", "Acosh", acosh_f64, {LOG1P_OPS, "Sqrt", "Greater"}},
+    {"atanh", "Atanh", atanh_f64, {LOG1P_OPS, SIGN_OPS}},
+};
+
+void lower_table_unary(Lowering& L, const Unary& u) {
+  Aval in = L.in_aval(0);
+  require_float(L, in.dtype);
+  if (in.dtype == dtype::f64 && u.f64) {
+    lower_unary(L, u.f64);
+    return;
+  }
+  int32_t t = working_dtype(in.dtype);
+  Value y = L.op(u.onnx, {L.cast(L.input(0), in, t)}, in.with_dtype(t));
+  L.bind(0, L.cast(y, in.with_dtype(t), in.dtype));
+}
+
+// round: rounding_method 0 = AWAY_FROM_ZERO, 1 = TO_NEAREST_EVEN.
+void lower_round(Lowering& L) {
+  int64_t method = L.param("rounding_method").as_int();
+  if (method == 1) {
+    lower_unary(L, [](Ops& o, Value x) { return o.f("Round", {x}); });
+  } else if (method == 0) {
+    lower_unary(L, round_away);
+  } else {
+    L.fail("round: unsupported rounding_method " + std::to_string(method));
+  }
+}
+
+// is_finite: |x| < inf, false for NaN.
+void lower_is_finite(Lowering& L) {
+  lower_unary(L, [](Ops& o, Value x) { return o.lt(o.abs(x), o.k(kInf)); });
+}
+
+// rem: sign of the dividend. Floats: Mod(fmod=1) (x rem 0 = NaN, x rem inf =
+// x, as JAX). Integers: XLA gives x rem 0 = x and INT_MIN rem -1 = 0, where
+// C's % traps; since x rem y == x rem |y| for truncated remainders, divide by
+// |y| (Abs(INT_MIN) wraps to INT_MIN, still a safe divisor) or by 1 for y == 0.
+// onnxruntime's integer Mod(fmod=1) goes through double fmod, inexact beyond
+// 2^53: 64-bit integers take x - (x / d) * d (Div truncates) instead.
+void lower_rem(Lowering& L) {
+  Aval a = L.in_aval(0), b = L.in_aval(1), out = L.out_aval(0);
+  const Attr fmod = Attr::i("fmod", 1);
+  if (dtype::is_float(a.dtype)) {
+    lower_binary(L, [](Ops& o, Value x, Value y) { return o.op("Mod", {x, y}, o.t, {Attr::i("fmod", 1)}); });
+    return;
+  }
+  Value x = L.input(0), y = L.input(1);
+  Aval mask = b.with_dtype(dtype::boolean);
+  Value zero = L.op("Equal", {y, L.scalar(b.dtype, 0)}, mask);
+  Value d = dtype::is_signed_int(b.dtype) ? L.op("Abs", {y}, b) : y;
+  d = L.op("Where", {zero, L.scalar(b.dtype, 1), d}, b);
+  Value r = dtype::itemsize(out.dtype) == 8
+                ? L.op("Sub", {x, L.op("Mul", {L.op("Div", {x, d}, out), d}, out)}, out)
+                : L.op("Mod", {x, d}, out, {fmod});
+  L.bind(0, L.op("Where", {zero, x, r}, out));
+}
+
+// clamp(lo, x, hi) = min(max(x, lo), hi), as XLA: NaN in any operand gives
+// NaN, lo > hi gives hi. Not Clip: onnxruntime's Clip ignores NaN bounds.
+// Max/Min have no 16-bit integer kernels in onnxruntime (int32 holds them);
+// on bool, max/min are or/and.
+void lower_clamp(Lowering& L) {
+  Aval lo = L.in_aval(0), x = L.in_aval(1), hi = L.in_aval(2), out = L.out_aval(0);
+  if (x.dtype == dtype::boolean) {
+    Value m = L.op("Or", {L.input(1), L.input(0)}, out);
+    L.bind(0, L.op("And", {m, L.input(2)}, out));
+    return;
+  }
+  int32_t t = x.dtype == dtype::i16 || x.dtype == dtype::u16 ? dtype::i32 : working_dtype(x.dtype);
+  Aval w = out.with_dtype(t);
+  Value m = L.op("Max", {L.cast(L.input(1), x, t), L.cast(L.input(0), lo, t)}, w);
+  Value r = L.op("Min", {m, L.cast(L.input(2), hi, t)}, w);
+  L.bind(0, L.cast(r, w, out.dtype));
+}
+
+// square: x * x (exact, any numeric type), not Pow.
+void lower_square(Lowering& L) {
+  Value x = L.input(0);
+  L.bind(0, L.op("Mul", {x, x}, L.out_aval(0)));
+}
+
+void lower_complex(Lowering& L) {
+  L.fail(std::string(L.primitive()) +
+         " works on complex numbers, and ONNX has no complex dtypes: complex values cannot be "
+         "exported (conj of a real operand returns a complex one too)");
+}
+
+// Registers a primitive; `ops` may repeat (the helpers' op lists overlap),
+// each is declared once.
+void add(Plugin& plugin, const char* name, LowerFn fn, std::vector<const char*> ops,
+         const char* doc_op, std::string summary = "") {
+  auto ref = plugin.primitive(name, std::move(fn));
+  std::vector<std::string> seen;
+  for (const char* op : ops) {
+    bool dup = false;
+    for (const std::string& s : seen) dup = dup || s == op;
+    if (!dup) { seen.emplace_back(op); ref.emits({op}); }
+  }
+  if (doc_op) ref.doc(onnx_doc(doc_op));
+  if (!summary.empty()) ref.summary(std::move(summary));
+}
+
+Value exp2(Ops& o, Value x) { return o.f("Pow", {o.k(2), x}); }
+// expm1 and log1p have x's sign: copysign restores a -0 lost in a Where.
+Value expm1_signed(Ops& o, Value x) { return o.copysign(expm1(o, x), x); }
+Value log1p_signed(Ops& o, Value x) { return o.copysign(log1p(o, x), x); }
+
+void lower_nextafter(Lowering& L) {
+  int32_t t = L.in_aval(0).dtype;
+  if (t != dtype::f32 && t != dtype::f64)
+    L.fail(std::string("nextafter supports float32 and float64, got ") + dtype::name(t));
+  lower_binary(L, nextafter);
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("lax_math", "0.1.0") {
+  for (const Unary& u : kUnary) {
+    const Unary* e = &u;
+    std::vector<const char*> ops = {u.onnx, "Cast"};
+    ops.insert(ops.end(), u.f64_ops.begin(), u.f64_ops.end());
+    add(plugin, u.primitive, [e](Lowering& L) { lower_table_unary(L, *e); }, ops, u.onnx,
+        u.f64 ? std::string(u.onnx) + "; float64 built from other ops (onnxruntime has no float64 " +
+                    u.onnx + ")"
+              : "");
+  }
+  auto unary = [](Fn1 fn) { return [fn](Lowering& L) { lower_unary(L, fn); }; };
+  add(plugin, "round", lower_round, {"Round", "Sub", "Abs", "Equal", "Sign", "Mul", "Where", "Cast"},
+      "Round", "Round (half to even); half away from zero corrects exact halves");
+  add(plugin, "is_finite", lower_is_finite, {"Abs", "Less", "Cast"}, "Less", "|x| < inf");
+  add(plugin, "exp2", unary(exp2), {"Pow", "Cast"}, "Pow", "Pow(2, x)");
+  add(plugin, "cbrt", unary(cbrt), {"Pow", SIGN_OPS, "Cast"}, "Pow", "sign(x) |x|^(1/3)");
+  add(plugin, "expm1", unary(expm1_signed), {"Exp", "Log", "Sub", "Equal", SIGN_OPS, "Cast"}, "Exp",
+      "Kahan's expm1 from Exp and Log");
+  add(plugin, "log1p", unary(log1p_signed), {LOG1P_OPS, SIGN_OPS, "Cast"}, "Log",
+      "Kahan's log1p from Log");
+  add(plugin, "erfc", unary(erfc),
+      {"Abs", "Mul", "Add", "Sub", "Div", "Neg", "Exp", "Less", "Greater", "Where", "Cast"}, "Exp",
+      "XLA's (Cephes) rational approximations of erf/erfc");
+  add(plugin, "erf_inv", unary(erf_inv), {LOG1P_OPS, SIGN_OPS, "Neg", "Sqrt", "Cast"}, "Log",
+      "Giles' erfinv polynomials, as XLA");
+  add(plugin, "lgamma", unary(lgamma),
+      {LOG1P_OPS, "Neg", "Less", "Greater", "Abs", "Floor", "Sin", "Cast"}, "Log",
+      "Lanczos approximation with reflection, as XLA");
+  add(plugin, "digamma", unary(digamma),
+      {LOG1P_OPS, "Neg", "Less", "LessOrEqual", "And", "Abs", "Floor", "Sin", "Cos", "Cast"}, "Log",
+      "Lanczos approximation with reflection, as XLA");
+  add(plugin, "atan2", [](Lowering& L) { lower_binary(L, atan2); },
+      {"Atan", ATAN_OPS, "Max", "Min", "Equal", "Cast"}, "Atan",
+      "Atan of min(|x|,|y|)/max(|x|,|y|) and the octant; float64 via Cephes atan");
+  add(plugin, "nextafter", lower_nextafter, {"Sign", "Sub", "Add", "LessOrEqual", "Equal", SIGN_OPS},
+      "Add", "exact float arithmetic (ONNX has no bitcast)");
+  add(plugin, "rem", lower_rem, {"Mod", "Equal", "Abs", "Where", "Div", "Mul", "Sub", "Cast"}, "Mod",
+      "Mod(fmod=1); integer divisors made safe");
+  add(plugin, "clamp", lower_clamp, {"Max", "Min", "Or", "And", "Cast"}, "Max", "Min(Max(x, lo), hi)");
+  add(plugin, "square", lower_square, {"Mul"}, "Mul", "x * x");
+  for (const char* name : {"real", "imag", "conj"})
+    add(plugin, name, lower_complex, {}, nullptr, "unsupported: ONNX has no complex dtypes");
+}
