@@ -1,5 +1,6 @@
-// lax_reduction: reduce_sum / reduce_max / reduce_min / argmax as ONNX
-// ReduceSum / ReduceMax / ReduceMin / ArgMax.
+// lax_reduction: reduce_sum / reduce_prod / reduce_max / reduce_min /
+// reduce_and / reduce_or / reduce_xor / argmax / argmin as ONNX ReduceSum /
+// ReduceProd / ReduceMax / ReduceMin / ArgMax / ArgMin.
 //
 // From opset 18 every Reduce* op takes its axes as an int64 input tensor; JAX
 // drops the reduced axes, so keepdims=0. An empty axes tuple is the identity
@@ -7,11 +8,32 @@
 //
 // NaN: JAX's max/min reductions and argmax propagate NaN (argmax returns the
 // index of the first NaN), while onnxruntime's ReduceMax/ReduceMin/ArgMax
-// skip NaNs. For floating inputs a NaN mask restores JAX's answer.
+// skip NaNs. For floating inputs a NaN mask restores JAX's answer. The same
+// holds for argmin.
+//
+// reduce_and/or/xor are logical on bool and bitwise on integers. ONNX has no
+// bitwise reduction, so an integer is split into its bits (BitwiseAnd with
+// one mask per bit, a new trailing axis), each bit reduced as a bool
+// (all / any / parity), and the bits or-ed back together (a log2(width)
+// BitwiseOr tree over the static bit axis). Works for symbolic axes.
+//
+// Integer sums and products wrap in JAX, while onnxruntime's integer
+// ReduceSum/ReduceProd accumulate in double (losing bits past 2^53 and
+// saturating). Integers instead take an exact inclusive scan along each
+// reduced axis (CumSum, or a log-depth Mul scan) and keep its last element.
+//
+// onnxruntime kernels: ReduceSum/ReduceProd/CumSum only for int32/int64/floats,
+// ReduceMax/ReduceMin/ArgMin/ArgMax only for int8/uint8/int32/int64/floats.
+// Other integers go through int64 (products wrap the same way modulo 2^n) or,
+// for order, through a wider type that keeps the order.
 #include <jaxonnx/plugin.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -41,13 +63,80 @@ Value reduce_bool(Lowering& L, const char* op, Value x, const Aval& in, const st
   return L.op("Cast", {r}, out, {Attr::i("to", dtype::boolean)});
 }
 
+// The dtype a wrapping sum/product of `t` is computed in: onnxruntime's
+// CumSum/Mul/ReduceProd have int32/int64/float kernels only. Integer products
+// and sums modulo 2^64 truncate to the same result modulo 2^n.
+int32_t wrap_dtype(int32_t t) {
+  if (t == dtype::i32 || t == dtype::i64 || t == dtype::f32 || t == dtype::f64 || t == dtype::f16)
+    return t;
+  if (t == dtype::bf16) return dtype::f32;
+  return dtype::i64;
+}
+
+// `x` of type `in`, in a dtype onnxruntime's ReduceMax/ReduceMin/ArgMax/ArgMin
+// accept, with the same order: int16/uint16 -> int32, uint32 -> int64, and
+// uint64 -> int64 after flipping the top bit (which maps [0, 2^64) onto
+// [-2^63, 2^63) monotonically).
+Value ordered(Lowering& L, Value x, const Aval& in) {
+  switch (in.dtype) {
+    case dtype::i16: case dtype::u16: return L.cast(x, in, dtype::i32);
+    case dtype::u32: return L.cast(x, in, dtype::i64);
+    case dtype::bf16: return L.cast(x, in, dtype::f32);
+    case dtype::u64: {
+      uint64_t top = uint64_t{1} << 63;
+      Value flipped = L.op("BitwiseXor", {x, L.constant(std::vector<uint64_t>{top}, {})}, in);
+      return L.cast(flipped, in, dtype::i64);
+    }
+    default: return x;
+  }
+}
+
 // ------------------------------------------------------------------ reduce --
 
+// An integer reduction through an inclusive scan: scan each reduced axis
+// (highest first, so lower axis numbers stay valid) and keep its last
+// element. onnxruntime's integer ReduceSum/ReduceProd accumulate in double:
+// they lose low bits past 2^53 and saturate where JAX wraps, while CumSum and
+// Mul are exact and wrap. A static empty axis falls back to `op` (its
+// identity, 0 or 1, is exact).
+template <typename Scan>
+Value reduce_by_scan(Lowering& L, const char* op, Value x, const Aval& in, std::vector<int64_t> axes,
+                     Scan scan) {
+  for (int64_t a : axes)
+    if (in.shape[static_cast<size_t>(a)] == Dim(0))
+      return reduce(L, op, x, axes, in.with_shape(reduced_shape(in.shape, axes)));
+  std::sort(axes.rbegin(), axes.rend());
+  Aval cur = in;
+  for (int64_t a : axes) {
+    x = scan(x, cur, a);
+    Aval next = cur.with_shape(reduced_shape(cur.shape, {a}));
+    x = L.op("Gather", {x, L.scalar(dtype::i64, -1)}, next, {Attr::i("axis", a)});
+    cur = next;
+  }
+  return x;
+}
+
+// reduce_sum: ReduceSum for floats; CumSum + Gather(last) for integers.
 void lower_reduce_sum(Lowering& L) {
   Aval in = L.in_aval(0);
+  Aval out = L.out_aval(0);
   std::vector<int64_t> axes = L.axes_param("axes", in.rank());
   Value x = L.input(0);
-  L.bind(0, axes.empty() ? x : reduce(L, "ReduceSum", x, axes, L.out_aval(0)));
+  if (axes.empty()) {
+    L.bind(0, x);
+    return;
+  }
+  if (!dtype::is_int(in.dtype)) {
+    L.bind(0, reduce(L, "ReduceSum", x, axes, out));
+    return;
+  }
+  int32_t w = wrap_dtype(in.dtype);  // CumSum has int32/int64 kernels only
+  Aval wa = in.with_dtype(w);
+  auto cumsum = [&](Value v, const Aval& a, int64_t k) {
+    return L.op("CumSum", {v, L.scalar(dtype::i64, static_cast<double>(k))}, a);
+  };
+  Value r = reduce_by_scan(L, "ReduceSum", L.cast(x, in, w), wa, axes, cumsum);
+  L.bind(0, L.cast(r, out.with_dtype(w), out.dtype));
 }
 
 // reduce_max / reduce_min. For floats: Where(any(IsNaN(x)), NaN, Reduce(x)).
@@ -73,22 +162,151 @@ void lower_reduce_extremum(Lowering& L, const char* op) {
   L.bind(0, r);
 }
 
-// ------------------------------------------------------------------ argmax --
+// Inclusive product scan of integer `x` (type `a`) along `axis` by doubling
+// (Hillis-Steele): x *= x shifted by 1, 2, 4, ... (Pad with 1s, Slice). Mul
+// wraps like JAX; ceil(log2 n) steps for a static n, 32 for a symbolic n
+// (exact for n < 2^32). The same helper lives in lax_cumulative.
+Value scan_mul(Lowering& L, Value x, const Aval& a, int64_t axis, bool reverse) {
+  const Dim n = a.shape[static_cast<size_t>(axis)];
+  int64_t steps = 32;
+  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
+  Value one = L.scalar(a.dtype, 1);
+  Value axes = L.i64s({axis});
+  for (int64_t k = 0; k < steps; ++k) {
+    // Shift by m = min(2^k, n) toward the scan direction, filling with the
+    // identity 1 (m, not 2^k, so the padded tensor stays within 2n).
+    const int64_t s = int64_t{1} << k;
+    Value m, pads, neg_m;
+    if (n.is_static()) {
+      m = L.i64s({s});
+      pads = L.i64s(reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
+      neg_m = L.i64s({-s});
+    } else {
+      m = L.op("Min", {L.i64s({s}), L.dim_value(n)}, Aval(dtype::i64, {1}));
+      Value zero = L.i64s({0});
+      pads = L.op("Concat", {reverse ? zero : m, reverse ? m : zero}, Aval(dtype::i64, {2}),
+                  {Attr::i("axis", 0)});
+      neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
+    }
+    Value padded = L.op("Pad", {x, pads, one, axes}, Aval::of_unknown_shape(a.dtype),
+                        {Attr::s("mode", "constant")});
+    Value shifted = reverse ? L.op("Slice", {padded, m, L.i64s({INT64_MAX}), axes}, a)
+                            : L.op("Slice", {padded, L.i64s({0}), neg_m, axes}, a);
+    x = L.op("Mul", {x, shifted}, a);
+  }
+  return x;
+}
 
-// argmax(x, axes=(k,), index_dtype): ArgMax keeps the first of equal maxima,
-// as JAX does, and yields int64. A NaN wins in JAX: when a slice holds one,
-// the answer is ArgMax of the NaN mask (its first true).
-void lower_argmax(Lowering& L) {
+// reduce_prod: ReduceProd for floats (NaN and inf * 0 propagate as in JAX by
+// themselves). Integers: a Mul scan per axis (see reduce_by_scan).
+void lower_reduce_prod(Lowering& L) {
   Aval in = L.in_aval(0);
   Aval out = L.out_aval(0);
   std::vector<int64_t> axes = L.axes_param("axes", in.rank());
-  if (axes.size() != 1) L.fail("argmax reduces exactly one axis, got " + std::to_string(axes.size()));
+  Value x = L.input(0);
+  if (axes.empty()) {
+    L.bind(0, x);
+    return;
+  }
+  int32_t w = wrap_dtype(in.dtype);
+  Value r = L.cast(x, in, w);
+  if (dtype::is_int(in.dtype)) {
+    auto scan = [&](Value v, const Aval& a, int64_t k) { return scan_mul(L, v, a, k, false); };
+    r = reduce_by_scan(L, "ReduceProd", r, in.with_dtype(w), axes, scan);
+  } else {
+    r = reduce(L, "ReduceProd", r, axes, out.with_dtype(w));
+  }
+  L.bind(0, L.cast(r, out.with_dtype(w), out.dtype));
+}
+
+// ------------------------------------------------------- reduce_and/or/xor --
+
+enum class Logic { And, Or, Xor };
+
+// A bool reduction: all (ReduceMin), any (ReduceMax) or parity (count mod 2).
+Value reduce_logic(Lowering& L, Logic kind, Value b, const Aval& in, const std::vector<int64_t>& axes) {
+  if (kind == Logic::And) return reduce_bool(L, "ReduceMin", b, in, axes);
+  if (kind == Logic::Or) return reduce_bool(L, "ReduceMax", b, in, axes);
+  // Parity: the count of trues modulo 2 (an int32 count wraps modulo 2^32,
+  // which keeps its parity).
+  Aval count(dtype::i32, reduced_shape(in.shape, axes));
+  Value n = reduce(L, "ReduceSum", L.cast(b, in, dtype::i32), axes, count);
+  Value odd = L.op("Mod", {n, L.scalar(dtype::i32, 2)}, count);
+  return L.cast(odd, count, dtype::boolean);
+}
+
+// Bitwise reduction of an integer tensor, one bit at a time (see the header).
+Value reduce_bits(Lowering& L, Logic kind, Value x, const Aval& in, const std::vector<int64_t>& axes) {
+  const int64_t width = static_cast<int64_t>(dtype::itemsize(in.dtype)) * 8;
+  std::vector<int64_t> masks;  // 1 << k as int64 (bit 63 is INT64_MIN)
+  for (int64_t k = 0; k < width; ++k) masks.push_back(static_cast<int64_t>(uint64_t{1} << k));
+  Value mask = L.i64s(masks);
+  // Sign-extending or zero-extending to int64 keeps the low `width` bits.
+  Value x64 = L.cast(x, in, dtype::i64);
+  Shape one_shape = in.shape, bit_shape = in.shape;
+  one_shape.push_back(1);
+  bit_shape.push_back(width);
+  Aval bits(dtype::i64, bit_shape);
+  Value xu = L.op("Unsqueeze", {x64, L.i64s({in.rank()})}, Aval(dtype::i64, one_shape));
+  Value set = L.cast(L.op("BitwiseAnd", {xu, mask}, bits), bits, dtype::boolean);
+  Value r = reduce_logic(L, kind, set, bits.with_dtype(dtype::boolean), axes);
+  Shape out_shape = reduced_shape(in.shape, axes);
+  Shape r_shape = out_shape;
+  r_shape.push_back(width);
+  Value parts = L.op("Where", {r, mask, L.scalar(dtype::i64, 0)}, Aval(dtype::i64, r_shape));
+  // Or the `width` parts together pairwise (width is a power of two). Not a
+  // ReduceSum: onnxruntime's int64 ReduceSum goes through double and loses
+  // the low bits of large values.
+  const int64_t last = static_cast<int64_t>(out_shape.size());
+  Value axis = L.i64s({last});
+  for (int64_t w = width; w > 1; w /= 2) {
+    Shape half = out_shape;
+    half.push_back(w / 2);
+    Aval ha(dtype::i64, half);
+    Value lo = L.op("Slice", {parts, L.i64s({0}), L.i64s({w / 2}), axis}, ha);
+    Value hi = L.op("Slice", {parts, L.i64s({w / 2}), L.i64s({w}), axis}, ha);
+    parts = L.op("BitwiseOr", {lo, hi}, ha);
+  }
+  Aval out64(dtype::i64, out_shape);
+  Value joined = L.op("Squeeze", {parts, axis}, out64);
+  return L.cast(joined, out64, in.dtype);  // truncates back to `width` bits
+}
+
+void lower_reduce_logic(Lowering& L, Logic kind) {
+  Aval in = L.in_aval(0);
+  std::vector<int64_t> axes = L.axes_param("axes", in.rank());
+  Value x = L.input(0);
+  if (axes.empty()) {
+    L.bind(0, x);
+    return;
+  }
+  if (in.dtype == dtype::boolean) {
+    L.bind(0, reduce_logic(L, kind, x, in, axes));
+  } else if (dtype::is_int(in.dtype)) {
+    L.bind(0, reduce_bits(L, kind, x, in, axes));
+  } else {
+    L.fail(std::string(L.primitive()) + " takes bool or integer operands, got " + dtype::name(in.dtype));
+  }
+}
+
+// ------------------------------------------------------------ argmax/argmin --
+
+// argmax / argmin(x, axes=(k,), index_dtype): ArgMax/ArgMin keep the first
+// of equal extrema, as JAX does, and yield int64. A NaN wins in JAX for both:
+// when a slice holds one, the answer is ArgMax of the NaN mask (its first true).
+void lower_arg(Lowering& L, const char* op) {
+  Aval in = L.in_aval(0);
+  Aval out = L.out_aval(0);
+  std::vector<int64_t> axes = L.axes_param("axes", in.rank());
+  if (axes.size() != 1)
+    L.fail(std::string(L.primitive()) + " reduces exactly one axis, got " + std::to_string(axes.size()));
   const std::vector<Attr> attrs = {Attr::i("axis", axes[0]), Attr::i("keepdims", 0)};
   Aval index = out.with_dtype(dtype::i64);
 
   Value x = L.input(0);
-  if (in.dtype == dtype::boolean) x = L.cast(x, in, dtype::u8);  // ArgMax has no bool
-  Value r = L.op("ArgMax", {x}, index, attrs);
+  // ArgMax/ArgMin have no bool kernel: uint8 keeps false < true.
+  Value key = in.dtype == dtype::boolean ? L.cast(x, in, dtype::u8) : ordered(L, x, in);
+  Value r = L.op(op, {key}, index, attrs);
   if (dtype::is_float(in.dtype)) {
     Aval mask = in.with_dtype(dtype::boolean);
     Value isnan = L.op("IsNaN", {x}, mask);
@@ -102,14 +320,31 @@ void lower_argmax(Lowering& L) {
 }  // namespace
 
 JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
-  plugin.primitive("reduce_sum", lower_reduce_sum).emits({"ReduceSum"}).doc(onnx_doc("ReduceSum"));
+  plugin.primitive("reduce_sum", lower_reduce_sum)
+      .emits({"ReduceSum", "CumSum", "Gather", "Cast"})
+      .doc(onnx_doc("ReduceSum"));
   plugin.primitive("reduce_max", [](Lowering& L) { lower_reduce_extremum(L, "ReduceMax"); })
       .emits({"ReduceMax", "IsNaN", "Where", "Cast"})
       .doc(onnx_doc("ReduceMax"));
   plugin.primitive("reduce_min", [](Lowering& L) { lower_reduce_extremum(L, "ReduceMin"); })
       .emits({"ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast"})
       .doc(onnx_doc("ReduceMin"));
-  plugin.primitive("argmax", lower_argmax)
-      .emits({"ArgMax", "IsNaN", "ReduceMax", "Where", "Cast"})
+  plugin.primitive("reduce_prod", lower_reduce_prod)
+      .emits({"ReduceProd", "Pad", "Slice", "Mul", "Gather", "Concat", "Neg", "Cast"})
+      .emits_shape_ops()
+      .doc(onnx_doc("ReduceProd"));
+  for (auto [name, kind] : {std::pair{"reduce_and", Logic::And}, std::pair{"reduce_or", Logic::Or},
+                            std::pair{"reduce_xor", Logic::Xor}}) {
+    plugin.primitive(name, [kind = kind](Lowering& L) { lower_reduce_logic(L, kind); })
+        .emits({"ReduceMin", "ReduceMax", "ReduceSum", "Mod", "Cast", "Unsqueeze", "BitwiseAnd",
+                "Where", "Slice", "BitwiseOr", "Squeeze"})
+        .doc(kind == Logic::And ? onnx_doc("ReduceMin")
+                                : kind == Logic::Or ? onnx_doc("ReduceMax") : onnx_doc("ReduceSum"));
+  }
+  plugin.primitive("argmax", [](Lowering& L) { lower_arg(L, "ArgMax"); })
+      .emits({"ArgMax", "IsNaN", "ReduceMax", "Where", "Cast", "BitwiseXor"})
       .doc(onnx_doc("ArgMax"));
+  plugin.primitive("argmin", [](Lowering& L) { lower_arg(L, "ArgMin"); })
+      .emits({"ArgMin", "ArgMax", "IsNaN", "ReduceMax", "Where", "Cast", "BitwiseXor"})
+      .doc(onnx_doc("ArgMin"));
 }
