@@ -1,5 +1,5 @@
 // lax_shape: JAX's shape primitives as ONNX Unsqueeze / Expand / Reshape /
-// Squeeze / Transpose.
+// Squeeze / Transpose / Concat / Tile, and symbolic dims as runtime values.
 //
 // Output shapes come from the equation's output aval, which carries symbolic
 // dims ("B", "2*B") exactly as the params do. A symbolic dim is never turned
@@ -125,6 +125,46 @@ void lower_transpose(Lowering& L) {
   L.bind(0, L.transpose(L.input(0), L.in_aval(0), L.param("permutation").as_ints()));
 }
 
+// ------------------------------------------------------------------ stack --
+
+// stack(xs..., axis): every operand gains a size-1 axis at `axis`, then one
+// Concat along it (a single operand needs only the Unsqueeze).
+void lower_stack(Lowering& L) {
+  Value axis = L.i64s({L.param("axis").as_int()});
+  Aval out = L.out_aval(0);
+  std::vector<Value> parts;
+  for (size_t i = 0; i < L.num_inputs(); ++i) {
+    Shape s = L.in_aval(i).shape;
+    s.insert(s.begin() + L.param("axis").as_int(), Dim(1));
+    parts.push_back(L.op("Unsqueeze", {L.input(i), axis}, out.with_shape(s)));
+  }
+  L.bind(0, parts.size() == 1 ? parts[0]
+                              : L.op("Concat", parts, out, {Attr::i("axis", L.param("axis").as_int())}));
+}
+
+// ------------------------------------------------------------------- tile --
+
+// tile(x, reps): JAX has already given x one axis per rep, as Tile needs.
+// Reps of all ones is the identity.
+void lower_tile(Lowering& L) {
+  Shape reps = L.param("reps").as_dims();
+  bool identity = std::all_of(reps.begin(), reps.end(), [](const Dim& d) { return d == Dim(1); });
+  Value x = L.input(0);
+  L.bind(0, identity ? x : L.op("Tile", {x, L.shape_value(reps)}, L.out_aval(0)));
+}
+
+// ----------------------------------------------------------- dim_as_value --
+
+// dim_as_value(dim): a symbolic dim ("B", "2*B") as a scalar of the output
+// dtype, e.g. the element count jnp.mean divides by. Computed from the
+// runtime shape; never an integer fixed at conversion time.
+void lower_dim_as_value(Lowering& L) {
+  Aval out = L.out_aval(0);
+  Value d = L.dim_value(L.param("dim").as_dim());  // int64[1]
+  Value scalar = L.op("Squeeze", {d, L.i64s({0})}, Aval(dtype::i64, {}));
+  L.bind(0, L.cast(scalar, Aval(dtype::i64, {}), out.dtype));
+}
+
 }  // namespace
 
 JAXONNX_PLUGIN("lax_shape", "0.1.0") {
@@ -138,4 +178,10 @@ JAXONNX_PLUGIN("lax_shape", "0.1.0") {
       .doc(onnx_doc("Reshape"));
   plugin.primitive("squeeze", lower_squeeze).emits({"Squeeze"}).doc(onnx_doc("Squeeze"));
   plugin.primitive("transpose", lower_transpose).emits({"Transpose"}).doc(onnx_doc("Transpose"));
+  plugin.primitive("stack", lower_stack).emits({"Unsqueeze", "Concat"}).doc(onnx_doc("Concat"));
+  plugin.primitive("tile", lower_tile).emits({"Tile"}).emits_shape_ops().doc(onnx_doc("Tile"));
+  plugin.primitive("dim_as_value", lower_dim_as_value)
+      .emits({"Squeeze", "Cast"})
+      .emits_shape_ops()
+      .summary("a symbolic dim as a runtime scalar");
 }

@@ -137,6 +137,31 @@ def test_reshape_int_and_bool():
     check(lambda x: lax.reshape(x, (x.shape[0] * 3,)), [("B", 3)], [np.bool_])
 
 
+# jnp-level reshapes of a symbolic batch: one Reshape whose target is a constant
+# (0 copies B, -1 infers the one symbolic dim), so no runtime Shape.
+JNP_RESHAPES = [
+    (("B", 8), lambda x: jnp.reshape(x, (-1, 4))),
+    (("B", 8), lambda x: x.reshape(x.shape[0] * 2, 4)),
+    (("B", 8), lambda x: jnp.reshape(x, (2, -1, 2))),
+    (("B", 2, 4), lambda x: x.reshape(x.shape[0], 8)),
+    (("B", 2, 4), lambda x: x.reshape(x.shape[0], -1)),
+    (("B", 2, 4), lambda x: jnp.ravel(x)),
+]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("case", JNP_RESHAPES, ids=lambda c: str(c[0]))
+def test_jnp_reshape_symbolic(case, dtype, x64):
+    shape, fn = case
+    model = check(fn, [shape], [dtype], x64=x64)
+    assert op_types(model) == ["Reshape"]
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_jnp_expand_dims_symbolic_is_one_unsqueeze(axis):
+    model = check(lambda x: jnp.expand_dims(x, axis), [("B", 8)])
+    assert op_types(model) == ["Unsqueeze"]
+
 # ----------------------------------------------------------------- squeeze --
 
 SQUEEZES = [
@@ -185,3 +210,50 @@ def test_shape_ops_every_opset(opset):
         y = lax.transpose(y, (0, 2, 1))
         return lax.squeeze(lax.broadcast_in_dim(y, (1,) + y.shape, (1, 2, 3)), (0,))
     check(fn, [("B", 3, 4)], opset=opset)
+
+
+# ----------------------------------------------------- stack, tile, dims --
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+@pytest.mark.parametrize("shape", [(2, 3), ("B", 3)], ids=str)
+def test_stack(shape, axis, dtype, x64):
+    model = check(lambda x, y: jnp.stack([x, y, x * y], axis=axis), [shape, shape],
+                  [dtype, dtype], x64=x64)
+    assert op_types(model).count("Concat") == 1
+
+
+def test_stack_one_operand_is_one_unsqueeze():
+    model = check(lambda x: jnp.stack([x], axis=1), [("B", 3)])
+    assert op_types(model) == ["Unsqueeze"]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS + [(np.int32, False), (np.bool_, False)],
+                         ids=["f32", "f64", "i32", "bool"])
+@pytest.mark.parametrize("reps", [(2,), (1, 3), (2, 1, 2)], ids=str)
+@pytest.mark.parametrize("shape", [(2, 3), ("B", 3)], ids=str)
+def test_tile(shape, reps, dtype, x64):
+    model = check(lambda x: jnp.tile(x, reps), [shape], [dtype], x64=x64)
+    assert "Tile" in op_types(model)
+
+
+def test_tile_by_ones_emits_no_node():
+    model = check(lambda x: lax.tile_p.bind(x, reps=(1, 1)) * 2.0, [("B", 3)])
+    assert op_types(model) == ["Mul"]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+def test_mean_and_var_over_a_symbolic_axis_use_the_runtime_dim(dtype, x64):
+    # jnp.mean over B divides by dim_as_value(B), a runtime value, not a number.
+    model = check(lambda x: (jnp.mean(x, axis=0), jnp.var(x, axis=0), jnp.std(x)), [("B", 3)],
+                  [dtype], x64=x64)
+    assert "Shape" in op_types(model)
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["i32", "i64"])
+def test_dim_as_value_of_an_expression(x64):
+    # 2*B - 1 as an integer scalar, in JAX's index dtype.
+    from jax._src import core as jax_core
+    def fn(x):
+        return jax_core.dimension_as_value(2 * x.shape[0] - 1) + jnp.zeros((), jnp.int32)
+    check(fn, [("B", 3)], x64=x64)
