@@ -4,21 +4,93 @@
 // literal such as `mul a 2.0:f32[]` is the one exception, and ONNX's
 // multidirectional broadcasting covers it), and JAX has already promoted all
 // operands to one dtype. So most primitives are one ONNX op; the lowerings
-// below exist where ONNX types or semantics differ from JAX's.
+// below exist where ONNX types or semantics differ from JAX's:
+//
+// - onnxruntime's CPU kernels lack some (op, dtype) pairs: bfloat16 has only
+//   Cast, so bfloat16 math runs in float32 and is rounded back (what XLA's CPU
+//   backend does too); Max/Min lack int16/uint16 and Where lacks
+//   bool/int16/uint16/uint64, which run in a wider type (see compute_type).
+// - convert_element_type float -> int saturates and maps NaN to 0 in JAX/XLA;
+//   ONNX Cast leaves that undefined (onnxruntime gives INT_MIN), so NaN and
+//   the range are guarded explicitly.
+// - reduce_precision has no ONNX op: a Cast round trip where that is exact,
+//   else Veltkamp splitting (round-to-nearest-even to m bits in float
+//   arithmetic) plus XLA's overflow-to-inf and flush-to-zero.
+// - bool has no ordering/Max in ONNX; integer_pow is a Mul chain as in JAX.
 #include <jaxonnx/plugin.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
+#include <string_view>
 
 namespace {
 
 using namespace jaxonnx::sdk;
 
+// ------------------------------------------------------- kernel coverage --
+
+// The dtype onnxruntime (CPU) runs `op` in for operands of dtype `t`: `t`
+// itself, or an exact widening where it has no kernel for `t`.
+int32_t compute_type(std::string_view op, int32_t t) {
+  if (op == "Cast" || op == "Identity") return t;
+  if (t == dtype::bf16) return dtype::f32;  // bfloat16: Cast is the only kernel
+  bool narrow_int = t == dtype::i16 || t == dtype::u16;
+  if ((op == "Max" || op == "Min") && narrow_int) return dtype::i32;
+  if (op == "Where") {
+    if (narrow_int) return dtype::i32;
+    if (t == dtype::u64) return dtype::i64;  // Cast keeps the bits both ways
+    if (t == dtype::boolean) return dtype::u8;
+  }
+  return t;
+}
+
+// `op` over `ins` whose data operands (from index `first_data` on; Where's
+// condition is not one) have dtype `t`, giving `out`; run in compute_type.
+Value emit(Lowering& L, const char* op, std::vector<Value> ins, int32_t t, const Aval& out,
+           size_t first_data = 0) {
+  int32_t c = compute_type(op, t);
+  if (c == t) return L.op(op, ins, out);
+  for (size_t i = first_data; i < ins.size(); ++i) ins[i] = L.cast(ins[i], L.aval_of(ins[i]), c);
+  if (out.dtype != t) return L.op(op, ins, out);
+  return L.cast(L.op(op, ins, out.with_dtype(c)), out.with_dtype(c), t);
+}
+
+// Input i, upcast from bfloat16 to float32 for lowerings that compute in
+// float32 throughout (then `narrow` rounds the result back).
+Value input_f32_if_bf16(Lowering& L, size_t i, Aval* a) {
+  *a = L.in_aval(i);
+  Value v = L.input(i);
+  if (a->dtype != dtype::bf16) return v;
+  v = L.cast(v, *a, dtype::f32);
+  *a = a->with_dtype(dtype::f32);
+  return v;
+}
+Value narrow(Lowering& L, Value v, const Aval& computed, int32_t to) { return L.cast(v, computed, to); }
+
+// The largest / smallest value of integer dtype `t`, as a scalar of `t`.
+template <typename T> Value int_scalar(Lowering& L, T v) {
+  return L.constant(std::vector<T>{v}, std::vector<int64_t>{});
+}
+Value int_limit(Lowering& L, int32_t t, bool max) {
+  switch (t) {
+#define JXO_LIMIT(DT, T) case DT: return int_scalar<T>(L, max ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min());
+    JXO_LIMIT(dtype::i8, int8_t) JXO_LIMIT(dtype::i16, int16_t) JXO_LIMIT(dtype::i32, int32_t)
+    JXO_LIMIT(dtype::i64, int64_t) JXO_LIMIT(dtype::u8, uint8_t) JXO_LIMIT(dtype::u16, uint16_t)
+    JXO_LIMIT(dtype::u32, uint32_t) JXO_LIMIT(dtype::u64, uint64_t)
+#undef JXO_LIMIT
+    default: throw Error(std::string("no integer limits for ") + dtype::name(t));
+  }
+}
+
 // ------------------------------------------------------- one-op primitives --
 
 // Primitives that are exactly one ONNX op over all operands, whose output is
 // the equation's output. JAX allows only float dtypes for the transcendental
-// ones; ONNX's arithmetic, Abs and Sign accept every numeric type JAX does.
+// ones; ONNX's arithmetic, Abs and Sign accept every numeric type JAX does
+// except bfloat16 (run in float32, see compute_type). Abs(INT_MIN) wraps to
+// INT_MIN in both (tested).
 struct OneOp {
   const char* primitive;
   const char* onnx;
@@ -42,7 +114,7 @@ constexpr OneOp kOneOp[] = {
 };
 
 void lower_one_op(Lowering& L, const char* onnx) {
-  L.bind(0, L.op(onnx, L.inputs(), L.out_aval(0)));
+  L.bind(0, emit(L, onnx, L.inputs(), L.in_aval(0).dtype, L.out_aval(0)));
 }
 
 // mul: `out_dtype` (None unless set) asks for the product in a wider type;
@@ -51,7 +123,7 @@ void lower_mul(Lowering& L) {
   Aval out = L.out_aval(0);
   std::vector<Value> ins;
   for (size_t i = 0; i < L.num_inputs(); ++i) ins.push_back(L.cast(L.input(i), L.in_aval(i), out.dtype));
-  L.bind(0, L.op("Mul", ins, out));
+  L.bind(0, emit(L, "Mul", ins, out.dtype, out));
 }
 
 // neg: ONNX Neg has no unsigned types; JAX wraps around, which 0 - x does too.
@@ -61,15 +133,17 @@ void lower_neg(Lowering& L) {
   if (dtype::is_unsigned_int(a.dtype)) {
     L.bind(0, L.op("Sub", {L.scalar(a.dtype, 0), x}, L.out_aval(0)));
   } else {
-    L.bind(0, L.op("Neg", {x}, L.out_aval(0)));
+    L.bind(0, emit(L, "Neg", {x}, a.dtype, L.out_aval(0)));
   }
 }
 
 // max / min: on bool they are or / and (ONNX Max has no bool). onnxruntime's
-// Max/Min propagate NaN like JAX does (tested), so floats need nothing more.
+// Max/Min propagate NaN like JAX does, from either operand (tested), so
+// floats need nothing more.
 void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {
-  bool is_bool = L.in_aval(0).dtype == dtype::boolean;
-  L.bind(0, L.op(is_bool ? boolean_op : onnx, L.inputs(), L.out_aval(0)));
+  int32_t t = L.in_aval(0).dtype;
+  if (t == dtype::boolean) L.bind(0, L.op(boolean_op, L.inputs(), L.out_aval(0)));
+  else L.bind(0, emit(L, onnx, L.inputs(), t, L.out_aval(0)));
 }
 
 // pow: x is floating; y is floating or integer. XLA converts an integer y to
@@ -77,7 +151,7 @@ void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {
 void lower_pow(Lowering& L) {
   Aval x = L.in_aval(0);
   Value y = L.cast(L.input(1), L.in_aval(1), x.dtype);
-  L.bind(0, L.op("Pow", {L.input(0), y}, L.out_aval(0)));
+  L.bind(0, emit(L, "Pow", {L.input(0), y}, x.dtype, L.out_aval(0)));
 }
 
 // integer_pow: x ** y for a static int y. JAX expands it into multiplications
@@ -85,12 +159,13 @@ void lower_pow(Lowering& L) {
 // gives bit-identical results, which Pow would not.
 void lower_integer_pow(Lowering& L) {
   int64_t y = L.param("y").as_int();
-  Aval out = L.out_aval(0);
-  Value x = L.input(0);
+  int32_t result_dtype = L.out_aval(0).dtype;
+  Aval out;
+  Value x = input_f32_if_bf16(L, 0, &out);
   if (y == 0) {
     // A ones tensor of x's shape (NaN ** 0 is 1 too, so not x * 0 + 1).
     Value shape = L.op("Shape", {x}, Aval(dtype::i64, {out.rank()}));
-    L.bind(0, L.op("Expand", {L.scalar(out.dtype, 1), shape}, out));
+    L.bind(0, narrow(L, L.op("Expand", {L.scalar(out.dtype, 1), shape}, out), out, result_dtype));
     return;
   }
   bool reciprocal = y < 0;
@@ -102,13 +177,14 @@ void lower_integer_pow(Lowering& L) {
     if (n > 0) x = L.op("Mul", {x, x}, out);
   }
   if (reciprocal) acc = L.op("Div", {L.scalar(out.dtype, 1), acc}, out);
-  L.bind(0, acc);
+  L.bind(0, narrow(L, acc, out, result_dtype));
 }
 
 // rsqrt: 1 / sqrt(x).
 void lower_rsqrt(Lowering& L) {
-  Aval out = L.out_aval(0);
-  L.bind(0, L.op("Reciprocal", {L.op("Sqrt", {L.input(0)}, out)}, out));
+  Aval a;
+  Value x = input_f32_if_bf16(L, 0, &a);
+  L.bind(0, narrow(L, L.op("Reciprocal", {L.op("Sqrt", {x}, a)}, a), a, L.out_aval(0).dtype));
 }
 
 // erf: Erf. onnxruntime has no float64 Erf kernel, so float64 takes the
@@ -167,9 +243,10 @@ Value erf_f64(Lowering& L, Value x, const Aval& a) {
 }
 
 void lower_erf(Lowering& L) {
-  Aval a = L.in_aval(0);
-  Value x = L.input(0);
-  L.bind(0, a.dtype == dtype::f64 ? erf_f64(L, x, a) : L.op("Erf", {x}, L.out_aval(0)));
+  Aval a;
+  Value x = input_f32_if_bf16(L, 0, &a);
+  Value y = a.dtype == dtype::f64 ? erf_f64(L, x, a) : L.op("Erf", {x}, a);
+  L.bind(0, narrow(L, y, a, L.out_aval(0).dtype));
 }
 
 // ------------------------------------------------------------- comparisons --
@@ -178,34 +255,36 @@ void lower_erf(Lowering& L) {
 // uint8 keeps.
 void lower_order(Lowering& L, const char* onnx) {
   std::vector<Value> ins;
+  int32_t t = L.in_aval(0).dtype;
   for (size_t i = 0; i < 2; ++i) {
     Aval a = L.in_aval(i);
     Value v = L.input(i);
     ins.push_back(a.dtype == dtype::boolean ? L.cast(v, a, dtype::u8) : v);
   }
-  L.bind(0, L.op(onnx, ins, L.out_aval(0)));
+  L.bind(0, emit(L, onnx, ins, t == dtype::boolean ? dtype::u8 : t, L.out_aval(0)));
 }
 
 void lower_ne(Lowering& L) {
   Aval out = L.out_aval(0);
-  L.bind(0, L.op("Not", {L.op("Equal", L.inputs(), out)}, out));
+  L.bind(0, L.op("Not", {emit(L, "Equal", L.inputs(), L.in_aval(0).dtype, out)}, out));
 }
 
 // ---------------------------------------------------------------- select_n --
 
 // select_n(which, *cases) picks cases[which]. A bool `which` selects between
 // two cases; an int32 one among n. For n > 2 this is the same binary tree of
-// `which < mid` comparisons that JAX lowers to, so out-of-range indices behave
-// the same way too.
+// `which < mid` comparisons that JAX lowers to (n - 1 Where nodes, depth
+// ceil(log2 n)), so out-of-range indices behave the same way too. One case
+// is bound directly: no node.
 Value select_range(Lowering& L, Value which, const Aval& which_aval, const std::vector<Value>& cases,
                    size_t lo, size_t hi, const Aval& out) {
   if (hi - lo == 1) return cases[lo];
   size_t mid = lo + (hi - lo) / 2;
   Value below = L.op("Less", {which, L.scalar(which_aval.dtype, static_cast<double>(mid))},
                      which_aval.with_dtype(dtype::boolean));
-  return L.op("Where", {below, select_range(L, which, which_aval, cases, lo, mid, out),
-                        select_range(L, which, which_aval, cases, mid, hi, out)},
-              out);
+  return emit(L, "Where", {below, select_range(L, which, which_aval, cases, lo, mid, out),
+                           select_range(L, which, which_aval, cases, mid, hi, out)},
+              out.dtype, out, 1);
 }
 
 void lower_select_n(Lowering& L) {
@@ -219,7 +298,7 @@ void lower_select_n(Lowering& L) {
     L.bind(0, cases[0]);
   } else if (which_aval.dtype == dtype::boolean) {
     if (cases.size() != 2) L.fail("select_n with a bool predicate takes exactly two cases");
-    L.bind(0, L.op("Where", {which, cases[1], cases[0]}, out));
+    L.bind(0, emit(L, "Where", {which, cases[1], cases[0]}, out.dtype, out, 1));
   } else {
     L.bind(0, select_range(L, which, which_aval, cases, 0, cases.size(), out));
   }
@@ -228,13 +307,160 @@ void lower_select_n(Lowering& L) {
 // ------------------------------------------------------------- conversions --
 
 // convert_element_type: Cast. ONNX Cast truncates float -> int toward zero
-// and maps float -> bool as x != 0 (NaN -> true), both as JAX does. A change
-// of weak_type only (same dtype) is no conversion at all.
+// and maps float/int -> bool as x != 0 (NaN -> true), both as JAX does, and
+// wraps int -> narrower int as JAX does. Out of range float -> int is
+// undefined in ONNX (onnxruntime gives INT_MIN) but saturates in XLA, with
+// NaN -> 0, so that case clamps first (float_to_int). weak_type and sharding
+// do not change values: a same-dtype conversion emits nothing.
+//
+// Known difference: float64 -> float16/bfloat16 is rounded twice by
+// onnxruntime (via float32), so a value just off a tie can round the other
+// way (at most one unit in the last place).
+Value float_to_int(Lowering& L, Value x, Aval f, const Aval& out) {
+  // float16/bfloat16 go through float32 (exact): Clip/IsNaN have no
+  // bfloat16 kernel and float16 cannot hold the int32/int64 bounds.
+  if (f.dtype == dtype::f16 || f.dtype == dtype::bf16) {
+    x = L.cast(x, f, dtype::f32);
+    f = f.with_dtype(dtype::f32);
+  }
+  Aval mask = f.with_dtype(dtype::boolean);
+  bool is_signed = dtype::is_signed_int(out.dtype);
+  int value_bits = static_cast<int>(dtype::itemsize(out.dtype)) * 8 - (is_signed ? 1 : 0);
+  int significand = f.dtype == dtype::f64 ? 53 : 24;
+  double top = std::ldexp(1.0, value_bits);  // 2^bits: the first value past the range
+  double lo = is_signed ? -top : 0.0;        // a power of two: exact
+  bool max_exact = value_bits <= significand;
+  // Largest float below 2^bits: the int max itself when exact.
+  double hi = max_exact ? top - 1.0 : top - std::ldexp(1.0, value_bits - significand);
+  x = L.op("Where", {L.op("IsNaN", {x}, mask), L.scalar(f.dtype, 0.0), x}, f);
+  Value y = L.op("Cast", {L.op("Clip", {x, L.scalar(f.dtype, lo), L.scalar(f.dtype, hi)}, f)}, out,
+                 {Attr::i("to", out.dtype)});
+  if (max_exact) return y;
+  // The int max is not a float of this type: values at or past 2^bits take it.
+  Value over = L.op("GreaterOrEqual", {x, L.scalar(f.dtype, top)}, mask);
+  return emit(L, "Where", {over, int_limit(L, out.dtype, true), y}, out.dtype, out, 1);
+}
+
 void lower_convert_element_type(Lowering& L) {
   Aval in = L.in_aval(0);
   Aval out = L.out_aval(0);
   Value x = L.input(0);
-  L.bind(0, in.dtype == out.dtype ? x : L.op("Cast", {x}, out, {Attr::i("to", out.dtype)}));
+  if (dtype::is_float(in.dtype) && dtype::is_int(out.dtype)) {
+    L.bind(0, float_to_int(L, x, in, out));
+  } else {
+    L.bind(0, L.cast(x, in, out.dtype));
+  }
+}
+
+// ------------------------------------------------------- reduce_precision --
+
+// reduce_precision(x, exponent_bits=e, mantissa_bits=m) rounds x to the
+// nearest value (ties to even) of a float format with e exponent and m
+// mantissa bits, stored back in x's dtype, as XLA defines it:
+//   - the mantissa is rounded at bit m of x's own format (so subnormals of x
+//     keep a fixed quantum 2^(emin_x - m));
+//   - when e is narrower than x's exponent, results past the format's max
+//     become +-inf and results below its smallest normal become +-0 (XLA
+//     flushes the narrow format's subnormals);
+//   - NaN stays NaN.
+// float32 to (8, 7) is exactly Cast to bfloat16 and back, and float32 to
+// (5, 10) is Cast to float16 and back plus the flush (Cast keeps float16
+// subnormals); onnxruntime's Casts round to nearest even (tested). Otherwise
+// Veltkamp splitting rounds in float arithmetic: c = x * (2^s + 1),
+// hi = c - (c - x) is x rounded to nearest-even on p - s bits.
+struct FloatFormat { int exponent_bits, mantissa_bits; };
+FloatFormat format_of(int32_t t) {
+  switch (t) {
+    case dtype::f64: return {11, 52};
+    case dtype::f32: return {8, 23};
+    case dtype::f16: return {5, 10};
+    case dtype::bf16: return {8, 7};
+    default: throw Error(std::string("reduce_precision: no float format for ") + dtype::name(t));
+  }
+}
+
+Value cast_round_trip(Lowering& L, Value x, const Aval& a, int32_t via) {
+  return L.cast(L.cast(x, a, via), a.with_dtype(via), a.dtype);
+}
+
+Value reduce_precision_general(Lowering& L, Value x, Aval a, FloatFormat src, int e, int m) {
+  int32_t result_dtype = a.dtype;
+  if (a.dtype == dtype::f16 || a.dtype == dtype::bf16) {  // exact in float32, and it has kernels
+    x = L.cast(x, a, dtype::f32);
+    a = a.with_dtype(dtype::f32);
+  }
+  Aval mask = a.with_dtype(dtype::boolean);
+  auto k = [&](double v) { return L.scalar(a.dtype, v); };
+  int p = a.dtype == dtype::f64 ? 53 : 24;  // significand bits of the compute type
+  int src_emax = (1 << (src.exponent_bits - 1)) - 1, src_emin = 1 - src_emax;
+  bool narrower = e < src.exponent_bits;
+  Value ax = L.op("Abs", {x}, a);
+
+  Value hi = x;
+  if (m < src.mantissa_bits) {
+    int s = p - 1 - m;
+    // Scale huge values down so x * (2^s + 1) stays finite (powers of two: exact).
+    // Only needed without exponent narrowing: else such values become inf.
+    bool scale = !narrower && src_emax + s + 2 > (p == 53 ? 1023 : 127);
+    Value factor = kNoValue;
+    Value xs = x;
+    if (scale) {
+      Value big = L.op("GreaterOrEqual", {ax, k(std::ldexp(1.0, src_emax - s - 1))}, mask);
+      factor = L.op("Where", {big, k(std::ldexp(1.0, -(s + 2))), k(1.0)}, a);
+      xs = L.op("Mul", {x, factor}, a);
+    }
+    Value c = L.op("Mul", {xs, k(std::ldexp(1.0, s) + 1.0)}, a);
+    hi = L.op("Sub", {c, L.op("Sub", {c, xs}, a)}, a);
+    if (scale) hi = L.op("Div", {hi, factor}, a);
+    if (!narrower) {
+      // Subnormals of x's format round at the fixed quantum q = 2^(emin - m):
+      // Round(x / q) * q, scaling by powers of two (exact). Round is
+      // half-to-even. (The (x + C) - C trick is broken by onnxruntime's
+      // graph optimizer.)
+      // (Two factors each way: 2^(m - emin) itself is past the max.)
+      Value up = L.op("Mul", {L.op("Mul", {x, k(std::ldexp(1.0, -src_emin))}, a), k(std::ldexp(1.0, m))}, a);
+      Value fixed = L.op("Mul", {L.op("Mul", {L.op("Round", {up}, a), k(std::ldexp(1.0, -m))}, a),
+                                 k(std::ldexp(1.0, src_emin))}, a);
+      Value tiny = L.op("Less", {ax, k(std::ldexp(1.0, src_emin))}, mask);
+      hi = L.op("Where", {tiny, fixed, hi}, a);
+    }
+  }
+  // Overflow: |x| at or past the midpoint between the max and 2^(emax + 1)
+  // rounds to inf (the max has an odd mantissa, so the tie goes up). This
+  // also maps +-inf, which Veltkamp turns into NaN, back to +-inf.
+  int emax = narrower ? (1 << (e - 1)) - 1 : src_emax;
+  Value inf = L.op("Mul", {x, k(std::numeric_limits<double>::infinity())}, a);
+  Value over = L.op("GreaterOrEqual", {ax, k(std::ldexp(2.0 - std::ldexp(1.0, -(m + 1)), emax))}, mask);
+  if (narrower) {
+    // Underflow: results below the smallest normal 2^(1 - emax) flush to +-0;
+    // x rounds up to it from 2^(1 - emax) * (1 - 2^-(m + 2)) on.
+    Value under = L.op("Less", {ax, k(std::ldexp(1.0 - std::ldexp(1.0, -(m + 2)), 1 - emax))}, mask);
+    hi = L.op("Where", {under, L.op("Mul", {x, k(0.0)}, a), hi}, a);
+  }
+  hi = L.op("Where", {over, inf, hi}, a);
+  return L.cast(hi, a, result_dtype);
+}
+
+void lower_reduce_precision(Lowering& L) {
+  Aval a = L.in_aval(0);
+  Value x = L.input(0);
+  int64_t e = L.param("exponent_bits").as_int(), m = L.param("mantissa_bits").as_int();
+  if (e < 2) L.fail("reduce_precision: exponent_bits=" + std::to_string(e) + " is not supported (need >= 2)");
+  if (m < 0) L.fail("reduce_precision: mantissa_bits=" + std::to_string(m) + " must be >= 0");
+  FloatFormat src = format_of(a.dtype);
+  if (e >= src.exponent_bits && m >= src.mantissa_bits) { L.bind(0, x); return; }
+  if (a.dtype == dtype::f32 && e == 8 && m == 7) { L.bind(0, cast_round_trip(L, x, a, dtype::bf16)); return; }
+  if (a.dtype == dtype::f32 && e == 5 && m == 10) {
+    // Float16 keeps subnormals that XLA flushes: zero |x| < 2^-14 (1 - 2^-12),
+    // which rounds below float16's smallest normal 2^-14.
+    Value r = cast_round_trip(L, x, a, dtype::f16);
+    Aval mask = a.with_dtype(dtype::boolean);
+    Value under = L.op("Less", {L.op("Abs", {x}, a), L.scalar(a.dtype, std::ldexp(1.0 - std::ldexp(1.0, -12), -14))}, mask);
+    L.bind(0, L.op("Where", {under, L.op("Mul", {x, L.scalar(a.dtype, 0.0)}, a), r}, a));
+    return;
+  }
+  L.bind(0, reduce_precision_general(L, x, a, src, static_cast<int>(std::min<int64_t>(e, src.exponent_bits)),
+                                     static_cast<int>(std::min<int64_t>(m, src.mantissa_bits))));
 }
 
 // stop_gradient only matters for differentiation: the value passes through.
@@ -245,28 +471,28 @@ void lower_stop_gradient(Lowering& L) { L.bind(0, L.input(0)); }
 JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
   for (const OneOp& e : kOneOp) {
     const char* onnx = e.onnx;
-    plugin.primitive(e.primitive, [onnx](Lowering& L) { lower_one_op(L, onnx); })
-        .emits({onnx})
-        .doc(onnx_doc(onnx));
+    auto prim = plugin.primitive(e.primitive, [onnx](Lowering& L) { lower_one_op(L, onnx); });
+    prim.emits({onnx}).doc(onnx_doc(onnx));
+    if (compute_type(onnx, dtype::bf16) != dtype::bf16) prim.emits({"Cast"});  // bfloat16 via float32
   }
   plugin.primitive("mul", lower_mul).emits({"Mul", "Cast"}).doc(onnx_doc("Mul"));
-  plugin.primitive("neg", lower_neg).emits({"Neg", "Sub"}).doc(onnx_doc("Neg"));
+  plugin.primitive("neg", lower_neg).emits({"Neg", "Sub", "Cast"}).doc(onnx_doc("Neg"));
   plugin.primitive("max", [](Lowering& L) { lower_max_min(L, "Max", "Or"); })
-      .emits({"Max", "Or"})
+      .emits({"Max", "Or", "Cast"})
       .doc(onnx_doc("Max"));
   plugin.primitive("min", [](Lowering& L) { lower_max_min(L, "Min", "And"); })
-      .emits({"Min", "And"})
+      .emits({"Min", "And", "Cast"})
       .doc(onnx_doc("Min"));
   plugin.primitive("pow", lower_pow).emits({"Pow", "Cast"}).doc(onnx_doc("Pow"));
   plugin.primitive("integer_pow", lower_integer_pow)
-      .emits({"Mul", "Div", "Shape", "Expand"})
+      .emits({"Mul", "Div", "Shape", "Expand", "Cast"})
       .doc(onnx_doc("Mul"))
       .summary("binary exponentiation by Mul, as JAX expands it");
   plugin.primitive("erf", lower_erf)
-      .emits({"Erf", "Mul", "Add", "Sub", "Div", "Abs", "Neg", "Exp", "Less", "Greater", "Where"})
+      .emits({"Erf", "Mul", "Add", "Sub", "Div", "Abs", "Neg", "Exp", "Less", "Greater", "Where", "Cast"})
       .doc(onnx_doc("Erf"))
       .summary("Erf; float64 as XLA's rational approximation (onnxruntime has no float64 Erf)");
-  plugin.primitive("rsqrt", lower_rsqrt).emits({"Sqrt", "Reciprocal"}).doc(onnx_doc("Reciprocal"));
+  plugin.primitive("rsqrt", lower_rsqrt).emits({"Sqrt", "Reciprocal", "Cast"}).doc(onnx_doc("Reciprocal"));
 
   struct Cmp { const char* primitive; const char* onnx; };
   for (Cmp c : {Cmp{"lt", "Less"}, Cmp{"le", "LessOrEqual"},
@@ -276,12 +502,16 @@ JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
         .emits({onnx, "Cast"})
         .doc(onnx_doc(onnx));
   }
-  plugin.primitive("ne", lower_ne).emits({"Equal", "Not"}).doc(onnx_doc("Equal"));
+  plugin.primitive("ne", lower_ne).emits({"Equal", "Not", "Cast"}).doc(onnx_doc("Equal"));
 
-  plugin.primitive("select_n", lower_select_n).emits({"Where", "Less"}).doc(onnx_doc("Where"));
+  plugin.primitive("select_n", lower_select_n).emits({"Where", "Less", "Cast"}).doc(onnx_doc("Where"));
   plugin.primitive("convert_element_type", lower_convert_element_type)
-      .emits({"Cast"})
+      .emits({"Cast", "IsNaN", "Where", "Clip", "GreaterOrEqual"})
       .doc(onnx_doc("Cast"));
+  plugin.primitive("reduce_precision", lower_reduce_precision)
+      .emits({"Cast", "Abs", "Less", "GreaterOrEqual", "Mul", "Sub", "Div", "Round", "Where"})
+      .doc(onnx_doc("Cast"))
+      .summary("Cast round trip (bfloat16/float16) or Veltkamp rounding, with XLA's overflow and flush");
   plugin.primitive("stop_gradient", lower_stop_gradient)
       .emits({})
       .summary("binds its input: no node");
