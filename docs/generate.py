@@ -21,7 +21,8 @@ def render() -> str:
         for prim in plugin["primitives"]:
             ops = ", ".join(
                 f"[{op}](https://onnx.ai/onnx/operators/onnx__{op}.html)" for op in prim["onnx_ops"]
-            ) or "(none of its own)"
+            ) or (f"*{prim['summary']}*" if prim["summary"].startswith("unsupported")
+                  else "(none of its own)")
             rows.append((prim["name"], plugin["name"], ops))
     rows.sort()
     lines = [

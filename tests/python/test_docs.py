@@ -18,7 +18,9 @@ def test_coverage_table_is_generated_from_current_metadata():
 
 def test_every_bundled_primitive_declares_its_onnx_ops():
     reg = core.Registry([str(_plugins.BUNDLED_PLUGINS)])
+    # Exempt: pass-throughs (stop_gradient, the call family) and primitives claimed only
+    # to refuse them clearly (their summary says "unsupported").
     undeclared = [p["name"] for plugin in reg.plugins for p in plugin["primitives"]
                   if not p["onnx_ops"] and p["name"] not in {"stop_gradient"}
-                  and plugin["name"] != "call"]
+                  and plugin["name"] != "call" and not p["summary"].startswith("unsupported")]
     assert undeclared == []
