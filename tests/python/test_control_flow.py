@@ -470,3 +470,23 @@ def test_nnx_rnn(cell, dtype, x64, batch):
     model = check(fn, [(batch, 5, 3)], [dtype], x64=x64, rtol=1e-4 if not x64 else None,
                   atol=1e-5 if not x64 else None)
     assert "Loop" in all_ops(model)
+
+
+# ------------------------------------------------ symbolic dims in subgraphs --
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_symbolic_dims_inside_subgraphs(dtype, x64):
+    """Shapes computed from the symbolic batch before, inside and after the
+    subgraphs: the memo of a closed branch must never leak out of it."""
+    w = np.arange(3, dtype=dtype)
+
+    def f(x, xs):
+        def step(h, x_t):
+            h = jnp.tanh(h + jnp.broadcast_to(w, h.shape) * x_t)
+            r = lax.cond(jnp.sum(h) > 0, lambda: jnp.reshape(h, (-1,)),
+                         lambda: jnp.reshape(h * 2.0, (h.shape[0] * 3,)))
+            return h, r
+        h, ys = lax.scan(step, x, xs)
+        return jnp.broadcast_to(w, x.shape) + h, jnp.reshape(ys, (xs.shape[0], x.shape[0], 3))
+
+    check(f, [("B", 3), (4, "B", 3)], [dtype, dtype], x64=x64)

@@ -281,7 +281,9 @@ typedef struct jxo_api {
    * scope; a value that is not made by a node of the subgraph, or that repeats,
    * is routed through JAX's `copy` primitive, since ONNX subgraph outputs must
    * be node outputs) and writes a handle to the finished subgraph to *graph
-   * (see jxo_graph for its lifetime). Every output must have a known type. */
+   * (host-owned; see jxo_graph for its lifetime). `outputs` is read during the
+   * call only. Every output must have a known type. After graph_end, values
+   * of the closed scope can no longer be used anywhere. */
   jxo_status* (*graph_end)(jxo_lowering* ctx, const jxo_value* outputs, size_t num_outputs,
                            const jxo_graph** graph);
   /* 0 when output i of the equation is never read: a dropped var, or a var
@@ -289,7 +291,9 @@ typedef struct jxo_api {
    * an output may be left unbound. 1 otherwise (also when i is out of range). */
   int32_t (*output_used)(const jxo_lowering* ctx, size_t i);
 
-  /* -- jaxpr introspection (minor 1); each accepts NULL / out of range -- */
+  /* -- jaxpr introspection (minor 1); each accepts NULL / out of range --
+   * The avals returned are owned by the host and live as long as the jaxpr
+   * (the whole conversion). */
   const jxo_aval* (*jaxpr_input_aval)(const jxo_jaxpr* j, size_t i);  /* NULL if absent */
   const jxo_aval* (*jaxpr_output_aval)(const jxo_jaxpr* j, size_t i); /* NULL if absent */
   /* The invar index that outvar i is, when it is one directly; -1 otherwise
