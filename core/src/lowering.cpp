@@ -139,10 +139,9 @@ GraphScope* Converter::end_graph(const std::vector<ir::ValueId>& outputs, Scope&
   for (const ir::Node& n : s->graph->nodes)
     for (ir::ValueId v : n.outputs) made.insert(v);
   std::vector<ir::ValueId> locals;
-  static int64_t salt = 0;
   for (ir::ValueId h : outputs) {
     ir::ValueId local = use(h);
-    if (!made.count(local) || taken.count(local)) local = use(copy_value(h, env, ++salt));
+    if (!made.count(local) || taken.count(local)) local = use(copy_value(h, env, ++copies_));
     if (!s->graph->values[local].has_type)
       throw ConversionError("output '" + s->graph->values[local].name + "' of " + scope_name(s) +
                             " has no known type");

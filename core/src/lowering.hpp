@@ -96,6 +96,7 @@ class Converter {
   std::vector<Handle> handles_;
   std::vector<std::unique_ptr<GraphScope>> scopes_;  // every scope of the conversion
   std::vector<GraphScope*> open_;                    // the open stack, main graph first
+  int64_t copies_ = 0;                               // synthetic copy equations made
 
   const Registry& registry_;
   const ConvertOptions& options_;

@@ -222,8 +222,7 @@ def test_while_drops_unused_carried_state(dtype, x64):
 @pytest.mark.parametrize("shape", BATCHES, ids=BATCH_IDS)
 def test_fori_loop_static_bounds(dtype, x64, shape):
     def f(x):
-        return lax.fori_loop(2, 7, lambda i, c: c * 0.9 + jnp.sin(c) * 0.0 + i, x) \
-            if False else lax.fori_loop(2, 7, lambda i, c: c * 0.9 + i, x)
+        return lax.fori_loop(2, 7, lambda i, c: c * 0.9 + i, x)
 
     model = check(f, [shape], [dtype], x64=x64)
     (loop,) = loops(model)
@@ -342,6 +341,28 @@ def test_scan_unused_ys_are_not_stacked(dtype, x64):
     assert len(loop.output) == 1 + 1
 
 
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_scan_swapped_carries(dtype, x64):
+    """A body output that is another carry's input is copied, not aliased."""
+    def f(a, b, xs):
+        return lax.scan(lambda c, x: ((c[1], c[0] + x), c[0]), (a, b), xs)
+
+    check(f, [("B", 3), ("B", 3), (5, "B", 3)], [dtype] * 3, x64=x64)
+
+
+@pytest.mark.parametrize("form", ["reverse_scan", "batched_while", "switch"])
+def test_opset_18(form):
+    if form == "reverse_scan":
+        check(rnn_like(True), [("B", 3), (5, "B", 3)], opset=18)
+    elif form == "batched_while":
+        f = jax.vmap(lambda v: lax.while_loop(lambda c: jnp.sum(c) < 50.0,
+                                              lambda c: jnp.abs(c) * 2.0 + 0.5, v))
+        check(f, [("B", 3)], opset=18)
+    else:
+        check(cond_p_direct(3), [(), ("B", 3)], [np.int32, np.float32],
+              make_inputs=index_inputs(7), opset=18)
+
+
 # --------------------------------------------------------------- nesting --
 
 @pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
@@ -409,6 +430,18 @@ def test_scan_in_scan_symbolic_dims(dtype, x64):
 def test_vmap_cond(dtype, x64, shape):
     f = jax.vmap(lambda v: lax.cond(jnp.sum(v) > 0, lambda u: u * 2.0, lambda u: u - 1.0, v))
     check(f, [shape], [dtype], x64=x64)
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("shape", BATCHES, ids=BATCH_IDS)
+@pytest.mark.parametrize("data", [positive, negative], ids=["then", "else"])
+def test_vmap_cond_unbatched_predicate_stays_an_if(dtype, x64, shape, data):
+    def f(x, y):
+        return jax.vmap(lambda v: lax.cond(jnp.sum(y) > 0, lambda u: u * 2.0, lambda u: u - y,
+                                           v))(x)
+
+    model = check(f, [shape, (3,)], [dtype, dtype], x64=x64, make_inputs=data)
+    assert "If" in all_ops(model)
 
 
 @pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
