@@ -9,7 +9,13 @@
 //  - Loop-invariant values are captured from the outer scope: consts, and
 //    carried values that the body passes through unchanged, are never carried.
 //  - Unused scan outputs are not stacked; unused xs are not sliced (the
-//    subgraph prune removes the Gather and the capture).
+//    subgraph prune removes the Gather and the capture). Unused cond outputs
+//    are left out of the If and its branches.
+//
+// scan is a Loop rather than an ONNX Scan: Scan cannot express a scan with no
+// xs (its trip count comes from the scan inputs), and one lowering for scan,
+// fori_loop and while keeps the carried-state analysis in one place. Reverse
+// scans read xs at length-1-i and flip the stacked ys once (Slice, step -1).
 #include <jaxonnx/plugin.hpp>
 
 #include <cstdint>
@@ -22,12 +28,6 @@ using namespace jaxonnx::sdk;
 
 Aval scalar_aval(int32_t dt) { return Aval(dt, {}); }
 
-std::vector<Aval> out_avals(const Lowering& L) {
-  std::vector<Aval> out;
-  for (size_t i = 0; i < L.num_outputs(); ++i) out.push_back(L.out_aval(i));
-  return out;
-}
-
 // ------------------------------------------------------------------ cond --
 
 // cond(index, *operands; branches): runs branches[index]. Like XLA's
@@ -35,15 +35,21 @@ std::vector<Aval> out_avals(const Lowering& L) {
 // clamps before binding, so what it passes is already in range).
 // Two branches: If(index == 0, b0, b1). More: the index is mapped to n-1 when
 // negative, then a balanced tree of If(index < mid, ...): depth log2(n).
+// Outputs nothing reads are left out of the If and of every branch.
 struct CondLowering {
   Lowering& L;
   std::vector<const jxo_jaxpr*> branches;
   std::vector<Value> operands;
-  std::vector<Aval> outs;
+  std::vector<Aval> outs;      // of the used outputs
+  std::vector<size_t> used;    // indices of the used outputs
   Value index = kNoValue;
   int32_t index_dtype = dtype::i32;
 
-  std::vector<Value> branch(size_t k) { return L.lower_jaxpr_into(branches[k], operands); }
+  std::vector<Value> branch(size_t k) {
+    std::vector<Value> all = L.lower_jaxpr_into(branches[k], operands), kept;
+    for (size_t i : used) kept.push_back(all[i]);
+    return kept;
+  }
 
   std::vector<Value> tree(size_t lo, size_t hi) {
     if (hi - lo == 1) return branch(lo);
@@ -61,7 +67,13 @@ struct CondLowering {
 };
 
 void lower_cond(Lowering& L) {
-  CondLowering c{L, {}, {}, out_avals(L)};
+  CondLowering c{L, {}, {}, {}, {}};
+  for (size_t i = 0; i < L.num_outputs(); ++i)
+    if (L.output_used(i)) {
+      c.used.push_back(i);
+      c.outs.push_back(L.out_aval(i));
+    }
+  if (c.used.empty()) return;  // nothing reads the result: no If at all
   for (const Param& b : L.param("branches").items()) c.branches.push_back(b.as_jaxpr());
   size_t n = c.branches.size();
   if (n == 0) L.fail("cond has no branches");
@@ -82,7 +94,7 @@ void lower_cond(Lowering& L) {
                    scalar_aval(c.index_dtype));
   }
   std::vector<Value> results = c.tree(0, n);
-  for (size_t i = 0; i < results.size(); ++i) L.bind(i, results[i]);
+  for (size_t i = 0; i < results.size(); ++i) L.bind(c.used[i], results[i]);
 }
 
 // ----------------------------------------------------------------- loops --

@@ -97,6 +97,19 @@ def test_cond_captures_outer_values_and_consts(dtype, x64, shape):
     assert names <= used | {i for n in nodes(if_node.attribute[1].g) for i in n.input}
 
 
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_cond_unused_outputs_are_dropped(dtype, x64):
+    def f(x):
+        a, _ = lax.cond(jnp.sum(x) > 0, lambda v: (v * 2.0, jnp.exp(v)), lambda v: (v - 1.0, v), x)
+        return a
+
+    for data in (positive, negative):
+        model = check(f, [("B", 3)], [dtype], x64=x64, make_inputs=data)
+    (if_node,) = [n for n in model.graph.node if n.op_type == "If"]
+    assert len(if_node.output) == 1
+    assert "Exp" not in all_ops(model)
+
+
 def index_inputs(value):
     def make(shape, dtype, rng):
         if np.dtype(dtype) == np.int32:
