@@ -1,6 +1,8 @@
 // The jxo_api table: the host functions plugins call. Each one converts and
 // forwards to the Converter; nothing thrown here may cross into a plugin.
+#include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "lowering.hpp"
 
@@ -28,8 +30,10 @@ const Param* P(const jxo_param* p) { return reinterpret_cast<const Param*>(p); }
 const jxo_param* C(const Param* p) { return reinterpret_cast<const jxo_param*>(p); }
 const ClosedJaxpr* J(const jxo_jaxpr* j) { return reinterpret_cast<const ClosedJaxpr*>(j); }
 
-bool valid_value(const jxo_lowering* ctx, jxo_value v) {
-  return v >= 0 && static_cast<size_t>(v) < ctx->conv->model.graph.values.size();
+bool valid_value(const jxo_lowering* ctx, jxo_value v) { return ctx->conv->valid(v); }
+
+jxo_str str_or(jxo_str s, const char* fallback) {
+  return s.size ? s : jxo_str{fallback, std::strlen(fallback)};
 }
 
 // -- status
@@ -71,8 +75,13 @@ jxo_status* bind_output(jxo_lowering* ctx, size_t i, jxo_value v) {
       return fail("output " + std::to_string(i) + " out of range (the equation has " +
                   std::to_string(ctx->eqn->outputs.size()) + ")");
     if (!valid_value(ctx, v)) return fail("bind_output got an invalid value handle");
+    if (!ctx->conv->visible(v))
+      return fail("output " + std::to_string(i) + " was bound to value '" +
+                  ctx->conv->value(v).name + "' of " +
+                  ctx->conv->scope_name(ctx->conv->scope_of(v)) +
+                  ", which is closed or does not enclose the equation's scope");
     const Atom& out = ctx->eqn->outputs[i];
-    ir::Value& value = ctx->conv->model.graph.values[v];
+    ir::Value& value = ctx->conv->value(v);
     if (value.has_type && value.type.dtype != out.aval.dtype)
       return fail("output " + std::to_string(i) + " was bound to a " +
                   dtype_name(value.type.dtype) + " value, but JAX's output is " + out.aval.str());
@@ -86,7 +95,7 @@ jxo_status* bind_output(jxo_lowering* ctx, size_t i, jxo_value v) {
 }
 
 // -- the IR
-ir::Attribute to_attribute(const jxo_attr& a) {
+ir::Attribute to_attribute(const jxo_attr& a, Converter& conv, std::vector<GraphScope*>& graphs) {
   ir::Attribute out;
   out.name = str(a.name);
   out.type = a.type;
@@ -104,6 +113,31 @@ ir::Attribute to_attribute(const jxo_attr& a) {
       const jxo_tensor& t = *a.tensor;
       out.tensor = Tensor::copy_of(t.dtype, std::vector<int64_t>(t.dims, t.dims + t.rank), t.data,
                                    t.nbytes);
+      break;
+    }
+    case JXO_ATTR_GRAPH: {
+      // A plugin built against minor 0 has no `graph` field: read it as absent.
+      const jxo_graph* handle = JXO_HAS_FIELD(&a, jxo_attr, graph) ? a.graph : nullptr;
+      if (!handle)
+        throw std::runtime_error("graph attribute '" + out.name + "' has no graph" +
+                                 (JXO_HAS_FIELD(&a, jxo_attr, graph)
+                                      ? std::string()
+                                      : " (its jxo_attr predates ABI 1.1, which added graphs)"));
+      GraphScope* g = conv.find_graph(handle);
+      if (!g) throw std::runtime_error("graph attribute '" + out.name + "' is not a graph handle");
+      if (g->open)
+        throw std::runtime_error("graph attribute '" + out.name + "': " + conv.scope_name(g) +
+                                 " is still open (call graph_end first)");
+      if (g->used || std::find(graphs.begin(), graphs.end(), g) != graphs.end())
+        throw std::runtime_error("graph attribute '" + out.name + "': " + conv.scope_name(g) +
+                                 " was already used by another node; a graph handle is used once");
+      if (g->parent != conv.current())
+        throw std::runtime_error("graph attribute '" + out.name + "': " + conv.scope_name(g) +
+                                 " was opened in " + conv.scope_name(g->parent) +
+                                 ", not in the scope the node is emitted in");
+      out.type = ir::kAttrGraph;
+      out.graph = g->owned;
+      graphs.push_back(g);
       break;
     }
     default:
@@ -125,15 +159,23 @@ jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* output
       if (v != JXO_NO_VALUE && !valid_value(ctx, v))
         return fail("emit_node(" + n.op_type + "): input " + std::to_string(k) +
                     " is not a valid value handle");
-      n.inputs.push_back(v);
+      try {
+        n.inputs.push_back(v == JXO_NO_VALUE ? ir::kNoValue : conv.use(v));
+      } catch (const ConversionError& e) {
+        return fail("emit_node(" + n.op_type + "): input " + std::to_string(k) + ": " + e.what());
+      }
     }
-    for (size_t k = 0; k < node->num_attrs; ++k) n.attrs.push_back(to_attribute(*node->attrs[k]));
+    std::vector<GraphScope*> graphs;
+    for (size_t k = 0; k < node->num_attrs; ++k)
+      n.attrs.push_back(to_attribute(*node->attrs[k], conv, graphs));
+    // Only now, with every check passed, are the subgraphs consumed.
+    for (GraphScope* g : graphs) g->used = true;
     for (size_t k = 0; k < node->num_outputs; ++k) {
       const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;
       Aval type;
       if (t) type = Aval::from_c(*t);
       ir::ValueId v = conv.new_value(ctx->eqn->primitive, t ? &type : nullptr);
-      n.outputs.push_back(v);
+      n.outputs.push_back(conv.use(v));
       outputs[k] = v;
     }
     n.name = conv.unique_name(n.op_type);
@@ -141,7 +183,7 @@ jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* output
       int64_t& version = conv.model.domain_opsets[n.domain];
       version = std::max<int64_t>(version, node->domain_version > 0 ? node->domain_version : 1);
     }
-    conv.model.graph.nodes.push_back(std::move(n));
+    conv.current()->graph->nodes.push_back(std::move(n));
     return nullptr;
   });
 }
@@ -164,7 +206,7 @@ jxo_status* constant(jxo_lowering* ctx, const jxo_tensor* t, jxo_value* out) {
 
 const jxo_aval* value_aval(const jxo_lowering* ctx, jxo_value v) {
   if (!valid_value(ctx, v)) return nullptr;
-  const ir::Value& value = ctx->conv->model.graph.values[v];
+  const ir::Value& value = ctx->conv->value(v);
   return value.has_type ? value.type.c() : nullptr;
 }
 
@@ -180,11 +222,21 @@ jxo_status* symbol_origin(jxo_lowering* ctx, jxo_str symbol, jxo_value* value, i
   });
 }
 
+// Per graph scope: lookups walk outward through the open scopes.
 void memo_get(const jxo_lowering* ctx, jxo_str key, jxo_value* out) {
-  auto it = ctx->conv->memo.find(str(key));
-  *out = it == ctx->conv->memo.end() ? JXO_NO_VALUE : it->second;
+  *out = JXO_NO_VALUE;
+  std::string k = str(key);
+  for (const GraphScope* s = ctx->conv->current(); s; s = s->parent) {
+    auto it = s->memo.find(k);
+    if (it != s->memo.end()) {
+      *out = it->second;
+      return;
+    }
+  }
 }
-void memo_put(jxo_lowering* ctx, jxo_str key, jxo_value v) { ctx->conv->memo[str(key)] = v; }
+void memo_put(jxo_lowering* ctx, jxo_str key, jxo_value v) {
+  if (valid_value(ctx, v) && ctx->conv->visible(v)) ctx->conv->current()->memo[str(key)] = v;
+}
 
 jxo_status* lower_jaxpr(jxo_lowering* ctx, const jxo_jaxpr* j, const jxo_value* ins, size_t n_in,
                         jxo_value* outs, size_t n_out) {
@@ -210,6 +262,89 @@ jxo_status* lower_jaxpr(jxo_lowering* ctx, const jxo_jaxpr* j, const jxo_value* 
 }
 
 int64_t opset(const jxo_lowering* ctx) { return ctx->conv->model.opset; }
+
+// -- subgraphs (minor 1)
+jxo_status* graph_begin(jxo_lowering* ctx, jxo_str name) {
+  return guarded([&]() -> jxo_status* {
+    ctx->conv->begin_graph(str(name), ctx);
+    return nullptr;
+  });
+}
+
+jxo_status* graph_add_input(jxo_lowering* ctx, jxo_str name, const jxo_aval* aval,
+                            jxo_value* out) {
+  return guarded([&]() -> jxo_status* {
+    if (!ctx->conv->current()->parent)
+      return fail("graph_add_input: no subgraph is open (call graph_begin first)");
+    if (!aval) return fail("graph_add_input: no aval");
+    *out = ctx->conv->add_input(str(name), Aval::from_c(*aval));
+    return nullptr;
+  });
+}
+
+jxo_status* graph_end(jxo_lowering* ctx, const jxo_value* outputs, size_t n,
+                      const jxo_graph** graph) {
+  return guarded([&]() -> jxo_status* {
+    Converter& conv = *ctx->conv;
+    GraphScope* s = conv.current();
+    if (!s->parent) return fail("graph_end: no subgraph is open");
+    if (s->opener != ctx)
+      return fail("graph_end: the innermost open scope, " + conv.scope_name(s) +
+                  ", was opened by another lowering; scopes nest like brackets");
+    std::vector<ir::ValueId> outs;
+    for (size_t k = 0; k < n; ++k) {
+      if (!valid_value(ctx, outputs[k]))
+        return fail("graph_end: output " + std::to_string(k) + " is not a valid value handle");
+      outs.push_back(outputs[k]);
+    }
+    try {
+      GraphScope* done = conv.end_graph(outs, *ctx->scope);
+      *graph = reinterpret_cast<const jxo_graph*>(done);
+    } catch (const ConversionError& e) {
+      if (conv.pending) return fail(e.what());
+      return fail("graph_end(" + conv.scope_name(s) + "): " + e.what());
+    }
+    return nullptr;
+  });
+}
+
+int32_t output_used(const jxo_lowering* ctx, size_t i) {
+  if (i >= ctx->eqn->outputs.size()) return 1;
+  const Atom& out = ctx->eqn->outputs[i];
+  if (out.dropped) return 0;
+  return !ctx->scope->reads || ctx->scope->reads->count(out.var) ? 1 : 0;
+}
+
+const jxo_aval* jaxpr_input_aval(const jxo_jaxpr* j, size_t i) {
+  return j && i < J(j)->jaxpr.invars.size() ? J(j)->jaxpr.invars[i].aval.c() : nullptr;
+}
+const jxo_aval* jaxpr_output_aval(const jxo_jaxpr* j, size_t i) {
+  return j && i < J(j)->jaxpr.outvars.size() ? J(j)->jaxpr.outvars[i].aval.c() : nullptr;
+}
+int64_t jaxpr_output_source(const jxo_jaxpr* j, size_t i) {
+  if (!j || i >= J(j)->jaxpr.outvars.size()) return -1;
+  const Atom& out = J(j)->jaxpr.outvars[i];
+  if (out.is_literal()) return -1;
+  const std::vector<Atom>& in = J(j)->jaxpr.invars;
+  for (size_t k = 0; k < in.size(); ++k)
+    if (in[k].var == out.var) return static_cast<int64_t>(k);
+  return -1;
+}
+int32_t jaxpr_depends(const jxo_jaxpr* j, size_t output, size_t input) {
+  if (!j) return 0;
+  const Jaxpr& jp = J(j)->jaxpr;
+  if (output >= jp.outvars.size() || input >= jp.invars.size()) return 0;
+  if (jp.outvars[output].is_literal()) return 0;
+  // Forward taint from the input through the equations.
+  std::set<int64_t> tainted{jp.invars[input].var};
+  for (const Eqn& e : jp.eqns) {
+    bool hit = false;
+    for (const Atom& a : e.inputs) hit = hit || (!a.is_literal() && tainted.count(a.var));
+    if (hit)
+      for (const Atom& a : e.outputs) tainted.insert(a.var);
+  }
+  return tainted.count(jp.outvars[output].var) ? 1 : 0;
+}
 
 // -- params
 int32_t param_kind(const jxo_param* p) { return p ? P(p)->kind : JXO_PARAM_NONE; }
@@ -258,6 +393,8 @@ const jxo_api kApi = {
     param_kind, param_int, param_float, param_string, param_size, param_at, param_key,
     param_field, param_jaxpr, jaxpr_num_inputs, jaxpr_num_outputs,
     ae_num_inputs, ae_input_aval, ae_params, ae_add_output,
+    graph_begin, graph_add_input, graph_end, output_used,
+    jaxpr_input_aval, jaxpr_output_aval, jaxpr_output_source, jaxpr_depends,
 };
 
 const jxo_api* get_api(uint32_t minor) { return minor <= JXO_ABI_MINOR ? &kApi : nullptr; }

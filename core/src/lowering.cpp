@@ -33,7 +33,156 @@ std::string literal_key(const Tensor& t) {
 }  // namespace
 
 Converter::Converter(const Registry& registry, const ConvertOptions& options)
-    : registry_(registry), options_(options) {}
+    : registry_(registry), options_(options) {
+  auto root = std::make_unique<GraphScope>();
+  root->graph = &model.graph;
+  open_.push_back(root.get());
+  scopes_.push_back(std::move(root));
+}
+
+// -- graph scopes
+
+ir::ValueId Converter::add_local(GraphScope* s, const std::string& name, const Aval* type) {
+  ir::ValueId local = s->graph->add_value(name);
+  if (type && type->dtype != JXO_DTYPE_UNDEFINED) {
+    s->graph->values[local].has_type = true;
+    s->graph->values[local].type = *type;
+  }
+  handles_.push_back({s, local});
+  return static_cast<ir::ValueId>(handles_.size() - 1);
+}
+
+std::string Converter::scope_name(const GraphScope* s) const {
+  return s->parent ? "subgraph '" + s->graph->name + "'" : "the main graph";
+}
+
+bool Converter::visible(ir::ValueId h) const {
+  const GraphScope* owner = handles_[h].scope;
+  for (const GraphScope* s = current(); s; s = s->parent)
+    if (s == owner) return s->open;
+  return false;
+}
+
+ir::ValueId Converter::use_in(ir::ValueId h, GraphScope* s) {
+  const Handle& where = handles_[h];
+  if (where.scope == s) return where.local;
+  if (!s->parent) {
+    throw ConversionError("value '" + value(h).name + "' belongs to " + scope_name(where.scope) +
+                          (where.scope->open ? "" : ", which is closed") +
+                          "; only values of the main graph can be used there");
+  }
+  bool enclosing = false;
+  for (const GraphScope* p = s->parent; p; p = p->parent) enclosing = enclosing || p == where.scope;
+  if (!enclosing || !where.scope->open)
+    throw ConversionError("value '" + value(h).name + "' belongs to " + scope_name(where.scope) +
+                          (where.scope->open ? "" : ", which is already closed") +
+                          ", not to a scope enclosing " + scope_name(s) +
+                          "; a value computed inside one subgraph cannot be used by another");
+  auto it = s->captured.find(h);
+  if (it != s->captured.end()) return it->second;
+  ir::ValueId outer = use_in(h, s->parent);
+  const ir::Value& v = value(h);
+  ir::ValueId inner = s->graph->add_value(v.name);
+  s->graph->values[inner].has_type = v.has_type;
+  s->graph->values[inner].type = v.type;
+  s->graph->captures.push_back({inner, outer});
+  s->captured.emplace(h, inner);
+  return inner;
+}
+
+GraphScope* Converter::begin_graph(const std::string& name, const void* opener) {
+  auto s = std::make_unique<GraphScope>();
+  s->owned = std::make_shared<ir::Graph>();
+  s->graph = s->owned.get();
+  s->graph->name = unique_name(name.empty() ? std::string("subgraph") : name);
+  s->parent = current();
+  s->opener = opener;
+  open_.push_back(s.get());
+  scopes_.push_back(std::move(s));
+  return open_.back();
+}
+
+ir::ValueId Converter::add_input(const std::string& hint, const Aval& type) {
+  GraphScope* s = current();
+  ir::ValueId h = add_local(s, unique_name(hint.empty() ? std::string("in") : hint), &type);
+  s->graph->inputs.push_back(handles_[h].local);
+  return h;
+}
+
+// A fresh value equal to `h`, made by lowering JAX's `copy` primitive through
+// the registry (the core names no op).
+ir::ValueId Converter::copy_value(ir::ValueId h, Scope& env, int64_t salt) {
+  const ir::Value& v = value(h);
+  if (!v.has_type)
+    throw ConversionError("subgraph output '" + v.name + "' has no known type");
+  Atom in;
+  in.var = INT64_MAX / 2 + 2 * salt;  // beyond any imported var id
+  in.aval = v.type;
+  Atom out = in;
+  out.var = in.var + 1;
+  env.env[in.var] = h;
+  Eqn copy;
+  copy.primitive = "copy";
+  copy.inputs = {in};
+  copy.outputs = {out};
+  copy.params.kind = JXO_PARAM_RECORD;
+  lower_eqn(copy, env);
+  ir::ValueId result = env.env[out.var];
+  env.env.erase(in.var);
+  env.env.erase(out.var);
+  return result;
+}
+
+GraphScope* Converter::end_graph(const std::vector<ir::ValueId>& outputs, Scope& env) {
+  GraphScope* s = current();
+  std::set<ir::ValueId> made, taken;
+  for (const ir::Node& n : s->graph->nodes)
+    for (ir::ValueId v : n.outputs) made.insert(v);
+  std::vector<ir::ValueId> locals;
+  for (ir::ValueId h : outputs) {
+    ir::ValueId local = use(h);
+    if (!made.count(local) || taken.count(local)) local = use(copy_value(h, env, ++copies_));
+    if (!s->graph->values[local].has_type)
+      throw ConversionError("output '" + s->graph->values[local].name + "' of " + scope_name(s) +
+                            " has no known type");
+    taken.insert(local);
+    locals.push_back(local);
+  }
+  s->graph->outputs = std::move(locals);
+  s->open = false;
+  s->memo.clear();
+  open_.pop_back();
+  return s;
+}
+
+size_t Converter::close_abandoned(size_t depth) {
+  size_t n = 0;
+  while (open_.size() > depth) {
+    open_.back()->open = false;
+    open_.back()->memo.clear();
+    open_.pop_back();
+    ++n;
+  }
+  return n;
+}
+
+GraphScope* Converter::find_graph(const void* handle) const {
+  for (const auto& s : scopes_)
+    if (static_cast<const void*>(s.get()) == handle && s->parent) return s.get();
+  return nullptr;
+}
+
+const std::unordered_set<int64_t>* Converter::reads_of(const Jaxpr& j) {
+  auto it = reads_.find(&j);
+  if (it != reads_.end()) return &it->second;
+  std::unordered_set<int64_t>& r = reads_[&j];
+  for (const Eqn& e : j.eqns)
+    for (const Atom& a : e.inputs)
+      if (!a.is_literal()) r.insert(a.var);
+  for (const Atom& a : j.outvars)
+    if (!a.is_literal()) r.insert(a.var);
+  return &r;
+}
 
 std::string Converter::unique_name(const std::string& hint) {
   int64_t& n = name_counts_[hint];
@@ -41,20 +190,16 @@ std::string Converter::unique_name(const std::string& hint) {
 }
 
 ir::ValueId Converter::new_value(const std::string& hint, const Aval* type) {
-  ir::ValueId v = model.graph.add_value(unique_name(hint));
-  if (type && type->dtype != JXO_DTYPE_UNDEFINED) {
-    model.graph.values[v].has_type = true;
-    model.graph.values[v].type = *type;
-  }
-  return v;
+  return add_local(current(), unique_name(hint), type);
 }
 
 ir::ValueId Converter::constant(std::shared_ptr<const Tensor> tensor, const std::string& hint) {
   std::vector<Dim> dims;
   for (int64_t d : tensor->dims) dims.push_back(Dim{d, {}});
   Aval type(tensor->dtype, std::move(dims));
-  ir::ValueId v = new_value(hint, &type);
-  model.graph.initializers.push_back({v, std::move(tensor)});
+  // Constants live in the main graph; subgraphs capture them.
+  ir::ValueId v = add_local(root(), unique_name(hint), &type);
+  model.graph.initializers.push_back({handles_[v].local, std::move(tensor)});
   return v;
 }
 
@@ -106,7 +251,12 @@ void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
                             eqn.primitive + "' " + describe(eqn) + " has no value before lowering");
 
   jxo_lowering frame{this, &scope, &eqn, prim};
+  size_t depth_before = depth();
   jxo_status* status = prim->lower(host_api(), &frame, prim->user_data);
+  if (size_t left = close_abandoned(depth_before); left && !status)
+    status = new jxo_status{std::to_string(left) +
+                            " subgraph scope(s) opened by graph_begin were never closed "
+                            "with graph_end"};
   if (status) {
     std::string msg = status->message;
     delete status;
@@ -121,7 +271,8 @@ void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
   pending.reset();
   for (size_t i = 0; i < eqn.outputs.size(); ++i) {
     const Atom& out = eqn.outputs[i];
-    if (!out.dropped && scope.env.find(out.var) == scope.env.end())
+    bool used = !out.dropped && (!scope.reads || scope.reads->count(out.var));
+    if (used && scope.env.find(out.var) == scope.env.end())
       throw ConversionError("plugin '" + plugin.name + "' lowered '" + eqn.primitive + "' " +
                             describe(eqn) + " but left output " + std::to_string(i) + " (" +
                             out.aval.str() + ") unbound; a lowering must bind every output");
@@ -131,6 +282,7 @@ void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
 std::vector<ir::ValueId> Converter::lower_closed(const ClosedJaxpr& j,
                                                  const std::vector<ir::ValueId>& ins) {
   Scope scope;
+  scope.reads = reads_of(j.jaxpr);
   for (size_t i = 0; i < j.jaxpr.invars.size(); ++i) scope.env[j.jaxpr.invars[i].var] = ins[i];
   for (size_t i = 0; i < j.jaxpr.constvars.size(); ++i) {
     const Tensor* key = j.consts[i].get();
@@ -168,10 +320,8 @@ ir::Model Converter::run(const ClosedJaxpr& program) {
   std::vector<ir::ValueId> ins;
   for (size_t i = 0; i < jaxpr.invars.size(); ++i) {
     const Aval& aval = jaxpr.invars[i].aval;
-    ir::ValueId v = model.graph.add_value(in_names[i]);
-    model.graph.values[v].has_type = true;
-    model.graph.values[v].type = aval;
-    model.graph.inputs.push_back(v);
+    ir::ValueId v = add_local(root(), in_names[i], &aval);
+    model.graph.inputs.push_back(handles_[v].local);
     ins.push_back(v);
     for (size_t axis = 0; axis < aval.dims.size(); ++axis)
       if (is_identifier(aval.dims[axis].symbol))
@@ -180,6 +330,7 @@ ir::Model Converter::run(const ClosedJaxpr& program) {
   }
 
   Scope scope;
+  scope.reads = reads_of(jaxpr);
   for (size_t i = 0; i < jaxpr.invars.size(); ++i) scope.env[jaxpr.invars[i].var] = ins[i];
   for (size_t i = 0; i < jaxpr.constvars.size(); ++i)
     scope.env[jaxpr.constvars[i].var] = constant(program.consts[i], "const");
@@ -196,7 +347,7 @@ void Converter::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
   for (const ir::Initializer& init : model.graph.initializers) taken.insert(init.value);
   for (size_t i = 0; i < jaxpr.outvars.size(); ++i) {
     const Atom& out = jaxpr.outvars[i];
-    ir::ValueId v = atom_value(out, scope);
+    ir::ValueId v = out.is_literal() ? ir::kNoValue : use(atom_value(out, scope));
     if (out.is_literal() || taken.count(v)) {
       Eqn copy;
       copy.primitive = "copy";
@@ -207,7 +358,7 @@ void Converter::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
       copy.outputs = {fresh};
       copy.params.kind = JXO_PARAM_RECORD;
       lower_eqn(copy, scope);
-      v = scope.env[fresh.var];
+      v = use(scope.env[fresh.var]);
     }
     taken.insert(v);
     ir::Value& value = model.graph.values[v];

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <set>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "jaxonnx/core/converter.hpp"
@@ -15,9 +18,24 @@ namespace jaxonnx {
 
 class Converter;
 
-// The var -> value bindings of one jaxpr activation.
+// The var -> value bindings of one jaxpr activation. Values are conversion-
+// wide handles (jxo_value), not ir::ValueIds: see Converter::Handle.
 struct Scope {
   std::unordered_map<int64_t, ir::ValueId> env;
+  const std::unordered_set<int64_t>* reads = nullptr;  // vars the jaxpr reads
+};
+
+// One graph of the model under construction: the main graph or a subgraph
+// (an If branch, a Loop body). Subgraph scopes form a stack while open.
+struct GraphScope {
+  std::shared_ptr<ir::Graph> owned;  // null for the main graph
+  ir::Graph* graph = nullptr;
+  GraphScope* parent = nullptr;
+  const void* opener = nullptr;      // the jxo_lowering that opened it
+  bool open = true;
+  bool used = false;                 // its jxo_graph handle was consumed
+  std::map<std::string, ir::ValueId> memo;        // key -> handle
+  std::map<ir::ValueId, ir::ValueId> captured;    // outer handle -> local id
 };
 
 class Converter {
@@ -26,8 +44,34 @@ class Converter {
 
   ir::Model run(const ClosedJaxpr& program);
 
-  // Services the host table forwards to.
+  // Services the host table forwards to. Every ir::ValueId these take or
+  // return is a handle unless it says `local`.
   ir::ValueId new_value(const std::string& hint, const Aval* type);
+  // Where a handle lives: its scope and its id in that scope's graph.
+  struct Handle {
+    GraphScope* scope;
+    ir::ValueId local;
+  };
+  bool valid(ir::ValueId h) const { return h >= 0 && static_cast<size_t>(h) < handles_.size(); }
+  ir::Value& value(ir::ValueId h) { return handles_[h].scope->graph->values[handles_[h].local]; }
+  GraphScope* scope_of(ir::ValueId h) const { return handles_[h].scope; }
+  // The local id of handle `h` in the innermost scope, capturing it through
+  // every enclosing scope in between. Throws for a value of a closed scope.
+  ir::ValueId use(ir::ValueId h) { return use_in(h, current()); }
+  ir::ValueId use_in(ir::ValueId h, GraphScope* s);
+  // The scope `h` lives in is the innermost one or encloses it.
+  bool visible(ir::ValueId h) const;
+  GraphScope* current() const { return open_.back(); }
+  GraphScope* root() const { return open_.front(); }
+  GraphScope* begin_graph(const std::string& name, const void* opener);
+  // Closes the innermost scope with `outputs` (handles).
+  GraphScope* end_graph(const std::vector<ir::ValueId>& outputs, Scope& env);
+  // Closes scopes a lowering left open; returns how many.
+  size_t close_abandoned(size_t depth);
+  size_t depth() const { return open_.size(); }
+  GraphScope* find_graph(const void* handle) const;
+  std::string scope_name(const GraphScope* s) const;
+  ir::ValueId add_input(const std::string& hint, const Aval& type);
   ir::ValueId constant(std::shared_ptr<const Tensor> tensor, const std::string& hint);
   ir::ValueId atom_value(const Atom& atom, const Scope& scope);
   std::vector<ir::ValueId> lower_closed(const ClosedJaxpr& j, const std::vector<ir::ValueId>& ins);
@@ -36,7 +80,6 @@ class Converter {
 
   ir::Model model;
   std::map<std::string, std::pair<ir::ValueId, int64_t>> symbol_origins;
-  std::map<std::string, ir::ValueId> memo;
   // An error raised inside a nested lowering, re-raised as-is when the
   // plugin that asked for the nesting gives up.
   std::optional<ConversionError> pending;
@@ -44,6 +87,16 @@ class Converter {
  private:
   void lower_eqn(const Eqn& eqn, Scope& scope);
   void bind_outputs(const Jaxpr& jaxpr, Scope& scope);
+  ir::ValueId add_local(GraphScope* s, const std::string& name, const Aval* type);
+  ir::ValueId copy_value(ir::ValueId h, Scope& env, int64_t salt);
+
+  const std::unordered_set<int64_t>* reads_of(const Jaxpr& j);
+
+  std::map<const Jaxpr*, std::unordered_set<int64_t>> reads_;
+  std::vector<Handle> handles_;
+  std::vector<std::unique_ptr<GraphScope>> scopes_;  // every scope of the conversion
+  std::vector<GraphScope*> open_;                    // the open stack, main graph first
+  int64_t copies_ = 0;                               // synthetic copy equations made
 
   const Registry& registry_;
   const ConvertOptions& options_;

@@ -2,6 +2,7 @@
 // IR, the guardrails around plugin calls, prune, ONNX export, abstract eval.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -328,4 +329,107 @@ TEST_CASE("a subgraph attribute is exported with its captures under the outer na
   CHECK(then_g.node(0).input(0) == "x");
   CHECK(then_g.output(0).name() == "then_out");
   CHECK(n.attribute(1).g().output(0).name() == "x");
+}
+
+// ------------------------------------------------------- ABI 1.1 subgraphs --
+
+namespace {
+
+ClosedJaxpr one_eqn_f32(const std::string& prim) {
+  ClosedJaxpr c;
+  Aval a = f32({S("B"), N(3)});
+  c.jaxpr.invars = {var(0, a)};
+  c.jaxpr.eqns = {eqn(prim, {var(0, a)}, {var(1, a)})};
+  c.jaxpr.outvars = {var(1, a)};
+  return c;
+}
+
+const ir::Graph& graph_attr(const ir::Node& n, const std::string& name) {
+  for (const ir::Attribute& a : n.attrs)
+    if (a.name == name) {
+      REQUIRE(a.type == ir::kAttrGraph);
+      REQUIRE(a.graph);
+      return *a.graph;
+    }
+  FAIL("no graph attribute " << name);
+  throw 0;
+}
+
+}  // namespace
+
+TEST_CASE("subgraphs: outer values are captured through every scope in between") {
+  Registry reg = Registry::scan({JXO_TEST_SUBGRAPHS_DIR});
+  ir::Model m = lower_to_ir(one_eqn_f32("test.nested_if"), reg, {});
+  prune(m.graph);
+  const ir::Graph& g = m.graph;
+  REQUIRE(count_op(g, "If") == 1);
+  const ir::Node& outer_if = g.nodes.back();
+  ir::ValueId x = g.inputs[0];
+  // Both branches read x only through their captures.
+  std::vector<ir::ValueId> captured = ir::captured_inputs(outer_if);
+  std::sort(captured.begin(), captured.end());
+  std::vector<ir::ValueId> expected{g.initializers[0].value, x, x};
+  std::sort(expected.begin(), expected.end());
+  CHECK(captured == expected);
+  const ir::Graph& outer_then = graph_attr(outer_if, "then_branch");
+  REQUIRE(count_op(outer_then, "If") == 1);
+  const ir::Node& inner_if = outer_then.nodes.back();
+  const ir::Graph& inner_then = graph_attr(inner_if, "then_branch");
+  REQUIRE(inner_then.captures.size() == 1);
+  // The inner capture names the outer branch's capture of x, not x itself.
+  ir::ValueId via = inner_then.captures[0].outer;
+  bool is_capture_of_x = false;
+  for (const ir::Capture& c : outer_then.captures) is_capture_of_x |= c.inner == via && c.outer == x;
+  CHECK(is_capture_of_x);
+  // An output that is a captured value is copied (ONNX outputs are node outputs).
+  const ir::Graph& inner_else = graph_attr(inner_if, "else_branch");
+  REQUIRE(inner_else.nodes.size() == 1);
+  CHECK(inner_else.nodes[0].op_type == "Identity");
+
+  // Exported: every name unique model-wide; the captured x is written as "in_0".
+  onnx::ModelProto model;
+  REQUIRE(model.ParseFromString(export_onnx(m)));
+  const onnx::NodeProto& top = model.graph().node(model.graph().node_size() - 1);
+  CHECK(top.op_type() == "If");
+  const onnx::GraphProto& then_g = top.attribute(0).g();
+  const onnx::GraphProto& inner_g = then_g.node(then_g.node_size() - 1).attribute(0).g();
+  CHECK(inner_g.node(0).op_type() == "Neg");
+  CHECK(inner_g.node(0).input(0) == "in_0");
+  CHECK(then_g.name() != inner_g.name());
+}
+
+TEST_CASE("subgraphs: a value of a closed sibling scope cannot be used") {
+  Registry reg = Registry::scan({JXO_TEST_SUBGRAPHS_DIR});
+  std::string msg = conversion_error(one_eqn_f32("test.sibling"), reg);
+  CHECK(contains(msg, "plugin 'test_subgraphs' failed to lower 'test.sibling'"));
+  CHECK(contains(msg, "subgraph 'branch_a'"));
+  CHECK(contains(msg, "closed"));
+  CHECK(contains(msg, "cannot be used by another"));
+}
+
+TEST_CASE("subgraphs: a scope left open and a graph handle used twice are errors") {
+  Registry reg = Registry::scan({JXO_TEST_SUBGRAPHS_DIR});
+  std::string open_msg = conversion_error(one_eqn_f32("test.unclosed"), reg);
+  CHECK(contains(open_msg, "'test.unclosed'"));
+  CHECK(contains(open_msg, "never closed"));
+  std::string reuse = conversion_error(one_eqn_f32("test.reuse"), reg);
+  CHECK(contains(reuse, "'test.reuse'"));
+  CHECK(contains(reuse, "used once"));
+}
+
+TEST_CASE("a plugin built against ABI 1.0 still loads and lowers; its jxo_attr is read to its struct_size") {
+  Registry reg = Registry::scan({JXO_TEST_MINOR0_DIR});
+  CHECK(reg.diagnostics().empty());
+  const PrimitiveInfo* old = reg.find("test.old_attr");
+  REQUIRE(old);
+  CHECK(old->plugin->abi_minor == 0);
+  ir::Model m = lower_to_ir(one_eqn_f32("test.old_attr"), reg, {});
+  REQUIRE(m.graph.nodes.size() == 1);
+  REQUIRE(m.graph.nodes[0].attrs.size() == 1);
+  CHECK(m.graph.nodes[0].attrs[0].i == 7);
+  CHECK(!m.graph.nodes[0].attrs[0].graph);
+  // A GRAPH attribute cannot come from a minor-0 jxo_attr: refused, not read.
+  std::string msg = conversion_error(one_eqn_f32("test.old_graph_attr"), reg);
+  CHECK(contains(msg, "plugin 'test_minor0'"));
+  CHECK(contains(msg, "predates ABI 1.1"));
 }

@@ -267,6 +267,11 @@ class Param {
 
 // -------------------------------------------------------------- attributes --
 
+// A finished subgraph (from Subgraph::end), to pass once to Attr::graph.
+struct GraphRef {
+  const jxo_graph* handle = nullptr;
+};
+
 // One node attribute, owning its data.
 class Attr {
  public:
@@ -295,6 +300,15 @@ class Attr {
     a.bytes_.assign(static_cast<const char*>(data), static_cast<const char*>(data) + nbytes);
     a.tensor_.struct_size = sizeof(jxo_tensor);
     a.tensor_.dtype = dt;
+    return a;
+  }
+
+  // A subgraph attribute (If then_branch/else_branch, Loop body). The handle
+  // is consumed by the node this attribute is emitted with.
+  static Attr graph(std::string name, GraphRef g) {
+    if (!g.handle) throw Error("graph attribute '" + name + "' has no graph");
+    Attr a(std::move(name), JXO_ATTR_GRAPH);
+    a.c_.graph = g.handle;
     return a;
   }
 
@@ -327,6 +341,8 @@ class Attr {
 };
 
 // -------------------------------------------------------------- lowering --
+
+class Subgraph;
 
 // One equation being lowered. Everything here forwards to the host table.
 class Lowering {
@@ -494,11 +510,32 @@ class Lowering {
               {Attr::i("axis", 0)});
   }
 
-  // Lowers a nested closed jaxpr inline and returns its outputs.
+  // Lowers a nested closed jaxpr inline and returns its outputs. Inside an
+  // open Subgraph, its nodes go into that subgraph.
   std::vector<Value> inline_jaxpr(const jxo_jaxpr* j, const std::vector<Value>& ins) {
     std::vector<Value> outs(api_->jaxpr_num_outputs(j), kNoValue);
     detail::check(api_, api_->lower_jaxpr(ctx_, j, ins.data(), ins.size(), outs.data(), outs.size()));
     return outs;
+  }
+  // The same, said where a subgraph is being filled.
+  std::vector<Value> lower_jaxpr_into(const jxo_jaxpr* j, const std::vector<Value>& ins) {
+    return inline_jaxpr(j, ins);
+  }
+
+  // Opens a subgraph scope (ABI 1.1); see class Subgraph.
+  inline Subgraph begin_subgraph(std::string_view name);
+
+  // False when output i of the equation is never read afterwards (ABI 1.1);
+  // such an output may be left unbound.
+  bool output_used(size_t i) const {
+    if (!JXO_HAS_FIELD(api_, jxo_api, output_used)) return true;
+    return api_->output_used(ctx_, i) != 0;
+  }
+
+  // Fails unless the host serves ABI 1.1 (subgraphs).
+  void require_subgraphs() const {
+    if (!JXO_HAS_FIELD(api_, jxo_api, jaxpr_depends))
+      throw Error("this host does not serve subgraphs (jaxonnx ABI 1.1); upgrade jaxonnx");
   }
 
   [[noreturn]] void fail(const std::string& msg) const { throw Error(msg); }
@@ -593,6 +630,79 @@ class Lowering {
 
   const jxo_api* api_;
   jxo_lowering* ctx_;
+  friend class Subgraph;
+};
+
+// ---------------------------------------------------------------- subgraphs --
+
+// A subgraph being built (an If branch, a Loop body). While it is open, every
+// node, constant and inlined jaxpr of the lowering goes into it; values of the
+// enclosing graphs can be used directly (the host captures them). Subgraphs
+// nest like brackets: end() the innermost first.
+//
+//   Subgraph body = L.begin_subgraph("body");
+//   Value i = body.input(Aval(dtype::i64, {}), "iter");
+//   ...
+//   GraphRef g = body.end({cond_out, x_out});
+//   L.op_n("Loop", {trip, cond, x0}, {out_aval}, {Attr::graph("body", g)});
+//
+// A Subgraph that is not end()ed (an exception in between) is closed by the
+// host when the lowering returns, and the lowering fails.
+class Subgraph {
+ public:
+  Subgraph(Lowering& L, std::string_view name) : L_(&L) {
+    L.require_subgraphs();
+    detail::check(L.api_, L.api_->graph_begin(L.ctx_, to_jxo(name)));
+  }
+  Subgraph(const Subgraph&) = delete;
+  Subgraph& operator=(const Subgraph&) = delete;
+  Subgraph(Subgraph&& o) noexcept : L_(o.L_), done_(o.done_) { o.done_ = true; }
+
+  // Appends a formal input of type `a` (symbolic dims become dim_params).
+  Value input(const Aval& a, std::string_view name = "") {
+    detail::AvalView v(a);
+    Value out = kNoValue;
+    detail::check(L_->api_, L_->api_->graph_add_input(L_->ctx_, to_jxo(name), &v.aval, &out));
+    return out;
+  }
+  // Closes the subgraph with `outputs` (any visible values; inputs, outer
+  // values, constants and repeats are copied by the host).
+  GraphRef end(const std::vector<Value>& outputs) {
+    if (done_) throw Error("Subgraph::end called twice");
+    done_ = true;
+    GraphRef g;
+    detail::check(L_->api_, L_->api_->graph_end(L_->ctx_, outputs.data(), outputs.size(), &g.handle));
+    return g;
+  }
+
+ private:
+  Lowering* L_;
+  bool done_ = false;
+};
+
+inline Subgraph Lowering::begin_subgraph(std::string_view name) { return Subgraph(*this, name); }
+
+// A read-only view of a nested closed jaxpr (ABI 1.1 introspection).
+class JaxprView {
+ public:
+  JaxprView(const jxo_api* api, const jxo_jaxpr* j) : api_(api), j_(j) {
+    if (!JXO_HAS_FIELD(api_, jxo_api, jaxpr_depends))
+      throw Error("this host does not serve jaxpr introspection (jaxonnx ABI 1.1)");
+    if (!j_) throw Error("no jaxpr");
+  }
+  const jxo_jaxpr* get() const { return j_; }
+  size_t num_inputs() const { return api_->jaxpr_num_inputs(j_); }
+  size_t num_outputs() const { return api_->jaxpr_num_outputs(j_); }
+  Aval in_aval(size_t i) const { return Aval::from(api_->jaxpr_input_aval(j_, i)); }
+  Aval out_aval(size_t i) const { return Aval::from(api_->jaxpr_output_aval(j_, i)); }
+  // The invar index outvar i is directly, or -1.
+  int64_t output_source(size_t i) const { return api_->jaxpr_output_source(j_, i); }
+  // Whether outvar `out` may depend on invar `in`.
+  bool depends(size_t out, size_t in) const { return api_->jaxpr_depends(j_, out, in) != 0; }
+
+ private:
+  const jxo_api* api_;
+  const jxo_jaxpr* j_;
 };
 
 // ------------------------------------------------------- abstract eval --

@@ -29,7 +29,10 @@
 #include <stdint.h>
 
 #define JXO_ABI_MAJOR 1
-#define JXO_ABI_MINOR 0
+/* Minor 1 (append-only): subgraphs (graph_begin, graph_add_input, graph_end,
+ * JXO_ATTR_GRAPH and jxo_attr.graph), output_used, and jaxpr introspection
+ * (jaxpr_input_aval, jaxpr_output_aval, jaxpr_output_source, jaxpr_depends). */
+#define JXO_ABI_MINOR 1
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
 
@@ -102,6 +105,12 @@ typedef struct jxo_lowering jxo_lowering;           /* one equation being lowere
 typedef struct jxo_abstract_eval jxo_abstract_eval; /* one abstract evaluation */
 typedef struct jxo_param jxo_param;                 /* a node of a param tree */
 typedef struct jxo_jaxpr jxo_jaxpr;                 /* a closed jaxpr (a param) */
+/* A finished subgraph (minor 1), made by jxo_api.graph_end. Owned by the host.
+ * It is valid from graph_end until it is used once, as the `graph` of a
+ * JXO_ATTR_GRAPH attribute of a node emitted in the scope that enclosed it,
+ * or until the lowering callback that made it returns, whichever is first.
+ * A handle that is never used is discarded with its subgraph. */
+typedef struct jxo_graph jxo_graph;
 
 /* An IR value. Handles are small non-negative integers local to one
  * conversion. */
@@ -129,6 +138,7 @@ enum {
   JXO_ATTR_INT = 2,
   JXO_ATTR_STRING = 3,
   JXO_ATTR_TENSOR = 4,
+  JXO_ATTR_GRAPH = 5, /* minor 1: an If branch or a Loop body; jxo_attr.graph */
   JXO_ATTR_FLOATS = 6,
   JXO_ATTR_INTS = 7,
   JXO_ATTR_STRINGS = 8
@@ -147,6 +157,12 @@ typedef struct jxo_attr {
   const jxo_str* strings;   /* STRINGS, `count` entries */
   size_t count;
   const jxo_tensor* tensor; /* TENSOR */
+  /* -- minor 1 -- */
+  /* GRAPH: a handle from graph_end, consumed by the emit_node call that reads
+   * it. A plugin built against minor 0 has a struct_size that ends before
+   * this field; the host then treats the field as absent (and refuses a
+   * GRAPH attribute, which such a plugin cannot have meant). */
+  const jxo_graph* graph;
 } jxo_attr;
 
 /* A node to emit. */
@@ -234,6 +250,58 @@ typedef struct jxo_api {
   const jxo_param* (*ae_params)(const jxo_abstract_eval* ctx); /* a RECORD */
   /* Appends an output aval (copied). */
   jxo_status* (*ae_add_output)(jxo_abstract_eval* ctx, const jxo_aval* aval);
+
+  /* -- subgraphs (minor 1) --
+   * The lowering context keeps a stack of graph scopes; the main graph is at
+   * the bottom and is always open. graph_begin pushes a new, empty subgraph
+   * scope; emit_node, constant, input (of a literal), lower_jaxpr and the memo
+   * then work in the innermost open scope, until graph_end pops it.
+   *  - Value handles stay plain jxo_value, unique within a conversion. A node
+   *    of scope S may read a value of any scope enclosing S: the host captures
+   *    it (ONNX outer-scope reference) through every scope in between. Reading
+   *    a value of a closed scope (a finished sibling branch) is an error.
+   *  - Constants and literals always become initializers of the main graph and
+   *    are captured where they are used.
+   *  - memo_get looks in the innermost scope first, then outward; memo_put
+   *    stores in the innermost scope, whose memo dies with it. So a value
+   *    computed inside a closed branch is never returned to another scope.
+   *  - symbol_origin gives a main-graph input; using it captures it.
+   *  - Names are unique across the whole model (main graph and subgraphs).
+   * Scopes nest like brackets: graph_end closes the innermost scope, which must
+   * have been opened by the same lowering callback. A scope a callback leaves
+   * open is closed by the host and the lowering fails. */
+  /* Opens a subgraph scope; `name` is a hint for the ONNX graph name. */
+  jxo_status* (*graph_begin)(jxo_lowering* ctx, jxo_str name);
+  /* Appends a formal input to the innermost subgraph (for Loop bodies: the
+   * iteration number, the condition, then the carried values, in order).
+   * `aval` (copied) is its type; symbolic dims are kept as dim_params. */
+  jxo_status* (*graph_add_input)(jxo_lowering* ctx, jxo_str name, const jxo_aval* aval,
+                                 jxo_value* out);
+  /* Closes the innermost scope with `outputs` (values of it or of an enclosing
+   * scope; a value that is not made by a node of the subgraph, or that repeats,
+   * is routed through JAX's `copy` primitive, since ONNX subgraph outputs must
+   * be node outputs) and writes a handle to the finished subgraph to *graph
+   * (host-owned; see jxo_graph for its lifetime). `outputs` is read during the
+   * call only. Every output must have a known type. After graph_end, values
+   * of the closed scope can no longer be used anywhere. */
+  jxo_status* (*graph_end)(jxo_lowering* ctx, const jxo_value* outputs, size_t num_outputs,
+                           const jxo_graph** graph);
+  /* 0 when output i of the equation is never read: a dropped var, or a var
+   * that no later equation and no output of the enclosing jaxpr reads. Such
+   * an output may be left unbound. 1 otherwise (also when i is out of range). */
+  int32_t (*output_used)(const jxo_lowering* ctx, size_t i);
+
+  /* -- jaxpr introspection (minor 1); each accepts NULL / out of range --
+   * The avals returned are owned by the host and live as long as the jaxpr
+   * (the whole conversion). */
+  const jxo_aval* (*jaxpr_input_aval)(const jxo_jaxpr* j, size_t i);  /* NULL if absent */
+  const jxo_aval* (*jaxpr_output_aval)(const jxo_jaxpr* j, size_t i); /* NULL if absent */
+  /* The invar index that outvar i is, when it is one directly; -1 otherwise
+   * (computed, a constvar, or a literal). */
+  int64_t (*jaxpr_output_source)(const jxo_jaxpr* j, size_t i);
+  /* 1 when outvar `output` may depend on invar `input` (conservatively: an
+   * equation's outputs depend on all its inputs); 0 when it cannot. */
+  int32_t (*jaxpr_depends)(const jxo_jaxpr* j, size_t output, size_t input);
 } jxo_api;
 
 /* --------------------------------------------------- the plugin's side -- */
@@ -306,5 +374,10 @@ JXO_STATIC_ASSERT(offsetof(jxo_api, status_create) == 8, "jxo_api layout");
 JXO_STATIC_ASSERT(offsetof(jxo_api, ae_add_output) ==
                       offsetof(jxo_api, status_create) + 34 * sizeof(void*),
                   "jxo_api minor-0 layout: append new fields after ae_add_output");
+JXO_STATIC_ASSERT(offsetof(jxo_api, jaxpr_depends) ==
+                      offsetof(jxo_api, status_create) + 42 * sizeof(void*),
+                  "jxo_api minor-1 layout: append new fields after jaxpr_depends");
+JXO_STATIC_ASSERT(offsetof(jxo_attr, tensor) + sizeof(void*) == offsetof(jxo_attr, graph),
+                  "jxo_attr minor-1 layout: graph follows tensor");
 
 #endif /* JAXONNX_PLUGIN_ABI_H */
