@@ -383,6 +383,44 @@ jxo_status* ae_add_output(jxo_abstract_eval* ctx, const jxo_aval* aval) {
     return nullptr;
   });
 }
+size_t jaxpr_num_eqns(const jxo_jaxpr* j) { return j ? J(j)->jaxpr.eqns.size() : 0; }
+const Eqn* eqn_at(const jxo_jaxpr* j, size_t k) {
+  return j && k < J(j)->jaxpr.eqns.size() ? &J(j)->jaxpr.eqns[k] : nullptr;
+}
+jxo_str jaxpr_eqn_primitive(const jxo_jaxpr* j, size_t k) {
+  const Eqn* e = eqn_at(j, k);
+  return e ? view(e->primitive) : jxo_str{nullptr, 0};
+}
+const jxo_param* jaxpr_eqn_params(const jxo_jaxpr* j, size_t k) {
+  const Eqn* e = eqn_at(j, k);
+  return e ? C(&e->params) : nullptr;
+}
+size_t jaxpr_eqn_num_inputs(const jxo_jaxpr* j, size_t k) {
+  const Eqn* e = eqn_at(j, k);
+  return e ? e->inputs.size() : 0;
+}
+// The index of `a` among the jaxpr's invars, or -1.
+int64_t invar_index(const jxo_jaxpr* j, const Atom& a) {
+  if (a.is_literal()) return -1;
+  const std::vector<Atom>& in = J(j)->jaxpr.invars;
+  for (size_t k = 0; k < in.size(); ++k)
+    if (in[k].var == a.var) return static_cast<int64_t>(k);
+  return -1;
+}
+int64_t jaxpr_eqn_input_source(const jxo_jaxpr* j, size_t k, size_t i) {
+  const Eqn* e = eqn_at(j, k);
+  return e && i < e->inputs.size() ? invar_index(j, e->inputs[i]) : -1;
+}
+int64_t jaxpr_output_eqn(const jxo_jaxpr* j, size_t i) {
+  if (!j || i >= J(j)->jaxpr.outvars.size()) return -1;
+  const Atom& out = J(j)->jaxpr.outvars[i];
+  if (out.is_literal()) return -1;
+  const std::vector<Eqn>& eqns = J(j)->jaxpr.eqns;
+  for (size_t k = 0; k < eqns.size(); ++k)
+    for (const Atom& o : eqns[k].outputs)
+      if (o.var == out.var) return static_cast<int64_t>(k);
+  return -1;
+}
 
 const jxo_api kApi = {
     sizeof(jxo_api), JXO_ABI_MINOR,
@@ -395,6 +433,8 @@ const jxo_api kApi = {
     ae_num_inputs, ae_input_aval, ae_params, ae_add_output,
     graph_begin, graph_add_input, graph_end, output_used,
     jaxpr_input_aval, jaxpr_output_aval, jaxpr_output_source, jaxpr_depends,
+    jaxpr_num_eqns, jaxpr_eqn_primitive, jaxpr_eqn_params, jaxpr_eqn_num_inputs,
+    jaxpr_eqn_input_source, jaxpr_output_eqn,
 };
 
 const jxo_api* get_api(uint32_t minor) { return minor <= JXO_ABI_MINOR ? &kApi : nullptr; }

@@ -116,50 +116,37 @@ Value reduce_by_scan(Lowering& L, const char* op, Value x, const Aval& in, std::
   return x;
 }
 
-// reduce_sum: ReduceSum for floats; CumSum + Gather(last) for integers.
-void lower_reduce_sum(Lowering& L) {
-  Aval in = L.in_aval(0);
-  Aval out = L.out_aval(0);
-  std::vector<int64_t> axes = L.axes_param("axes", in.rank());
-  Value x = L.input(0);
-  if (axes.empty()) {
-    L.bind(0, x);
-    return;
-  }
-  if (!dtype::is_int(in.dtype)) {
-    L.bind(0, reduce(L, "ReduceSum", x, axes, out));
-    return;
-  }
+// Each reduction below maps x (aval `in`) to `out` over a non-empty `axes`.
+using Axes = std::vector<int64_t>;
+
+// sum: ReduceSum for floats; CumSum + Gather(last) for integers.
+Value sum(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
+  if (!dtype::is_int(in.dtype)) return reduce(L, "ReduceSum", x, axes, out);
   int32_t w = wrap_dtype(in.dtype);  // CumSum has int32/int64 kernels only
   Aval wa = in.with_dtype(w);
   auto cumsum = [&](Value v, const Aval& a, int64_t k) {
     return L.op("CumSum", {v, L.scalar(dtype::i64, static_cast<double>(k))}, a);
   };
   Value r = reduce_by_scan(L, "ReduceSum", L.cast(x, in, w), wa, axes, cumsum);
-  L.bind(0, L.cast(r, out.with_dtype(w), out.dtype));
+  return L.cast(r, out.with_dtype(w), out.dtype);
 }
 
-// reduce_max / reduce_min. For floats: Where(any(IsNaN(x)), NaN, Reduce(x)).
-void lower_reduce_extremum(Lowering& L, const char* op) {
-  Aval in = L.in_aval(0);
-  Aval out = L.out_aval(0);
-  std::vector<int64_t> axes = L.axes_param("axes", in.rank());
-  Value x = L.input(0);
-  if (axes.empty()) {
-    L.bind(0, x);
-    return;
-  }
-  if (in.dtype == dtype::boolean) {
-    L.bind(0, reduce_bool(L, op, x, in, axes));
-    return;
-  }
+// max / min. For floats: Where(any(IsNaN(x)), NaN, Reduce(x)).
+Value extremum(Lowering& L, const char* op, Value x, const Aval& in, const Axes& axes, const Aval& out) {
+  if (in.dtype == dtype::boolean) return reduce_bool(L, op, x, in, axes);
   Value r = reduce(L, op, x, axes, out);
   if (dtype::is_float(in.dtype)) {
     Value isnan = L.op("IsNaN", {x}, in.with_dtype(dtype::boolean));
     Value any_nan = reduce_bool(L, "ReduceMax", isnan, in.with_dtype(dtype::boolean), axes);
     r = L.op("Where", {any_nan, L.scalar(out.dtype, NAN), r}, out);
   }
-  L.bind(0, r);
+  return r;
+}
+Value max(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
+  return extremum(L, "ReduceMax", x, in, axes, out);
+}
+Value min(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
+  return extremum(L, "ReduceMin", x, in, axes, out);
 }
 
 // Inclusive product scan of integer `x` (type `a`) along `axis` by doubling
@@ -199,15 +186,7 @@ Value scan_mul(Lowering& L, Value x, const Aval& a, int64_t axis, bool reverse) 
 
 // reduce_prod: ReduceProd for floats (NaN and inf * 0 propagate as in JAX by
 // themselves). Integers: a Mul scan per axis (see reduce_by_scan).
-void lower_reduce_prod(Lowering& L) {
-  Aval in = L.in_aval(0);
-  Aval out = L.out_aval(0);
-  std::vector<int64_t> axes = L.axes_param("axes", in.rank());
-  Value x = L.input(0);
-  if (axes.empty()) {
-    L.bind(0, x);
-    return;
-  }
+Value prod(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
   int32_t w = wrap_dtype(in.dtype);
   Value r = L.cast(x, in, w);
   if (dtype::is_int(in.dtype)) {
@@ -216,7 +195,7 @@ void lower_reduce_prod(Lowering& L) {
   } else {
     r = reduce(L, "ReduceProd", r, axes, out.with_dtype(w));
   }
-  L.bind(0, L.cast(r, out.with_dtype(w), out.dtype));
+  return L.cast(r, out.with_dtype(w), out.dtype);
 }
 
 // ------------------------------------------------------- reduce_and/or/xor --
@@ -272,20 +251,79 @@ Value reduce_bits(Lowering& L, Logic kind, Value x, const Aval& in, const std::v
   return L.cast(joined, out64, in.dtype);  // truncates back to `width` bits
 }
 
-void lower_reduce_logic(Lowering& L, Logic kind) {
+template <Logic kind>
+Value logic(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval&) {
+  if (in.dtype == dtype::boolean) return reduce_logic(L, kind, x, in, axes);
+  if (dtype::is_int(in.dtype)) return reduce_bits(L, kind, x, in, axes);
+  L.fail(std::string(L.primitive()) + " takes bool or integer operands, got " + dtype::name(in.dtype));
+}
+
+using ReduceFn = Value (*)(Lowering&, Value, const Aval&, const Axes&, const Aval&);
+
+// reduce_<monoid>(x, axes): an empty `axes` is the identity (no node).
+void lower_reduction(Lowering& L, ReduceFn fn) {
   Aval in = L.in_aval(0);
-  std::vector<int64_t> axes = L.axes_param("axes", in.rank());
+  Axes axes = L.axes_param("axes", in.rank());
   Value x = L.input(0);
-  if (axes.empty()) {
-    L.bind(0, x);
-    return;
-  }
-  if (in.dtype == dtype::boolean) {
-    L.bind(0, reduce_logic(L, kind, x, in, axes));
-  } else if (dtype::is_int(in.dtype)) {
-    L.bind(0, reduce_bits(L, kind, x, in, axes));
-  } else {
-    L.fail(std::string(L.primitive()) + " takes bool or integer operands, got " + dtype::name(in.dtype));
+  L.bind(0, axes.empty() ? x : fn(L, x, in, axes, L.out_aval(0)));
+}
+
+// ----------------------------------------------------------------- reduce --
+
+// The generic reduce(operands..., inits..., jaxpr, dimensions). Lowered when
+// the body is a monoid per operand, as lax.reduce(x, init, lax.add, dims)
+// gives: body output k is one add/mul/max/min/and/or/xor of body inputs k and
+// n + k (accumulator and element, either order). JAX folds the init in once
+// (as XLA on CPU does), so the result is monoid(init, reduce(x)).
+struct Monoid {
+  const char* primitive;
+  ReduceFn reduce;
+  const char* combine;  // the ONNX op folding in the init
+};
+constexpr Monoid kMonoids[] = {
+    {"add", sum, "Add"}, {"mul", prod, "Mul"}, {"max", max, "Max"}, {"min", min, "Min"},
+    {"and", logic<Logic::And>, "And"}, {"or", logic<Logic::Or>, "Or"},
+    {"xor", logic<Logic::Xor>, "Xor"},
+};
+
+const Monoid* monoid_of(const JaxprView& body, size_t k, size_t n) {
+  int64_t e = body.output_eqn(k);
+  if (e < 0 || body.eqn_num_inputs(e) != 2) return nullptr;
+  int64_t a = body.eqn_input_source(e, 0), b = body.eqn_input_source(e, 1);
+  bool wired = (a == int64_t(k) && b == int64_t(n + k)) || (a == int64_t(n + k) && b == int64_t(k));
+  if (!wired) return nullptr;
+  for (const Monoid& m : kMonoids)
+    if (body.eqn_primitive(e) == m.primitive) return &m;
+  return nullptr;
+}
+
+void lower_reduce(Lowering& L) {
+  const size_t n = L.num_outputs();
+  JaxprView body(L.api(), L.param("jaxpr").as_jaxpr());
+  if (body.num_eqns() != n)
+    L.fail("reduce: the body is not one monoid per operand (it has " +
+           std::to_string(body.num_eqns()) + " equations for " + std::to_string(n) +
+           " operands); only add/mul/max/min/and/or/xor bodies convert");
+  for (size_t k = 0; k < n; ++k) {
+    const Monoid* m = monoid_of(body, k, n);
+    if (!m)
+      L.fail("reduce: body output " + std::to_string(k) +
+             " is not add/mul/max/min/and/or/xor of its accumulator and element");
+    Aval in = L.in_aval(k);
+    Aval out = L.out_aval(k);
+    Axes axes = L.axes_param("dimensions", in.rank());
+    Value x = L.input(k);
+    Value r = axes.empty() ? x : m->reduce(L, x, in, axes, out);
+    bool is_bool = out.dtype == dtype::boolean;
+    const char* combine = m->combine;
+    if (!is_bool && dtype::is_int(out.dtype)) {  // bitwise on integers
+      if (combine == std::string("And")) combine = "BitwiseAnd";
+      if (combine == std::string("Or")) combine = "BitwiseOr";
+      if (combine == std::string("Xor")) combine = "BitwiseXor";
+    }
+    if (is_bool && combine == std::string("Max")) combine = "Or";
+    if (is_bool && combine == std::string("Min")) combine = "And";
+    L.bind(k, L.op(combine, {L.input(n + k), r}, out));
   }
 }
 
@@ -320,27 +358,36 @@ void lower_arg(Lowering& L, const char* op) {
 }  // namespace
 
 JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
-  plugin.primitive("reduce_sum", lower_reduce_sum)
+  plugin.primitive("reduce_sum", [](Lowering& L) { lower_reduction(L, sum); })
       .emits({"ReduceSum", "CumSum", "Gather", "Cast"})
       .doc(onnx_doc("ReduceSum"));
-  plugin.primitive("reduce_max", [](Lowering& L) { lower_reduce_extremum(L, "ReduceMax"); })
+  plugin.primitive("reduce_max", [](Lowering& L) { lower_reduction(L, max); })
       .emits({"ReduceMax", "IsNaN", "Where", "Cast"})
       .doc(onnx_doc("ReduceMax"));
-  plugin.primitive("reduce_min", [](Lowering& L) { lower_reduce_extremum(L, "ReduceMin"); })
+  plugin.primitive("reduce_min", [](Lowering& L) { lower_reduction(L, min); })
       .emits({"ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast"})
       .doc(onnx_doc("ReduceMin"));
-  plugin.primitive("reduce_prod", lower_reduce_prod)
+  plugin.primitive("reduce_prod", [](Lowering& L) { lower_reduction(L, prod); })
       .emits({"ReduceProd", "Pad", "Slice", "Mul", "Gather", "Concat", "Neg", "Cast"})
       .emits_shape_ops()
       .doc(onnx_doc("ReduceProd"));
-  for (auto [name, kind] : {std::pair{"reduce_and", Logic::And}, std::pair{"reduce_or", Logic::Or},
-                            std::pair{"reduce_xor", Logic::Xor}}) {
-    plugin.primitive(name, [kind = kind](Lowering& L) { lower_reduce_logic(L, kind); })
+  for (auto [name, fn] : {std::pair{"reduce_and", ReduceFn{logic<Logic::And>}},
+                          std::pair{"reduce_or", ReduceFn{logic<Logic::Or>}},
+                          std::pair{"reduce_xor", ReduceFn{logic<Logic::Xor>}}}) {
+    plugin.primitive(name, [fn = fn](Lowering& L) { lower_reduction(L, fn); })
         .emits({"ReduceMin", "ReduceMax", "ReduceSum", "Mod", "Cast", "Unsqueeze", "BitwiseAnd",
                 "Where", "Slice", "BitwiseOr", "Squeeze"})
-        .doc(kind == Logic::And ? onnx_doc("ReduceMin")
-                                : kind == Logic::Or ? onnx_doc("ReduceMax") : onnx_doc("ReduceSum"));
+        .doc(onnx_doc(name == std::string("reduce_and")  ? "ReduceMin"
+                      : name == std::string("reduce_or") ? "ReduceMax"
+                                                         : "ReduceSum"));
   }
+  plugin.primitive("reduce", lower_reduce)
+      .emits({"ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "CumSum", "Gather", "Pad",
+              "Slice", "Mul", "Concat", "Neg", "Cast", "IsNaN", "Where", "Mod", "Unsqueeze",
+              "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Squeeze", "Add", "Max", "Min", "And",
+              "Or", "Xor"})
+      .emits_shape_ops()
+      .summary("when its body is add/mul/max/min/and/or/xor per operand");
   plugin.primitive("argmax", [](Lowering& L) { lower_arg(L, "ArgMax"); })
       .emits({"ArgMax", "IsNaN", "ReduceMax", "Where", "Cast", "BitwiseXor"})
       .doc(onnx_doc("ArgMax"));

@@ -534,7 +534,7 @@ class Lowering {
 
   // Fails unless the host serves ABI 1.1 (subgraphs).
   void require_subgraphs() const {
-    if (!JXO_HAS_FIELD(api_, jxo_api, jaxpr_depends))
+    if (!JXO_HAS_FIELD(api_, jxo_api, jaxpr_output_eqn))
       throw Error("this host does not serve subgraphs (jaxonnx ABI 1.1); upgrade jaxonnx");
   }
 
@@ -686,7 +686,7 @@ inline Subgraph Lowering::begin_subgraph(std::string_view name) { return Subgrap
 class JaxprView {
  public:
   JaxprView(const jxo_api* api, const jxo_jaxpr* j) : api_(api), j_(j) {
-    if (!JXO_HAS_FIELD(api_, jxo_api, jaxpr_depends))
+    if (!JXO_HAS_FIELD(api_, jxo_api, jaxpr_output_eqn))
       throw Error("this host does not serve jaxpr introspection (jaxonnx ABI 1.1)");
     if (!j_) throw Error("no jaxpr");
   }
@@ -699,6 +699,18 @@ class JaxprView {
   int64_t output_source(size_t i) const { return api_->jaxpr_output_source(j_, i); }
   // Whether outvar `out` may depend on invar `in`.
   bool depends(size_t out, size_t in) const { return api_->jaxpr_depends(j_, out, in) != 0; }
+
+  // The equations, in order.
+  size_t num_eqns() const { return api_->jaxpr_num_eqns(j_); }
+  std::string_view eqn_primitive(size_t k) const { return from_jxo(api_->jaxpr_eqn_primitive(j_, k)); }
+  Param eqn_params(size_t k) const {
+    return Param(api_, api_->jaxpr_eqn_params(j_, k), "eqn " + std::to_string(k) + " params");
+  }
+  size_t eqn_num_inputs(size_t k) const { return api_->jaxpr_eqn_num_inputs(j_, k); }
+  // The invar index input i of equation k is directly, or -1.
+  int64_t eqn_input_source(size_t k, size_t i) const { return api_->jaxpr_eqn_input_source(j_, k, i); }
+  // The equation producing outvar i, or -1.
+  int64_t output_eqn(size_t i) const { return api_->jaxpr_output_eqn(j_, i); }
 
  private:
   const jxo_api* api_;

@@ -31,7 +31,8 @@
 #define JXO_ABI_MAJOR 1
 /* Minor 1 (append-only): subgraphs (graph_begin, graph_add_input, graph_end,
  * JXO_ATTR_GRAPH and jxo_attr.graph), output_used, and jaxpr introspection
- * (jaxpr_input_aval, jaxpr_output_aval, jaxpr_output_source, jaxpr_depends). */
+ * (jaxpr_input_aval, jaxpr_output_aval, jaxpr_output_source, jaxpr_depends, and the
+ * equations: jaxpr_num_eqns ... jaxpr_output_eqn). */
 #define JXO_ABI_MINOR 1
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
@@ -302,6 +303,18 @@ typedef struct jxo_api {
   /* 1 when outvar `output` may depend on invar `input` (conservatively: an
    * equation's outputs depend on all its inputs); 0 when it cannot. */
   int32_t (*jaxpr_depends)(const jxo_jaxpr* j, size_t output, size_t input);
+  /* The equations, in order, so that a plugin can recognize a small body
+   * (e.g. a reduce computation that is one `add`). Strings and params are
+   * owned by the host and live as long as the jaxpr. */
+  size_t (*jaxpr_num_eqns)(const jxo_jaxpr* j);
+  jxo_str (*jaxpr_eqn_primitive)(const jxo_jaxpr* j, size_t k);      /* empty if absent */
+  const jxo_param* (*jaxpr_eqn_params)(const jxo_jaxpr* j, size_t k); /* a RECORD; NULL if absent */
+  size_t (*jaxpr_eqn_num_inputs)(const jxo_jaxpr* j, size_t k);
+  /* The invar index that input i of equation k is directly; -1 otherwise (a
+   * literal, a constvar, or an earlier equation's output). */
+  int64_t (*jaxpr_eqn_input_source)(const jxo_jaxpr* j, size_t k, size_t i);
+  /* The equation that produces outvar i; -1 when no equation does. */
+  int64_t (*jaxpr_output_eqn)(const jxo_jaxpr* j, size_t i);
 } jxo_api;
 
 /* --------------------------------------------------- the plugin's side -- */
@@ -374,9 +387,9 @@ JXO_STATIC_ASSERT(offsetof(jxo_api, status_create) == 8, "jxo_api layout");
 JXO_STATIC_ASSERT(offsetof(jxo_api, ae_add_output) ==
                       offsetof(jxo_api, status_create) + 34 * sizeof(void*),
                   "jxo_api minor-0 layout: append new fields after ae_add_output");
-JXO_STATIC_ASSERT(offsetof(jxo_api, jaxpr_depends) ==
-                      offsetof(jxo_api, status_create) + 42 * sizeof(void*),
-                  "jxo_api minor-1 layout: append new fields after jaxpr_depends");
+JXO_STATIC_ASSERT(offsetof(jxo_api, jaxpr_output_eqn) ==
+                      offsetof(jxo_api, status_create) + 48 * sizeof(void*),
+                  "jxo_api minor-1 layout: append new fields after jaxpr_output_eqn");
 JXO_STATIC_ASSERT(offsetof(jxo_attr, tensor) + sizeof(void*) == offsetof(jxo_attr, graph),
                   "jxo_attr minor-1 layout: graph follows tensor");
 
