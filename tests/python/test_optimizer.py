@@ -120,3 +120,16 @@ def test_out_of_tree_example_with_and_without_passes(plugin_dir):
     assert "HardSwish" in op_types(optimized)
     x = np.linspace(-5, 5, 7 * 8, dtype=np.float32).reshape(7, 8)
     _same_outputs(optimized, raw, x)
+
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import node_counts  # noqa: E402
+
+
+@pytest.mark.parametrize("name", list(node_counts.programs()))
+def test_benchmark_programs_match_jax_with_and_without_passes(name):
+    make, shapes = node_counts.programs()[name]
+    fn = make()
+    model = check(fn, shapes, atol=1e-4, rtol=1e-4)
+    raw = jaxonnx.to_onnx(fn, shapes, optimize=False)
+    assert len(model.graph.node) < len(raw.graph.node)
