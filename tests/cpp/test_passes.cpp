@@ -452,3 +452,45 @@ TEST_CASE("optimizing twice gives the same graph") {
   passes::optimize(m1);
   CHECK(ir::to_text(m1.graph) == text);
 }
+
+TEST_CASE("deduplication refuses graph outputs, subgraph holders and other domains") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  b.output(b.op("Relu", {x}, kB3), "first");
+  b.output(b.op("Relu", {x}, kB3), "second");  // a named output: stays
+  ir::ValueId c1 = b.op("call", {x}, kB3), c2 = b.op("call", {x}, kB3);
+  b.g.nodes[2].domain = b.g.nodes[3].domain = "jaxonnx.functions";  // opaque call sites
+  b.output(b.op("Add", {c1, c2}, kB3), "calls");
+  run(b.g, passes::deduplication());
+  CHECK(b.count_op("Relu") == 2);
+  CHECK(b.count_op("call") == 2);
+}
+
+TEST_CASE("transpose folding keeps one Transpose when both ends are interface values") {
+  // in -> T -> T -> out: the output needs a node, so a single (identity) Transpose stays.
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  b.output(b.transpose(b.transpose(x, {1, 0}), {1, 0}), "out");
+  run(b.g, passes::transpose_folding());
+  REQUIRE(b.g.nodes.size() == 1);
+  CHECK(b.g.nodes[0].inputs[0] == x);
+  CHECK(b.g.nodes[0].attrs[0].ints == std::vector<int64_t>{0, 1});
+  CHECK(b.g.values[b.g.nodes[0].outputs[0]].name == "out");
+}
+
+TEST_CASE("constant folding handles skipped optional inputs and keeps graph outputs") {
+  Builder b;
+  ir::ValueId data = b.ints({5, 6, 7, 8});
+  ir::ValueId s = b.op("Slice", {data, b.ints({-3}), b.ints({100}), ir::kNoValue, b.ints({2})},
+                       i64({N(2)}));
+  b.output(b.op("Neg", {s}, i64({N(2)})), "neg");
+  ir::ValueId kept = b.op("Add", {data, data}, i64({N(4)}));
+  b.output(kept, "sum");  // an output: folding it would make an initializer the output
+  run(b.g, passes::constant_folding());
+  CHECK(b.count_op("Slice") == 0);
+  CHECK(b.count_op("Add") == 1);
+  bool found = false;
+  for (const ir::Initializer& i : b.g.initializers)
+    if (i.value == s) found = ints_of(*i.tensor) == std::vector<int64_t>{6, 8};
+  CHECK(found);
+}
