@@ -77,7 +77,7 @@ class ConstantFolding : public Pass {
       for (ir::ValueId v : n.inputs) {
         const Tensor* t = uses.constant(g, v);
         if (t && uses.reads[v] == 1) consumed += t->nbytes;  // dies with the node
-        Ints ints{t ? t->dtype : 0, t ? t->dims : std::vector<int64_t>{}, {}};
+        Ints ints{t ? t->dtype : 0, t ? t->dims : std::vector<int64_t>{}, {}, {}};
         if (t && to_ints(*t, &ints.v)) {
           in.emplace_back(std::move(ints));
         } else if (v != ir::kNoValue && uses.producer[v] >= 0 &&
@@ -167,7 +167,7 @@ class ConstantFolding : public Pass {
       case Op::Concat: {
         int64_t axis = int_attr(n, "axis", 0);
         if (in.empty() || (axis != 0 && axis != -1)) return std::nullopt;
-        Ints r{in[0] ? in[0]->dtype : 0, {0}, {}};
+        Ints r{in[0] ? in[0]->dtype : 0, {0}, {}, {}};
         for (const auto& t : in) {
           if (!rank1(t) || !complete(t) || t->dtype != r.dtype) return std::nullopt;
           r.v.insert(r.v.end(), t->v.begin(), t->v.end());
@@ -182,7 +182,7 @@ class ConstantFolding : public Pass {
           return std::nullopt;
         const Ints &data = *in[0], &idx = *in[1];
         int64_t size = static_cast<int64_t>(data.v.size());
-        Ints r{data.dtype, idx.dims, {}};
+        Ints r{data.dtype, idx.dims, {}, {}};
         for (int64_t i : idx.v) {
           if (i < 0) i += size;
           if (i < 0 || i >= size || !data.has(i)) return std::nullopt;
@@ -208,7 +208,7 @@ class ConstantFolding : public Pass {
         int64_t start = in[1]->v[0], end = in[2]->v[0];
         if (start < 0) start += size;
         if (end < 0) end += size;
-        Ints r{data.dtype, {0}, {}};
+        Ints r{data.dtype, {0}, {}, {}};
         if (step > 0) {
           start = std::clamp<int64_t>(start, 0, size);
           end = std::clamp<int64_t>(end, 0, size);
@@ -235,7 +235,7 @@ class ConstantFolding : public Pass {
         if (a->v.size() == 1 && a->dims.size() <= b->dims.size()) std::swap(a, b);
         bool scalar_b = b->v.size() == 1 && b->dims.size() <= a->dims.size();
         if (!scalar_b && a->dims != b->dims) return std::nullopt;
-        Ints r{a->dtype, a->dims, {}};
+        Ints r{a->dtype, a->dims, {}, {}};
         bool add = onnx_ops::kind(n) == Op::Add;
         for (size_t i = 0; i < a->v.size(); ++i) {
           // Unsigned arithmetic wraps like the runtime's instead of overflowing.

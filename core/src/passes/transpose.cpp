@@ -152,22 +152,14 @@ class TransposeFolding : public Pass {
         Perm r = compose(p, q);
         if (!is_identity(r)) {
           if (!chain.empty()) return false;  // pattern 1 refuses; pattern 2:
-          next.inputs[0] = x;
-          next.attrs = {ir::Attribute{"perm", JXO_ATTR_INTS}};
-          next.attrs[0].ints = r;
-          mark_erased(g.nodes[first]);
-          return true;
+          return merge(g, first, next, r);
         }
         ir::ValueId last = chain.empty() ? x : g.nodes[chain.back().node].outputs[0];
         ir::ValueId z = next.outputs[0];
         if (uses.is_output[z] && (uses.producer[last] < 0 || uses.is_output[last])) {
           if (!chain.empty()) return false;
           // x is an interface value: keep one (identity) Transpose for the name.
-          next.inputs[0] = x;
-          next.attrs = {ir::Attribute{"perm", JXO_ATTR_INTS}};
-          next.attrs[0].ints = r;
-          mark_erased(g.nodes[first]);
-          return true;
+          return merge(g, first, next, r);
         }
         Perm inv = inverse(p);
         for (const auto& [hop, init] : constants) {
@@ -204,6 +196,18 @@ class TransposeFolding : public Pass {
       chain.push_back({c, slot});
       v = next.outputs[0];
     }
+  }
+
+  // `second` (reading `first`'s output) becomes Transpose(first's input, r).
+  static bool merge(ir::Graph& g, size_t first, ir::Node& second, const Perm& r) {
+    second.inputs[0] = g.nodes[first].inputs[0];
+    ir::Attribute perm;
+    perm.name = "perm";
+    perm.type = JXO_ATTR_INTS;
+    perm.ints = r;
+    second.attrs = {perm};
+    mark_erased(g.nodes[first]);
+    return true;
   }
 
   // Pattern 3 at the binary op `k`.
