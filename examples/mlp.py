@@ -30,11 +30,11 @@ def make_model():
     return MLP(30, 20, 10, rngs=nnx.Rngs(0))
 
 
-def convert(model=None, path=None):
+def convert(model=None, path=None, optimize=True):
     """Returns (onnx model, the JAX callable, input shape with a symbolic batch)."""
     model = model or make_model()
     spec = ("B", 30)
-    onnx_model = jaxonnx.to_onnx(model, [spec], model_name="mlp")
+    onnx_model = jaxonnx.to_onnx(model, [spec], model_name="mlp", optimize=optimize)
     if path:
         jaxonnx.to_onnx(model, [spec], model_name="mlp", return_mode="file", output_path=path)
     return onnx_model, model, spec

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <set>
 
+#include "jaxonnx/core/passes.hpp"
+
 namespace jaxonnx {
 namespace {
 
@@ -378,7 +380,13 @@ ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
 std::string convert(const ClosedJaxpr& program, const Registry& registry,
                     const ConvertOptions& options) {
   ir::Model model = lower_to_ir(program, registry, options);
-  prune(model.graph);
+  if (options.optimize) {
+    passes::ManagerOptions passes_options;
+    passes_options.dump_dir = options.dump_ir_dir;
+    passes::optimize(model, passes_options);
+  } else {
+    prune(model.graph);
+  }
   return export_onnx(model);
 }
 

@@ -29,7 +29,7 @@ def build(build_dir: Path) -> Path:
     return build_dir
 
 
-def convert(plugin_dir: Path):
+def convert(plugin_dir: Path, optimize: bool = True):
     hard_swish = jaxonnx.primitive("example.hard_swish", plugin_dirs=[plugin_dir])
 
     def fn(x):
@@ -38,7 +38,7 @@ def convert(plugin_dir: Path):
     def reference(x):
         return jax.nn.hard_swish(x * 2.0) + 1.0
 
-    model = jaxonnx.to_onnx(fn, [("B", 8)], plugin_dirs=[plugin_dir])
+    model = jaxonnx.to_onnx(fn, [("B", 8)], plugin_dirs=[plugin_dir], optimize=optimize)
     return model, reference
 
 

@@ -46,7 +46,7 @@ def _write_atomically(path, data: bytes):
 
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             enable_double_precision=False, return_mode="proto", output_path=None,
-            plugin_dirs=None):
+            plugin_dirs=None, optimize=True):
     """Converts `fn` to an ONNX model.
 
     fn: a callable (a function, or a flax nnx module) taking one positional argument per
@@ -63,6 +63,11 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         (writes output_path and returns it).
     plugin_dirs: folders searched for plugins after the bundled folder and
         $JAXONNX_PLUGIN_PATH.
+    optimize: run the structure-only IR passes (dead code, no-ops, transpose
+        pairs, duplicates, shape arithmetic on constants; see docs/optimizer.md).
+        False keeps the raw lowering, with only dead nodes removed.
+        With $JAXONNX_DUMP_IR set to a folder, the graph is written there as
+        text before and after every pass run.
 
     Raises ConversionError (a ValueError) with a message naming what went wrong.
     """
@@ -85,7 +90,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         closed = jax.make_jaxpr(traced)(*specs, *param_specs)
         input_names = [f"in_{i}" for i in range(len(specs))] + list(params)
         data = _core.convert(_plugins.registry(plugin_dirs), closed, int(opset), model_name,
-                             input_names, [], _source.describe, _version())
+                             input_names, [], _source.describe, _version(),
+                             bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""))
 
     if return_mode == "bytes":
         return data

@@ -38,7 +38,8 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
 pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int64_t opset,
                   const std::string& model_name, std::vector<std::string> input_names,
                   std::vector<std::string> output_names, pb::object describe_source,
-                  const std::string& producer_version) {
+                  const std::string& producer_version, bool optimize,
+                  const std::string& dump_ir_dir) {
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
   ConvertOptions options;
@@ -47,6 +48,8 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   options.input_names = std::move(input_names);
   options.output_names = std::move(output_names);
   options.producer_version = producer_version;
+  options.optimize = optimize;
+  options.dump_ir_dir = dump_ir_dir;
   if (!describe_source.is_none())
     options.describe_source = [&](int64_t source) {
       return describe_source(importer.sources().at(static_cast<size_t>(source))).cast<std::string>();
@@ -103,7 +106,8 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
-        pb::arg("describe_source"), pb::arg("producer_version"));
+        pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
+        pb::arg("dump_ir_dir") = "");
   m.def("abstract_eval", &abstract_eval_primitive, pb::arg("registry"), pb::arg("name"),
         pb::arg("in_avals"), pb::arg("params"));
 }

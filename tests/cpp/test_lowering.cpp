@@ -205,6 +205,7 @@ TEST_CASE("export writes an IR 10 / opset 23 ModelProto with dim_params, determi
   Registry reg = good();
   ConvertOptions options;
   options.model_name = "tiny";
+  options.optimize = false;  // the raw lowering, so the Identity stays (test_passes covers passes)
   std::string bytes = convert(identity_then_scale(), reg, options);
   onnx::ModelProto m;
   REQUIRE(m.ParseFromString(bytes));

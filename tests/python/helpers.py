@@ -55,6 +55,10 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
           atol=None, opset=23):
     """Converts `fn` and asserts the ONNX model is valid and matches JAX.
 
+    The model is also converted with optimize=False, and both must give the
+    same outputs: that is how every test program checks that the optimizer
+    never changes a result.
+
     shapes: one shape per input; ints or strings ("B") for symbolic dims.
     dtypes: one dtype per input (default float32, or float64 when x64).
     make_inputs(shape, dtype, rng): optional custom input generator.
@@ -66,8 +70,10 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
     with ctx:
         specs = symbolic_specs(shapes, dtypes)
         model = jaxonnx.to_onnx(fn, specs, enable_double_precision=x64, opset=opset)
+        raw = jaxonnx.to_onnx(fn, specs, enable_double_precision=x64, opset=opset, optimize=False)
     onnx.checker.check_model(model, full_check=True)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    raw_sess = ort.InferenceSession(raw.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in sess.get_inputs()]
     rng = np.random.default_rng(0)
     symbolic = any(isinstance(d, str) for s in shapes for d in s)
@@ -77,7 +83,10 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
         with (jax.enable_x64(True) if x64 else contextlib.nullcontext()):
             expected = jax.tree_util.tree_leaves(fn(*args))
         got = sess.run(None, dict(zip(names, args)))
+        unoptimized = raw_sess.run(None, dict(zip(names, args)))
         assert len(got) == len(expected), (len(got), len(expected))
+        for g, u in zip(got, unoptimized):
+            assert_same_result(g, u)
         for g, e in zip(got, expected):
             e = np.asarray(e)
             assert g.dtype == e.dtype, f"dtype {g.dtype} != JAX {e.dtype}"
@@ -88,6 +97,16 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
             else:
                 np.testing.assert_array_equal(g, e)
     return model
+
+
+def assert_same_result(optimized, raw):
+    """The optimized model's output matches the raw lowering's."""
+    assert optimized.dtype == raw.dtype and optimized.shape == raw.shape
+    if np.issubdtype(raw.dtype, np.floating):
+        r, a = _tolerance(raw.dtype)
+        np.testing.assert_allclose(optimized, raw, rtol=r, atol=a, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(optimized, raw)
 
 
 def op_types(model):

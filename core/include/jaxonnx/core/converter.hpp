@@ -22,6 +22,11 @@ struct ConvertOptions {
   // Turns an Eqn::source handle into "file:line (function)"; may be empty.
   std::function<std::string(int64_t)> describe_source;
   std::string producer_version;
+  // Run the optimizer (passes.hpp) after lowering. Off, the model is the raw
+  // lowering with only dead code removed.
+  bool optimize = true;
+  // When non-empty, the optimizer writes the graph around every pass run here.
+  std::string dump_ir_dir;
 };
 
 // Lowers every equation through the plugin that claims its primitive.
@@ -29,13 +34,16 @@ struct ConvertOptions {
 ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
                       const ConvertOptions& options);
 
-// Removes nodes no graph output depends on, and unused initializers.
+// Dead-code elimination alone (passes::dead_code_elimination) over `graph`
+// and its subgraphs: nodes no output depends on, unread initializers and
+// captures.
 void prune(ir::Graph& graph);
 
 // Serializes to an ONNX ModelProto (IR version 10).
 std::string export_onnx(const ir::Model& model);
 
-// lower_to_ir, prune, export_onnx.
+// lower_to_ir, then passes::optimize (or only prune when !options.optimize),
+// then export_onnx.
 std::string convert(const ClosedJaxpr& program, const Registry& registry,
                     const ConvertOptions& options);
 

@@ -87,6 +87,10 @@ inline std::vector<ValueId> captured_inputs(const Node& node) {
   return out;
 }
 
+// A deterministic, readable listing of `graph` and its subgraphs (values by
+// name, small constants by content), for dumps and tests.
+std::string to_text(const Graph& graph);
+
 struct Model {
   Graph graph;
   int64_t opset = 23;

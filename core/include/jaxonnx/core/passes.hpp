@@ -1,0 +1,79 @@
+// Structure-only IR passes and the manager that runs them.
+//
+// A pass rewrites one ir::Graph. It knows no plugin; the little ONNX op
+// knowledge passes need (which ops are elementwise, which are no-ops under
+// what condition) lives in one table, core/src/passes/onnx_ops.cpp.
+//
+// Every pass relies on, and preserves, the IR invariants the lowering
+// establishes:
+//   - nodes are in topological order;
+//   - every value is defined once (graph input, initializer, node output, or a
+//     capture in a subgraph);
+//   - graph inputs and outputs keep their values and names (a pass never
+//     removes, renames or retypes an interface value);
+//   - a node holding a subgraph reads every captured outer value.
+// and a pass never changes what the model computes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jaxonnx/core/ir.hpp"
+
+namespace jaxonnx::passes {
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  // A short identifier, used in dump file names ("dce", "transpose", ...).
+  virtual const char* name() const = 0;
+  // What the pass relies on beyond the invariants above, and what holds for
+  // the graph after it runs (documentation, printed by dumps and docs).
+  virtual const char* needs() const = 0;
+  virtual const char* guarantees() const = 0;
+  // Rewrites `graph` (not its subgraphs: the manager visits those). Returns
+  // whether anything changed.
+  virtual bool run(ir::Graph& graph) = 0;
+};
+
+using Pipeline = std::vector<std::unique_ptr<Pass>>;
+
+// One pass each; default_pipeline() is all of them in the order they help
+// each other most (cheap cancellations first, cleanup last).
+std::unique_ptr<Pass> no_op_elimination();
+std::unique_ptr<Pass> transpose_folding();
+std::unique_ptr<Pass> constant_folding();
+std::unique_ptr<Pass> deduplication();
+std::unique_ptr<Pass> dead_code_elimination();
+Pipeline default_pipeline();
+
+struct ManagerOptions {
+  // A round runs every pass once over every graph; rounds repeat until no
+  // pass changes anything, at most this many times.
+  int max_rounds = 8;
+  // When non-empty, the folder receives NNN_r<round>_{before,after}_<pass>.txt
+  // with the model's graph printed by ir::to_text around every pass run.
+  std::string dump_dir;
+};
+
+class PassManager {
+ public:
+  PassManager(Pipeline pipeline, ManagerOptions options = {});
+  // Runs the pipeline to a fixed point over `graph` and every graph nested in
+  // its nodes' subgraph attributes (innermost first, so a subgraph that stops
+  // capturing a value frees it before its parent is cleaned). Nodes of other
+  // domains, such as function call sites, are opaque to every pass. Returns
+  // the number of rounds run.
+  int run(ir::Graph& graph);
+
+ private:
+  Pipeline pipeline_;
+  ManagerOptions options_;
+  int dumps_ = 0;
+};
+
+// The default pipeline over the model's graph.
+void optimize(ir::Model& model, const ManagerOptions& options = {});
+
+}  // namespace jaxonnx::passes

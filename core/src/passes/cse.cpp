@@ -1,0 +1,157 @@
+// Deduplication: common subexpression elimination and identical initializers.
+// Needs: topological order (a node's inputs are canonical before it is keyed,
+// so whole duplicate chains merge in one sweep).
+// Rewrites: an initializer equal to an earlier one (dtype, dims, bytes; found
+// by content hash, confirmed byte for byte) -> the earlier one; a node with
+// the same op, domain, attributes (tensors by content) and inputs as an
+// earlier node -> the earlier node's outputs. The first occurrence is kept,
+// so the result depends only on node order.
+// Refuses: nondeterministic ops (RandomNormal, Dropout, ...), nodes outside
+// the default domain (a call site's body is opaque), nodes holding a
+// subgraph, and a duplicate whose output is a graph output (its name stays).
+// Guarantees: no two deterministic default-domain nodes, and no two
+// initializers, compute the same value.
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "jaxonnx/core/passes.hpp"
+#include "onnx_ops.hpp"
+#include "rewrite.hpp"
+
+namespace jaxonnx::passes {
+namespace {
+
+template <typename T>
+void put(std::string& key, const T& v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put(std::string& key, const std::string& s) {
+  put(key, s.size());
+  key += s;
+}
+
+void put(std::string& key, const Tensor& t) {
+  put(key, t.dtype);
+  put(key, t.dims.size());
+  for (int64_t d : t.dims) put(key, d);
+  put(key, t.nbytes);
+  key.append(static_cast<const char*>(t.data), t.nbytes);
+}
+
+uint64_t content_hash(const Tensor& t) {
+  std::string key;
+  put(key, t.dtype);
+  for (int64_t d : t.dims) put(key, d);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&](const char* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
+  };
+  mix(key.data(), key.size());
+  mix(static_cast<const char*>(t.data), t.nbytes);
+  return h;
+}
+
+bool same_content(const Tensor& a, const Tensor& b) {
+  return a.dtype == b.dtype && a.dims == b.dims && a.nbytes == b.nbytes &&
+         (a.nbytes == 0 || std::memcmp(a.data, b.data, a.nbytes) == 0);
+}
+
+// The node's identity for CSE, or empty when it must not be merged.
+std::string node_key(const ir::Node& n) {
+  if (!onnx_ops::is_deterministic(n) || n.outputs.empty()) return {};
+  std::vector<const ir::Attribute*> attrs;
+  for (const ir::Attribute& a : n.attrs) {
+    if (a.graph) return {};
+    attrs.push_back(&a);
+  }
+  std::sort(attrs.begin(), attrs.end(),
+            [](const ir::Attribute* a, const ir::Attribute* b) { return a->name < b->name; });
+  std::string key;
+  put(key, n.op_type);
+  put(key, n.domain);
+  put(key, n.inputs.size());
+  for (ir::ValueId v : n.inputs) put(key, v);
+  put(key, n.outputs.size());
+  for (const ir::Attribute* a : attrs) {
+    put(key, a->name);
+    put(key, a->type);
+    switch (a->type) {
+      case JXO_ATTR_INT: put(key, a->i); break;
+      case JXO_ATTR_FLOAT: put(key, a->f); break;
+      case JXO_ATTR_STRING: put(key, a->s); break;
+      case JXO_ATTR_INTS: put(key, a->ints.size()); for (int64_t v : a->ints) put(key, v); break;
+      case JXO_ATTR_FLOATS: put(key, a->floats.size()); for (double v : a->floats) put(key, v); break;
+      case JXO_ATTR_STRINGS:
+        put(key, a->strings.size());
+        for (const std::string& s : a->strings) put(key, s);
+        break;
+      case JXO_ATTR_TENSOR: put(key, *a->tensor); break;
+      default: return {};
+    }
+  }
+  return key;
+}
+
+class Deduplication : public Pass {
+ public:
+  const char* name() const override { return "cse"; }
+  const char* needs() const override { return "topological order"; }
+  const char* guarantees() const override {
+    return "no duplicate initializer; no duplicate deterministic default-domain node";
+  }
+
+  bool run(ir::Graph& g) override {
+    std::set<ir::ValueId> outputs(g.outputs.begin(), g.outputs.end());
+    bool changed = false;
+
+    std::map<uint64_t, std::vector<size_t>> by_hash;
+    std::vector<bool> drop(g.initializers.size(), false);
+    for (size_t k = 0; k < g.initializers.size(); ++k) {
+      const ir::Initializer& init = g.initializers[k];
+      std::vector<size_t>& same = by_hash[content_hash(*init.tensor)];
+      auto first = std::find_if(same.begin(), same.end(), [&](size_t j) {
+        return same_content(*g.initializers[j].tensor, *init.tensor);
+      });
+      if (first == same.end() || outputs.count(init.value)) {
+        same.push_back(k);
+        continue;
+      }
+      replace_reads(g, init.value, g.initializers[*first].value);
+      drop[k] = changed = true;
+    }
+    if (changed) {
+      std::vector<ir::Initializer> kept;
+      for (size_t k = 0; k < g.initializers.size(); ++k)
+        if (!drop[k]) kept.push_back(std::move(g.initializers[k]));
+      g.initializers = std::move(kept);
+    }
+
+    std::map<std::string, size_t> seen;
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      ir::Node& n = g.nodes[k];
+      std::string key = node_key(n);
+      if (key.empty()) continue;
+      auto [it, fresh] = seen.emplace(std::move(key), k);
+      if (fresh) continue;
+      bool interface = false;
+      for (ir::ValueId v : n.outputs) interface = interface || outputs.count(v);
+      if (interface) continue;
+      std::vector<ir::ValueId> dups = n.outputs;
+      const std::vector<ir::ValueId>& keep = g.nodes[it->second].outputs;
+      mark_erased(n);
+      for (size_t i = 0; i < dups.size(); ++i) replace_reads(g, dups[i], keep[i]);
+      changed = true;
+    }
+    erase_marked(g);
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> deduplication() { return std::make_unique<Deduplication>(); }
+
+}  // namespace jaxonnx::passes

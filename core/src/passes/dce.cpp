@@ -1,0 +1,65 @@
+// Dead-code elimination.
+// Needs: topological order.
+// Guarantees: every node has an output that a graph output depends on (a
+// subgraph capture counts as a read by the node holding the subgraph); every
+// initializer and every capture is read. Graph inputs stay even when unused:
+// they are the model's (or the If/Loop body's) signature.
+#include "jaxonnx/core/converter.hpp"
+#include "jaxonnx/core/passes.hpp"
+
+namespace jaxonnx::passes {
+namespace {
+
+class DeadCodeElimination : public Pass {
+ public:
+  const char* name() const override { return "dce"; }
+  const char* needs() const override { return "topological order"; }
+  const char* guarantees() const override {
+    return "no dead node, no unread initializer, no unread capture";
+  }
+
+  bool run(ir::Graph& g) override {
+    std::vector<bool> live(g.values.size(), false);
+    for (ir::ValueId v : g.outputs) live[v] = true;
+    std::vector<bool> keep(g.nodes.size(), false);
+    for (size_t k = g.nodes.size(); k-- > 0;) {
+      const ir::Node& n = g.nodes[k];
+      for (ir::ValueId v : n.outputs) keep[k] = keep[k] || live[v];
+      if (!keep[k]) continue;
+      for (ir::ValueId v : n.inputs)
+        if (v != ir::kNoValue) live[v] = true;
+      for (ir::ValueId v : ir::captured_inputs(n)) live[v] = true;
+    }
+    size_t before = g.nodes.size() + g.initializers.size() + g.captures.size();
+    std::vector<ir::Node> nodes;
+    nodes.reserve(g.nodes.size());
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      if (keep[k]) nodes.push_back(std::move(g.nodes[k]));
+    g.nodes = std::move(nodes);
+    std::vector<ir::Initializer> inits;
+    for (ir::Initializer& init : g.initializers)
+      if (live[init.value]) inits.push_back(std::move(init));
+    g.initializers = std::move(inits);
+    std::vector<ir::Capture> captures;
+    for (const ir::Capture& c : g.captures)
+      if (live[c.inner]) captures.push_back(c);
+    g.captures = std::move(captures);
+    return g.nodes.size() + g.initializers.size() + g.captures.size() != before;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> dead_code_elimination() { return std::make_unique<DeadCodeElimination>(); }
+
+}  // namespace jaxonnx::passes
+
+namespace jaxonnx {
+
+void prune(ir::Graph& graph) {
+  passes::Pipeline dce;
+  dce.push_back(passes::dead_code_elimination());
+  passes::PassManager(std::move(dce)).run(graph);
+}
+
+}  // namespace jaxonnx

@@ -1,0 +1,258 @@
+// Bounded constant folding of shape arithmetic.
+// Needs: typed values (Shape folds only a value whose type is fully static).
+// Rewrites a node into an initializer when it is one of
+//   Shape(x) of a statically shaped x (with start/end),
+//   Concat / Gather / Slice over rank-1 int constants, where Gather and Slice
+//   may also read a Shape(x) whose selected dims are static though others
+//   are symbolic,
+//   Add / Mul over int constants of equal shape or with a size-1 operand,
+// all integer (int32/int64) data: the arithmetic that symbolic-dim helpers
+// emit, which is static once the dims are; and
+//   Reshape / Squeeze / Unsqueeze / Flatten of a constant of any dtype to a
+//   static output type: the same bytes under new dims (a bias reshaped for
+//   broadcasting becomes an initializer of that shape).
+// Refuses: a result over 1024 elements, or one larger than the constants it
+// consumes (those read only by this node) plus 64 bytes, about the NodeProto
+// it replaces, so no model grows; a node whose output is a graph output; any
+// index out of range; any other dtype or rank.
+// Guarantees: no such node remains foldable.
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "jaxonnx/core/passes.hpp"
+#include "onnx_ops.hpp"
+#include "rewrite.hpp"
+
+namespace jaxonnx::passes {
+namespace {
+
+using onnx_ops::Op;
+
+constexpr int64_t kMaxElements = 1024;
+constexpr size_t kNodeAllowance = 64;
+
+// Integer data, possibly with unknown elements (`known`, when not empty):
+// the Shape of a value with symbolic dims is known where its dims are static.
+struct Ints {
+  int32_t dtype;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> v;
+  std::vector<bool> known;
+
+  bool has(size_t i) const { return known.empty() || known[i]; }
+};
+
+int64_t int_attr(const ir::Node& n, const char* name, int64_t fallback) {
+  const ir::Attribute* a = attribute(n, name);
+  return a ? a->i : fallback;
+}
+
+class ConstantFolding : public Pass {
+ public:
+  const char* name() const override { return "fold"; }
+  const char* needs() const override { return "typed values"; }
+  const char* guarantees() const override {
+    return "no foldable Shape/Concat/Gather/Slice/Add/Mul, nor reshape of a constant, within "
+           "the size caps";
+  }
+
+  bool run(ir::Graph& g) override {
+    bool changed = false;
+    while (fold_one(g)) {
+      erase_marked(g);
+      changed = true;
+    }
+    return changed;
+  }
+
+ private:
+  static bool fold_one(ir::Graph& g) {
+    Uses uses(g);
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      ir::Node& n = g.nodes[k];
+      if (n.outputs.size() != 1 || uses.is_output[n.outputs[0]]) continue;
+      std::vector<std::optional<Ints>> in;
+      size_t consumed = 0;
+      for (ir::ValueId v : n.inputs) {
+        const Tensor* t = uses.constant(g, v);
+        if (t && uses.reads[v] == 1) consumed += t->nbytes;  // dies with the node
+        Ints ints{t ? t->dtype : 0, t ? t->dims : std::vector<int64_t>{}, {}, {}};
+        if (t && to_ints(*t, &ints.v)) {
+          in.emplace_back(std::move(ints));
+        } else if (v != ir::kNoValue && uses.producer[v] >= 0 &&
+                   onnx_ops::kind(g.nodes[uses.producer[v]]) == Op::Shape) {
+          in.push_back(shape_of(g, g.nodes[uses.producer[v]]));
+        } else {
+          in.emplace_back();
+        }
+      }
+      if (onnx_ops::is_layout_preserving_reshape(n)) {
+        if (reshape_constant(g, uses, n, consumed)) return true;
+        continue;
+      }
+      std::optional<Ints> r = evaluate(g, n, in);
+      if (!r || static_cast<int64_t>(r->v.size()) > kMaxElements) continue;
+      size_t elem = r->dtype == JXO_DTYPE_INT64 ? 8 : 4;
+      if (r->v.size() * elem > consumed + kNodeAllowance) continue;
+      std::vector<char> bytes(r->v.size() * elem);
+      for (size_t i = 0; i < r->v.size(); ++i) {
+        if (elem == 8) {
+          std::memcpy(bytes.data() + 8 * i, &r->v[i], 8);
+        } else {
+          int32_t x = static_cast<int32_t>(r->v[i]);
+          std::memcpy(bytes.data() + 4 * i, &x, 4);
+        }
+      }
+      ir::ValueId y = n.outputs[0];
+      std::vector<Dim> dims;
+      for (int64_t d : r->dims) dims.push_back(Dim{d, {}});
+      g.values[y].has_type = true;
+      g.values[y].type = Aval(r->dtype, std::move(dims));
+      g.initializers.push_back({y, Tensor::copy_of(r->dtype, r->dims, bytes.data(), bytes.size())});
+      mark_erased(n);
+      return true;
+    }
+    return false;
+  }
+
+  // The reshape `n` of a constant, as an initializer holding the same bytes.
+  static bool reshape_constant(ir::Graph& g, const Uses& uses, ir::Node& n, size_t consumed) {
+    const Tensor* data = uses.constant(g, n.inputs[0]);
+    ir::Value& out = g.values[n.outputs[0]];
+    if (!data || !out.has_type || !out.type.known_rank || out.type.dtype != data->dtype ||
+        data->nbytes > consumed + kNodeAllowance)
+      return false;
+    std::vector<int64_t> dims;
+    for (const Dim& d : out.type.dims) {
+      if (!d.is_static()) return false;
+      dims.push_back(d.value);
+    }
+    auto folded = Tensor::copy_of(data->dtype, dims, data->data, data->nbytes);
+    if (folded->num_elements() != data->num_elements()) return false;
+    g.initializers.push_back({n.outputs[0], std::move(folded)});
+    mark_erased(n);
+    return true;
+  }
+
+  static bool rank1(const std::optional<Ints>& t) { return t && t->dims.size() == 1; }
+  static bool complete(const std::optional<Ints>& t) { return t && t->known.empty(); }
+
+  // Shape(x) as far as x's type tells.
+  static std::optional<Ints> shape_of(const ir::Graph& g, const ir::Node& n) {
+    const ir::Value& x = g.values[n.inputs.at(0)];
+    if (!x.has_type || !x.type.known_rank) return std::nullopt;
+    int64_t rank = static_cast<int64_t>(x.type.dims.size());
+    auto clamp = [&](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
+    int64_t start = clamp(int_attr(n, "start", 0)), end = clamp(int_attr(n, "end", rank));
+    Ints r{JXO_DTYPE_INT64, {std::max<int64_t>(end - start, 0)}, {}, {}};
+    bool all = true;
+    for (int64_t i = start; i < end; ++i) {
+      const Dim& d = x.type.dims[i];
+      r.v.push_back(d.is_static() ? d.value : 0);
+      r.known.push_back(d.is_static());
+      all = all && d.is_static();
+    }
+    if (all) r.known.clear();
+    return r;
+  }
+
+  static std::optional<Ints> evaluate(const ir::Graph& g, const ir::Node& n,
+                                      const std::vector<std::optional<Ints>>& in) {
+    switch (onnx_ops::kind(n)) {
+      case Op::Shape: {
+        std::optional<Ints> r = shape_of(g, n);
+        return complete(r) ? r : std::nullopt;
+      }
+      case Op::Concat: {
+        int64_t axis = int_attr(n, "axis", 0);
+        if (in.empty() || (axis != 0 && axis != -1)) return std::nullopt;
+        Ints r{in[0] ? in[0]->dtype : 0, {0}, {}, {}};
+        for (const auto& t : in) {
+          if (!rank1(t) || !complete(t) || t->dtype != r.dtype) return std::nullopt;
+          r.v.insert(r.v.end(), t->v.begin(), t->v.end());
+        }
+        r.dims[0] = static_cast<int64_t>(r.v.size());
+        return r;
+      }
+      case Op::Gather: {
+        int64_t axis = int_attr(n, "axis", 0);
+        if (in.size() != 2 || !rank1(in[0]) || !complete(in[1]) || in[1]->dims.size() > 1 ||
+            (axis != 0 && axis != -1))
+          return std::nullopt;
+        const Ints &data = *in[0], &idx = *in[1];
+        int64_t size = static_cast<int64_t>(data.v.size());
+        Ints r{data.dtype, idx.dims, {}, {}};
+        for (int64_t i : idx.v) {
+          if (i < 0) i += size;
+          if (i < 0 || i >= size || !data.has(i)) return std::nullopt;
+          r.v.push_back(data.v[i]);
+        }
+        return r;
+      }
+      case Op::Slice: {
+        if (in.size() < 3 || !rank1(in[0]) || !complete(in[1]) || !complete(in[2]) ||
+            in[1]->dims.size() != 1 || in[2]->dims.size() != 1 ||
+            in[1]->v.size() != 1 || in[2]->v.size() != 1)
+          return std::nullopt;
+        if (in.size() > 3 && n.inputs[3] != ir::kNoValue &&
+            (!complete(in[3]) || in[3]->v.size() != 1 || (in[3]->v[0] != 0 && in[3]->v[0] != -1)))
+          return std::nullopt;
+        int64_t step = 1;
+        if (in.size() > 4 && n.inputs[4] != ir::kNoValue) {
+          if (!complete(in[4]) || in[4]->v.size() != 1 || in[4]->v[0] == 0) return std::nullopt;
+          step = in[4]->v[0];
+        }
+        const Ints& data = *in[0];
+        int64_t size = static_cast<int64_t>(data.v.size());
+        int64_t start = in[1]->v[0], end = in[2]->v[0];
+        if (start < 0) start += size;
+        if (end < 0) end += size;
+        Ints r{data.dtype, {0}, {}, {}};
+        if (step > 0) {
+          start = std::clamp<int64_t>(start, 0, size);
+          end = std::clamp<int64_t>(end, 0, size);
+          for (int64_t i = start; i < end; i += step) {
+            if (!data.has(i)) return std::nullopt;
+            r.v.push_back(data.v[i]);
+          }
+        } else {
+          start = std::clamp<int64_t>(start, 0, size - 1);
+          end = std::clamp<int64_t>(end, -1, size - 1);
+          for (int64_t i = start; i > end; i += step) {
+            if (!data.has(i)) return std::nullopt;
+            r.v.push_back(data.v[i]);
+          }
+        }
+        r.dims[0] = static_cast<int64_t>(r.v.size());
+        return r;
+      }
+      case Op::Add:
+      case Op::Mul: {
+        if (in.size() != 2 || !complete(in[0]) || !complete(in[1]) || in[0]->dtype != in[1]->dtype)
+          return std::nullopt;
+        const Ints *a = &*in[0], *b = &*in[1];
+        if (a->v.size() == 1 && a->dims.size() <= b->dims.size()) std::swap(a, b);
+        bool scalar_b = b->v.size() == 1 && b->dims.size() <= a->dims.size();
+        if (!scalar_b && a->dims != b->dims) return std::nullopt;
+        Ints r{a->dtype, a->dims, {}, {}};
+        bool add = onnx_ops::kind(n) == Op::Add;
+        for (size_t i = 0; i < a->v.size(); ++i) {
+          // Unsigned arithmetic wraps like the runtime's instead of overflowing.
+          uint64_t x = static_cast<uint64_t>(a->v[i]);
+          uint64_t y = static_cast<uint64_t>(b->v[scalar_b ? 0 : i]);
+          r.v.push_back(static_cast<int64_t>(add ? x + y : x * y));
+        }
+        return r;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> constant_folding() { return std::make_unique<ConstantFolding>(); }
+
+}  // namespace jaxonnx::passes

@@ -1,0 +1,70 @@
+// The pass manager: runs a pipeline over a graph and all its subgraphs until
+// nothing changes or the round cap is reached, optionally dumping the graph
+// around every pass run.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "jaxonnx/core/error.hpp"
+#include "jaxonnx/core/passes.hpp"
+
+namespace jaxonnx::passes {
+namespace {
+
+// Innermost graphs first: a subgraph that stops capturing a value makes
+// that value free for the enclosing graph's passes in the same round.
+bool run_everywhere(Pass& pass, ir::Graph& g) {
+  bool changed = false;
+  for (ir::Node& n : g.nodes)
+    for (ir::Attribute& a : n.attrs)
+      if (a.graph) changed = run_everywhere(pass, *a.graph) || changed;
+  return pass.run(g) || changed;
+}
+
+}  // namespace
+
+PassManager::PassManager(Pipeline pipeline, ManagerOptions options)
+    : pipeline_(std::move(pipeline)), options_(std::move(options)) {}
+
+int PassManager::run(ir::Graph& graph) {
+  auto dump = [&](int round, const char* when, const Pass& pass) {
+    if (options_.dump_dir.empty()) return;
+    std::filesystem::create_directories(options_.dump_dir);
+    char file[160];
+    std::snprintf(file, sizeof file, "%03d_r%d_%s_%s.txt", dumps_++, round, when, pass.name());
+    std::filesystem::path path = std::filesystem::path(options_.dump_dir) / file;
+    std::ofstream out(path, std::ios::binary);
+    out << "# " << pass.name() << " needs: " << pass.needs() << "\n# " << pass.name()
+        << " guarantees: " << pass.guarantees() << "\n"
+        << ir::to_text(graph);
+    if (!out) throw ConversionError("cannot write the IR dump " + path.string());
+  };
+  for (int round = 1; round <= options_.max_rounds; ++round) {
+    bool changed = false;
+    for (const std::unique_ptr<Pass>& pass : pipeline_) {
+      dump(round, "before", *pass);
+      changed = run_everywhere(*pass, graph) || changed;
+      dump(round, "after", *pass);
+    }
+    if (!changed) return round;
+  }
+  return options_.max_rounds;
+}
+
+Pipeline default_pipeline() {
+  Pipeline p;
+  p.push_back(no_op_elimination());
+  p.push_back(transpose_folding());
+  p.push_back(constant_folding());
+  p.push_back(deduplication());
+  p.push_back(dead_code_elimination());
+  return p;
+}
+
+// Functions, when the IR grows them, are optimized here too, each body on its
+// own; a call site is an opaque node of the function's domain everywhere.
+void optimize(ir::Model& model, const ManagerOptions& options) {
+  PassManager(default_pipeline(), options).run(model.graph);
+}
+
+}  // namespace jaxonnx::passes

@@ -1,0 +1,114 @@
+#include "rewrite.hpp"
+
+#include <cstring>
+
+#include "onnx_ops.hpp"
+
+namespace jaxonnx::passes {
+
+Uses::Uses(const ir::Graph& g)
+    : reads(g.values.size(), 0),
+      is_output(g.values.size(), false),
+      producer(g.values.size(), -1),
+      consumers(g.values.size()) {
+  for (ir::ValueId v : g.outputs) is_output[v] = true;
+  for (size_t k = 0; k < g.initializers.size(); ++k) initializer.emplace(g.initializers[k].value, k);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const ir::Node& n = g.nodes[k];
+    for (ir::ValueId v : n.outputs) producer[v] = static_cast<int64_t>(k);
+    auto read = [&](ir::ValueId v) {
+      if (v == ir::kNoValue) return;
+      ++reads[v];
+      consumers[v].push_back(k);
+    };
+    for (ir::ValueId v : n.inputs) read(v);
+    for (ir::ValueId v : ir::captured_inputs(n)) read(v);
+  }
+}
+
+const Tensor* Uses::constant(const ir::Graph& g, ir::ValueId v) const {
+  if (v == ir::kNoValue) return nullptr;
+  auto it = initializer.find(v);
+  if (it != initializer.end()) return g.initializers[it->second].tensor.get();
+  if (producer[v] < 0) return nullptr;
+  const ir::Node& n = g.nodes[producer[v]];
+  if (onnx_ops::kind(n) != onnx_ops::Op::Constant) return nullptr;
+  const ir::Attribute* value = attribute(n, "value");
+  return value && value->type == JXO_ATTR_TENSOR ? value->tensor.get() : nullptr;
+}
+
+void replace_reads(ir::Graph& g, ir::ValueId from, ir::ValueId to) {
+  for (ir::Node& n : g.nodes) {
+    if (is_erased(n)) continue;
+    for (ir::ValueId& v : n.inputs)
+      if (v == from) v = to;
+    for (ir::Attribute& a : n.attrs)
+      if (a.graph)
+        for (ir::Capture& c : a.graph->captures)
+          if (c.outer == from) c.outer = to;
+  }
+}
+
+bool bypass(ir::Graph& g, const Uses& uses, size_t index, ir::ValueId replacement) {
+  ir::Node& node = g.nodes[index];
+  ir::ValueId out = node.outputs.at(0);
+  if (!uses.is_output[out]) {
+    mark_erased(node);
+    replace_reads(g, out, replacement);
+    return true;
+  }
+  int64_t maker = uses.producer[replacement];
+  if (maker < 0 || uses.is_output[replacement]) return false;
+  mark_erased(node);
+  for (ir::ValueId& v : g.nodes[maker].outputs)
+    if (v == replacement) v = out;
+  replace_reads(g, replacement, out);
+  return true;
+}
+
+void mark_erased(ir::Node& node) {
+  node.op_type.clear();
+  node.inputs.clear();
+  node.outputs.clear();
+  node.attrs.clear();
+}
+
+bool is_erased(const ir::Node& node) { return node.op_type.empty(); }
+
+size_t erase_marked(ir::Graph& g) {
+  size_t before = g.nodes.size();
+  std::vector<ir::Node> kept;
+  kept.reserve(before);
+  for (ir::Node& n : g.nodes)
+    if (!is_erased(n)) kept.push_back(std::move(n));
+  g.nodes = std::move(kept);
+  return before - g.nodes.size();
+}
+
+bool same_type(const ir::Value& a, const ir::Value& b) {
+  return a.has_type && b.has_type && a.type.dtype == b.type.dtype && a.type.known_rank &&
+         b.type.known_rank && a.type.dims == b.type.dims;
+}
+
+const ir::Attribute* attribute(const ir::Node& node, const char* name) {
+  for (const ir::Attribute& a : node.attrs)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+bool to_ints(const Tensor& t, std::vector<int64_t>* out) {
+  int64_t n = t.num_elements();
+  out->assign(static_cast<size_t>(n), 0);
+  if (t.dtype == JXO_DTYPE_INT64 && t.nbytes == n * sizeof(int64_t)) {
+    std::memcpy(out->data(), t.data, t.nbytes);
+    return true;
+  }
+  if (t.dtype == JXO_DTYPE_INT32 && t.nbytes == n * sizeof(int32_t)) {
+    const auto* p = static_cast<const int32_t*>(t.data);
+    for (int64_t k = 0; k < n; ++k) (*out)[k] = p[k];
+    return true;
+  }
+  return false;
+}
+
+}  // namespace jaxonnx::passes

@@ -1,0 +1,62 @@
+// Graph surgery shared by the passes: who reads a value, replacing a value
+// everywhere it is read (node inputs and subgraph captures), dropping a node
+// whose output equals another value, and reading constants.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "jaxonnx/core/ir.hpp"
+
+namespace jaxonnx::passes {
+
+// A snapshot of one graph's def-use structure. Stale after any rewrite:
+// passes rebuild it rather than patch it.
+struct Uses {
+  explicit Uses(const ir::Graph& graph);
+
+  // How many times a value is read: node inputs plus captures of subgraphs
+  // attached to this graph's nodes (a capture is a read by that node).
+  std::vector<int> reads;
+  std::vector<bool> is_output;    // a graph output
+  std::vector<int64_t> producer;  // index of the defining node, or -1
+  // Consumer node indices, once per read, in node order.
+  std::vector<std::vector<size_t>> consumers;
+  std::map<ir::ValueId, size_t> initializer;  // value -> index in graph.initializers
+
+  // Read exactly once, by a node, and not part of the graph's interface: a
+  // rewrite may change it without anyone else noticing.
+  bool single_consumer(ir::ValueId v) const { return reads[v] == 1 && !is_output[v]; }
+  // The tensor of an initializer or of a Constant node's `value`, else null.
+  const Tensor* constant(const ir::Graph& graph, ir::ValueId v) const;
+};
+
+// Every read of `from` by this graph's nodes and their subgraphs' captures
+// now reads `to`. Graph outputs are left alone.
+void replace_reads(ir::Graph& graph, ir::ValueId from, ir::ValueId to);
+
+// Node `index` has one output that always equals `replacement`; remove the
+// node. When that output is a graph output, its name must survive, so the
+// node defining `replacement` is made to define the output instead; that is
+// refused (returns false, nothing changed) when `replacement` is not made by
+// a node of this graph or is itself a graph output.
+bool bypass(ir::Graph& graph, const Uses& uses, size_t index, ir::ValueId replacement);
+
+// Marks a node for removal (passes erase in bulk, keeping indices stable).
+void mark_erased(ir::Node& node);
+bool is_erased(const ir::Node& node);
+// Removes the marked nodes; returns how many.
+size_t erase_marked(ir::Graph& graph);
+
+// Both typed, same dtype, same rank and same dims (symbols compared by name,
+// as JAX names equal sizes alike).
+bool same_type(const ir::Value& a, const ir::Value& b);
+
+// The attribute `name` of `node`, or null.
+const ir::Attribute* attribute(const ir::Node& node, const char* name);
+
+// Integer elements of an int32/int64 tensor; false for other dtypes.
+bool to_ints(const Tensor& t, std::vector<int64_t>* out);
+
+}  // namespace jaxonnx::passes

@@ -1,0 +1,250 @@
+// Transpose folding: remove Transposes that only undo each other.
+// Needs: typed values (a permuted value's type is rewritten with it).
+// Rewrites, for t = Transpose(x, p):
+//   1. t -> e1 -> ... -> ek -> Transpose(., q), with p∘q the identity and
+//      each ei pure elementwise (unary, or binary whose other operand is a
+//      size-1 value, or an initializer only it reads, permuted to match):
+//      both Transposes go and e1..ek read x directly.
+//   2. Transpose(Transpose(x, p), q) with p∘q not the identity: one
+//      Transpose(x, p∘q).
+//   3. op(Transpose(a, p), Transpose(b, p)) for an elementwise binary op:
+//      Transpose(op(a, b), p), one Transpose instead of two.
+// Refuses: any hop whose value has another reader or is a graph output (a
+// branching consumer would still see the permuted layout), a
+// non-elementwise op in the chain, permutations that do not cancel (1), a
+// missing permutation on a value of unknown rank.
+// Guarantees: none of these patterns remains.
+#include <cstring>
+#include <numeric>
+
+#include "jaxonnx/core/passes.hpp"
+#include "onnx_ops.hpp"
+#include "rewrite.hpp"
+
+namespace jaxonnx::passes {
+namespace {
+
+using onnx_ops::Op;
+using Perm = std::vector<int64_t>;
+
+bool perm_of(const ir::Graph& g, const ir::Node& n, Perm* perm) {
+  if (const ir::Attribute* a = attribute(n, "perm")) {
+    *perm = a->ints;
+    return true;
+  }
+  const ir::Value& in = g.values[n.inputs[0]];
+  if (!in.has_type || !in.type.known_rank) return false;
+  perm->resize(in.type.dims.size());  // no perm: reverse the axes
+  for (size_t k = 0; k < perm->size(); ++k) (*perm)[k] = static_cast<int64_t>(perm->size() - 1 - k);
+  return true;
+}
+
+// Transpose(Transpose(x, p), q) == Transpose(x, r), r[i] = p[q[i]].
+Perm compose(const Perm& p, const Perm& q) {
+  Perm r(q.size());
+  for (size_t i = 0; i < q.size(); ++i) r[i] = p[q[i]];
+  return r;
+}
+
+Perm inverse(const Perm& p) {
+  Perm inv(p.size());
+  for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+bool is_identity(const Perm& p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+bool valid_perm(const Perm& p) {
+  std::vector<bool> seen(p.size(), false);
+  for (int64_t v : p) {
+    if (v < 0 || v >= static_cast<int64_t>(p.size()) || seen[v]) return false;
+    seen[v] = true;
+  }
+  return true;
+}
+
+// The type of a value laid out as Transpose(v, perm).
+void permute_type(ir::Value& v, const Perm& perm) {
+  if (!v.has_type || !v.type.known_rank || v.type.dims.size() != perm.size()) return;
+  std::vector<Dim> dims(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) dims[i] = v.type.dims[perm[i]];
+  v.type = Aval(v.type.dtype, std::move(dims));
+}
+
+bool size_one(const ir::Value& v, size_t rank) {
+  if (!v.has_type || !v.type.known_rank || v.type.dims.size() > rank) return false;
+  for (const Dim& d : v.type.dims)
+    if (!d.is_static() || d.value != 1) return false;
+  return true;
+}
+
+// Tensor `t` (rank <= perm.size(), right-aligned as broadcasting does)
+// padded with leading 1s and laid out as Transpose(t, perm).
+std::shared_ptr<const Tensor> transposed(const Tensor& t, const Perm& perm) {
+  size_t rank = perm.size(), elem = dtype_size(t.dtype);
+  std::vector<int64_t> dims(rank - t.dims.size(), 1);
+  dims.insert(dims.end(), t.dims.begin(), t.dims.end());
+  std::vector<int64_t> out_dims(rank), strides(rank, 1);
+  for (size_t i = rank; i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  for (size_t i = 0; i < rank; ++i) out_dims[i] = dims[perm[i]];
+  std::vector<char> bytes(t.nbytes);
+  std::vector<int64_t> idx(rank, 0);  // index into the output
+  for (int64_t k = 0, n = t.num_elements(); k < n; ++k) {
+    int64_t src = 0;
+    for (size_t i = 0; i < rank; ++i) src += idx[i] * strides[perm[i]];
+    std::memcpy(bytes.data() + k * elem, static_cast<const char*>(t.data) + src * elem, elem);
+    for (size_t i = rank; i-- > 0;) {
+      if (++idx[i] < out_dims[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return Tensor::copy_of(t.dtype, out_dims, bytes.data(), bytes.size());
+}
+
+class TransposeFolding : public Pass {
+ public:
+  const char* name() const override { return "transpose"; }
+  const char* needs() const override { return "typed values; topological order"; }
+  const char* guarantees() const override {
+    return "no cancelling Transpose pair across a single-consumer elementwise chain, no "
+           "Transpose of a Transpose, no elementwise binary op of two equal Transposes";
+  }
+
+  bool run(ir::Graph& g) override {
+    bool changed = false;
+    while (rewrite_one(g)) {
+      erase_marked(g);
+      changed = true;
+    }
+    return changed;
+  }
+
+ private:
+  static bool rewrite_one(ir::Graph& g) {
+    Uses uses(g);
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      const ir::Node& n = g.nodes[k];
+      if (onnx_ops::kind(n) == Op::Transpose && fold_from(g, uses, k)) return true;
+      if (onnx_ops::is_elementwise_binary(n) && sink_pair(g, uses, k)) return true;
+    }
+    return false;
+  }
+
+  // Patterns 1 and 2, starting at the Transpose `first`.
+  static bool fold_from(ir::Graph& g, const Uses& uses, size_t first) {
+    Perm p;
+    if (!perm_of(g, g.nodes[first], &p) || !valid_perm(p)) return false;
+    const ir::ValueId x = g.nodes[first].inputs[0];
+    struct Hop { size_t node; size_t slot; };  // the chain node and its slot on the chain
+    std::vector<Hop> chain;
+    std::vector<std::pair<size_t, size_t>> constants;  // (chain index, initializer index)
+    for (ir::ValueId v = g.nodes[first].outputs[0];;) {
+      if (!uses.single_consumer(v)) return false;
+      size_t c = uses.consumers[v][0];
+      ir::Node& next = g.nodes[c];
+      if (onnx_ops::kind(next) == Op::Transpose) {
+        Perm q;
+        if (!perm_of(g, next, &q) || q.size() != p.size()) return false;
+        Perm r = compose(p, q);
+        if (!is_identity(r)) {
+          if (!chain.empty()) return false;  // pattern 1 refuses; pattern 2:
+          return merge(g, first, next, r);
+        }
+        ir::ValueId last = chain.empty() ? x : g.nodes[chain.back().node].outputs[0];
+        ir::ValueId z = next.outputs[0];
+        if (uses.is_output[z] && (uses.producer[last] < 0 || uses.is_output[last])) {
+          if (!chain.empty()) return false;
+          // x is an interface value: keep one (identity) Transpose for the name.
+          return merge(g, first, next, r);
+        }
+        Perm inv = inverse(p);
+        for (const auto& [hop, init] : constants) {
+          ir::Initializer& i = g.initializers[init];
+          i.tensor = transposed(*i.tensor, inv);
+          std::vector<Dim> dims;
+          for (int64_t d : i.tensor->dims) dims.push_back(Dim{d, {}});
+          g.values[i.value].has_type = true;
+          g.values[i.value].type = Aval(i.tensor->dtype, std::move(dims));
+        }
+        for (const Hop& h : chain) permute_type(g.values[g.nodes[h.node].outputs[0]], inv);
+        if (!chain.empty()) g.nodes[chain[0].node].inputs[chain[0].slot] = x;
+        mark_erased(g.nodes[first]);
+        bypass(g, uses, c, last);
+        return true;
+      }
+      size_t slot = next.inputs[0] == v ? 0 : 1;
+      if (onnx_ops::is_elementwise_binary(next)) {
+        ir::ValueId other = next.inputs[1 - slot];
+        if (other == ir::kNoValue) return false;
+        if (!size_one(g.values[other], p.size())) {
+          auto init = uses.initializer.find(other);
+          if (init == uses.initializer.end() || uses.reads[other] != 1 || uses.is_output[other] ||
+              g.initializers[init->second].tensor->dims.size() > p.size() ||
+              dtype_size(g.initializers[init->second].tensor->dtype) == 0)
+            return false;
+          constants.emplace_back(chain.size(), init->second);
+        }
+      } else if (!onnx_ops::is_elementwise_unary(next)) {
+        return false;  // never across a non-elementwise op
+      }
+      const ir::Value& out = g.values[next.outputs[0]];
+      if (!out.has_type || !out.type.known_rank || out.type.dims.size() != p.size()) return false;
+      chain.push_back({c, slot});
+      v = next.outputs[0];
+    }
+  }
+
+  // `second` (reading `first`'s output) becomes Transpose(first's input, r).
+  static bool merge(ir::Graph& g, size_t first, ir::Node& second, const Perm& r) {
+    second.inputs[0] = g.nodes[first].inputs[0];
+    ir::Attribute perm;
+    perm.name = "perm";
+    perm.type = JXO_ATTR_INTS;
+    perm.ints = r;
+    second.attrs = {perm};
+    mark_erased(g.nodes[first]);
+    return true;
+  }
+
+  // Pattern 3 at the binary op `k`.
+  static bool sink_pair(ir::Graph& g, const Uses& uses, size_t k) {
+    ir::Node& op = g.nodes[k];
+    ir::ValueId a = op.inputs[0], b = op.inputs[1], y = op.outputs[0];
+    if (a == b || a == ir::kNoValue || b == ir::kNoValue) return false;
+    int64_t ta = uses.producer[a], tb = uses.producer[b];
+    if (ta < 0 || tb < 0 || onnx_ops::kind(g.nodes[ta]) != Op::Transpose ||
+        onnx_ops::kind(g.nodes[tb]) != Op::Transpose || !uses.single_consumer(a) ||
+        !uses.single_consumer(b))
+      return false;
+    Perm pa, pb;
+    if (!perm_of(g, g.nodes[ta], &pa) || !perm_of(g, g.nodes[tb], &pb) || pa != pb ||
+        !valid_perm(pa))
+      return false;
+    const ir::Value& out = g.values[y];
+    if (!out.has_type || !out.type.known_rank || out.type.dims.size() != pa.size()) return false;
+    // op(a', b') -> a (reusing a's value, read only here), then Transpose(a) -> y.
+    ir::Node transpose = g.nodes[ta];
+    op.inputs = {g.nodes[ta].inputs[0], g.nodes[tb].inputs[0]};
+    op.outputs = {a};
+    ir::Value& mid = g.values[a];
+    mid.has_type = true;
+    mid.type = out.type;
+    permute_type(mid, inverse(pa));
+    transpose.inputs = {a};
+    transpose.outputs = {y};
+    mark_erased(g.nodes[ta]);
+    mark_erased(g.nodes[tb]);
+    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(k) + 1, std::move(transpose));
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> transpose_folding() { return std::make_unique<TransposeFolding>(); }
+
+}  // namespace jaxonnx::passes

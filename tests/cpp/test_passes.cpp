@@ -1,0 +1,496 @@
+// The optimizer passes on hand-built IR: each rewrite, and each case a pass
+// must refuse. Numerics are checked end to end by the Python tests.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "jaxonnx/core/converter.hpp"
+#include "jaxonnx/core/passes.hpp"
+
+using namespace jaxonnx;
+namespace passes = jaxonnx::passes;
+
+namespace {
+
+Dim N(int64_t v) { return Dim{v, {}}; }
+Dim S(std::string s) { return Dim{0, std::move(s)}; }
+Aval f32(std::vector<Dim> dims) { return Aval(JXO_DTYPE_FLOAT32, std::move(dims)); }
+Aval i64(std::vector<Dim> dims) { return Aval(JXO_DTYPE_INT64, std::move(dims)); }
+
+ir::Attribute ints_attr(const char* name, std::vector<int64_t> v) {
+  ir::Attribute a{name, JXO_ATTR_INTS};
+  a.ints = std::move(v);
+  return a;
+}
+ir::Attribute int_attr(const char* name, int64_t v) {
+  ir::Attribute a{name, JXO_ATTR_INT};
+  a.i = v;
+  return a;
+}
+
+// A small graph builder: values are named after their order of creation.
+struct Builder {
+  ir::Graph g;
+  int count = 0;
+
+  ir::ValueId value(const Aval& type, std::string name = {}) {
+    ir::ValueId v = g.add_value(name.empty() ? "v" + std::to_string(count++) : name);
+    g.values[v].has_type = true;
+    g.values[v].type = type;
+    return v;
+  }
+  ir::ValueId input(const Aval& type, std::string name) {
+    ir::ValueId v = value(type, std::move(name));
+    g.inputs.push_back(v);
+    return v;
+  }
+  ir::ValueId op(const char* op, std::vector<ir::ValueId> ins, const Aval& out,
+                 std::vector<ir::Attribute> attrs = {}) {
+    ir::ValueId v = value(out);
+    g.nodes.push_back(ir::Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(ins), {v},
+                               std::move(attrs)});
+    return v;
+  }
+  ir::ValueId transpose(ir::ValueId x, std::vector<int64_t> perm) {
+    std::vector<Dim> dims;
+    for (int64_t p : perm) dims.push_back(g.values[x].type.dims[p]);
+    return op("Transpose", {x}, Aval(g.values[x].type.dtype, dims), {ints_attr("perm", perm)});
+  }
+  ir::ValueId constant(std::shared_ptr<const Tensor> t) {
+    std::vector<Dim> dims;
+    for (int64_t d : t->dims) dims.push_back(N(d));
+    ir::ValueId v = value(Aval(t->dtype, dims));
+    g.initializers.push_back({v, std::move(t)});
+    return v;
+  }
+  ir::ValueId ints(std::vector<int64_t> v, std::vector<int64_t> dims = {-1}) {
+    if (dims == std::vector<int64_t>{-1}) dims = {static_cast<int64_t>(v.size())};
+    return constant(Tensor::copy_of(JXO_DTYPE_INT64, dims, v.data(), v.size() * 8));
+  }
+  ir::ValueId floats(std::vector<float> v, std::vector<int64_t> dims) {
+    return constant(Tensor::copy_of(JXO_DTYPE_FLOAT32, dims, v.data(), v.size() * 4));
+  }
+  void output(ir::ValueId v, std::string name) {
+    g.values[v].name = std::move(name);
+    g.outputs.push_back(v);
+  }
+  int count_op(const std::string& op) const {
+    int n = 0;
+    for (const ir::Node& node : g.nodes) n += node.op_type == op;
+    return n;
+  }
+  const ir::Node* producer(ir::ValueId v) const {
+    for (const ir::Node& n : g.nodes)
+      for (ir::ValueId o : n.outputs)
+        if (o == v) return &n;
+    return nullptr;
+  }
+};
+
+void run(ir::Graph& g, std::unique_ptr<passes::Pass> pass) {
+  passes::Pipeline p;
+  p.push_back(std::move(pass));
+  p.push_back(passes::dead_code_elimination());
+  passes::PassManager(std::move(p)).run(g);
+}
+
+std::vector<float> floats_of(const Tensor& t) {
+  std::vector<float> v(t.nbytes / 4);
+  std::memcpy(v.data(), t.data, t.nbytes);
+  return v;
+}
+std::vector<int64_t> ints_of(const Tensor& t) {
+  std::vector<int64_t> v(t.nbytes / 8);
+  std::memcpy(v.data(), t.data, t.nbytes);
+  return v;
+}
+
+const Aval kB3 = f32({S("B"), N(3)});
+const Aval k3B = f32({N(3), S("B")});
+
+}  // namespace
+
+TEST_CASE("no-op elimination removes Identity, same-type Cast/Expand, identity Transpose") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  ir::ValueId shape = b.ints({1, 3});
+  ir::Attribute to = int_attr("to", JXO_DTYPE_FLOAT32);
+  ir::ValueId a = b.op("Identity", {x}, kB3);
+  ir::ValueId c = b.op("Cast", {a}, kB3, {to});
+  ir::ValueId t = b.transpose(c, {0, 1});
+  ir::ValueId e = b.op("Expand", {t}, kB3);
+  b.g.nodes.back().inputs.push_back(shape);
+  ir::ValueId r = b.op("Relu", {e}, kB3);
+  b.output(r, "out");
+  run(b.g, passes::no_op_elimination());
+  REQUIRE(b.g.nodes.size() == 1);
+  CHECK(b.g.nodes[0].op_type == "Relu");
+  CHECK(b.g.nodes[0].inputs[0] == x);
+  CHECK(b.g.initializers.empty());
+}
+
+TEST_CASE("no-op elimination: Squeeze/Unsqueeze pairs cancel, Reshape chains collapse") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  ir::ValueId axes = b.ints({1});
+  ir::ValueId u = b.op("Unsqueeze", {x, axes}, f32({S("B"), N(1), N(3)}));
+  ir::ValueId s = b.op("Squeeze", {u, axes}, kB3);
+  ir::ValueId r1 = b.op("Reshape", {s, b.ints({3, -1})}, k3B);
+  ir::ValueId r2 = b.op("Reshape", {r1, b.ints({-1})}, f32({S("3*B")}));
+  b.output(r2, "out");
+  run(b.g, passes::no_op_elimination());
+  REQUIRE(b.g.nodes.size() == 1);
+  CHECK(b.g.nodes[0].op_type == "Reshape");
+  CHECK(b.g.nodes[0].inputs[0] == x);
+  CHECK(b.g.nodes[0].outputs[0] == r2);
+}
+
+TEST_CASE("no-op elimination refuses to collapse a Reshape whose shape has a 0") {
+  Builder b;
+  ir::ValueId x = b.input(f32({N(2), N(3)}), "x");
+  ir::ValueId r1 = b.op("Reshape", {x, b.ints({6, 1})}, f32({N(6), N(1)}));
+  // 0 copies r1's first dim (6); read from x it would copy 2.
+  ir::ValueId r2 = b.op("Reshape", {r1, b.ints({0, 1, 1})}, f32({N(6), N(1), N(1)}));
+  b.output(b.op("Relu", {r2}, f32({N(6), N(1), N(1)})), "out");
+  run(b.g, passes::no_op_elimination());
+  CHECK(b.count_op("Reshape") == 2);
+  CHECK(b.producer(r2)->inputs[0] == r1);
+}
+
+TEST_CASE("no-op elimination keeps graph outputs and their names") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  b.output(b.op("Identity", {x}, kB3), "copy");  // an input cannot be renamed
+  ir::ValueId r = b.op("Relu", {x}, kB3);
+  ir::ValueId out = b.op("Identity", {r}, kB3);
+  b.output(out, "out");
+  ir::ValueId n = b.op("Neg", {r}, kB3);  // another reader of r
+  b.output(n, "neg");
+  run(b.g, passes::no_op_elimination());
+  CHECK(b.count_op("Identity") == 1);  // the copy of the input stays
+  const ir::Node* relu = b.producer(out);
+  REQUIRE(relu);
+  CHECK(relu->op_type == "Relu");  // Relu now writes the named output
+  CHECK(b.g.values[out].name == "out");
+  CHECK(b.producer(n)->inputs[0] == out);
+  CHECK(b.g.outputs == std::vector<ir::ValueId>{b.g.outputs[0], out, n});
+}
+
+TEST_CASE("transpose folding cancels a pair across an elementwise chain") {
+  // x.T + 1 then .T, then relu: no Transpose left, intermediate types un-permuted.
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  ir::ValueId one = b.floats({1.f}, {});
+  ir::ValueId t = b.transpose(x, {1, 0});
+  ir::ValueId a = b.op("Add", {t, one}, k3B);
+  ir::ValueId e = b.op("Exp", {a}, k3B);
+  ir::ValueId back = b.transpose(e, {1, 0});
+  b.output(b.op("Relu", {back}, kB3), "out");
+  run(b.g, passes::transpose_folding());
+  CHECK(b.count_op("Transpose") == 0);
+  REQUIRE(b.g.nodes.size() == 3);
+  CHECK(b.g.nodes[0].inputs[0] == x);
+  CHECK(b.g.values[a].type.str() == "float32[B,3]");
+  CHECK(b.g.nodes[2].inputs[0] == e);
+}
+
+TEST_CASE("transpose folding permutes a constant operand read only by the chain") {
+  Builder b;
+  ir::ValueId x = b.input(f32({N(2), N(3)}), "x");
+  ir::ValueId c = b.floats({0, 1, 2, 3, 4, 5}, {3, 2});  // laid out like x.T
+  ir::ValueId t = b.transpose(x, {1, 0});
+  ir::ValueId m = b.op("Mul", {c, t}, f32({N(3), N(2)}));
+  b.output(b.transpose(m, {1, 0}), "out");
+  run(b.g, passes::transpose_folding());
+  CHECK(b.count_op("Transpose") == 0);
+  REQUIRE(b.g.initializers.size() == 1);
+  const Tensor& k = *b.g.initializers[0].tensor;
+  CHECK(k.dims == std::vector<int64_t>{2, 3});
+  CHECK(floats_of(k) == std::vector<float>{0, 2, 4, 1, 3, 5});
+  CHECK(b.g.values[b.g.outputs[0]].name == "out");
+  CHECK(b.producer(b.g.outputs[0])->op_type == "Mul");
+}
+
+TEST_CASE("transpose folding refuses a branching consumer") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  ir::ValueId t = b.transpose(x, {1, 0});
+  ir::ValueId e = b.op("Exp", {t}, k3B);
+  b.output(b.transpose(e, {1, 0}), "out");
+  b.output(b.op("Neg", {e}, k3B), "other");  // e is read twice
+  run(b.g, passes::transpose_folding());
+  CHECK(b.count_op("Transpose") == 2);
+}
+
+TEST_CASE("transpose folding refuses a non-elementwise op in the middle") {
+  Builder b;
+  ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
+  ir::ValueId t = b.transpose(x, {0, 2, 1});
+  ir::ValueId s = b.op("Softmax", {t}, f32({N(2), N(4), N(3)}), {int_attr("axis", -1)});
+  b.output(b.transpose(s, {0, 2, 1}), "out");
+  run(b.g, passes::transpose_folding());
+  CHECK(b.count_op("Transpose") == 2);
+}
+
+TEST_CASE("transpose folding refuses permutations that do not cancel across a chain") {
+  Builder b;
+  ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
+  ir::ValueId t = b.transpose(x, {1, 0, 2});
+  ir::ValueId e = b.op("Relu", {t}, f32({N(3), N(2), N(4)}));
+  b.output(b.transpose(e, {0, 2, 1}), "out");
+  run(b.g, passes::transpose_folding());
+  CHECK(b.count_op("Transpose") == 2);
+}
+
+TEST_CASE("transpose folding merges back-to-back Transposes") {
+  Builder b;
+  ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
+  ir::ValueId t = b.transpose(x, {1, 0, 2});
+  b.output(b.transpose(t, {0, 2, 1}), "out");
+  run(b.g, passes::transpose_folding());
+  REQUIRE(b.g.nodes.size() == 1);
+  CHECK(b.g.nodes[0].inputs[0] == x);
+  // out[i] = x[p[q[i]]] with p = (1,0,2), q = (0,2,1)
+  CHECK(b.g.nodes[0].attrs[0].ints == std::vector<int64_t>{1, 2, 0});
+}
+
+TEST_CASE("transpose folding sinks two equal Transposes below a binary op") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x"), y = b.input(kB3, "y");
+  ir::ValueId s = b.op("Sub", {b.transpose(x, {1, 0}), b.transpose(y, {1, 0})}, k3B);
+  b.output(s, "out");
+  run(b.g, passes::transpose_folding());
+  REQUIRE(b.g.nodes.size() == 2);
+  CHECK(b.g.nodes[0].op_type == "Sub");
+  CHECK(b.g.nodes[0].inputs == std::vector<ir::ValueId>{x, y});
+  CHECK(b.g.values[b.g.nodes[0].outputs[0]].type.str() == "float32[B,3]");
+  CHECK(b.g.nodes[1].op_type == "Transpose");
+  CHECK(b.g.nodes[1].outputs[0] == s);
+}
+
+TEST_CASE("deduplication merges equal nodes, constants and initializers, not random ones") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  ir::ValueId c1 = b.floats({2.f}, {}), c2 = b.floats({2.f}, {});
+  ir::ValueId m1 = b.op("Mul", {x, c1}, kB3), m2 = b.op("Mul", {x, c2}, kB3);
+  ir::ValueId r1 = b.op("RandomNormalLike", {x}, kB3), r2 = b.op("RandomNormalLike", {x}, kB3);
+  ir::ValueId s1 = b.op("Add", {m1, r1}, kB3), s2 = b.op("Add", {m2, r2}, kB3);
+  b.output(b.op("Sub", {s1, s2}, kB3), "out");
+  run(b.g, passes::deduplication());
+  CHECK(b.g.initializers.size() == 1);
+  CHECK(b.count_op("Mul") == 1);
+  CHECK(b.count_op("RandomNormalLike") == 2);
+  CHECK(b.count_op("Add") == 2);
+}
+
+TEST_CASE("constant folding evaluates static shape arithmetic within the caps") {
+  // Reshape(x, concat(shape(x)[1:2] * 1, unsqueeze(shape(x)[0]))): all static.
+  Builder b;
+  ir::ValueId x = b.input(f32({N(4), N(6)}), "x");
+  ir::ValueId shape = b.op("Shape", {x}, i64({N(2)}));
+  ir::ValueId d0 = b.op("Gather", {shape, b.ints({0}, {})}, i64({}), {int_attr("axis", 0)});
+  ir::ValueId d1 = b.op("Slice", {shape, b.ints({1}), b.ints({2})}, i64({N(1)}));
+  ir::ValueId same = b.op("Mul", {d1, b.ints({1}, {})}, i64({N(1)}));
+  ir::ValueId col = b.op("Unsqueeze", {d0, b.ints({0})}, i64({N(1)}));
+  ir::ValueId target = b.op("Concat", {same, col}, i64({N(2)}), {int_attr("axis", 0)});
+  b.output(b.op("Reshape", {x, target}, f32({N(6), N(4)})), "out");
+  run(b.g, passes::constant_folding());
+  REQUIRE(b.g.nodes.size() == 1);
+  CHECK(b.g.nodes[0].inputs[1] == target);
+  REQUIRE(b.g.initializers.size() == 1);
+  CHECK(ints_of(*b.g.initializers[0].tensor) == std::vector<int64_t>{6, 4});
+}
+
+TEST_CASE("constant folding turns a reshaped constant into an initializer of that shape") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  ir::ValueId bias = b.floats({1, 2, 3}, {3});
+  ir::ValueId row = b.op("Reshape", {bias, b.ints({1, 3})}, f32({N(1), N(3)}));
+  b.output(b.op("Add", {x, row}, kB3), "out");
+  run(b.g, passes::constant_folding());
+  REQUIRE(b.g.nodes.size() == 1);
+  REQUIRE(b.g.initializers.size() == 1);
+  CHECK(b.g.initializers[0].value == row);
+  CHECK(b.g.initializers[0].tensor->dims == std::vector<int64_t>{1, 3});
+  CHECK(floats_of(*b.g.initializers[0].tensor) == std::vector<float>{1, 2, 3});
+}
+
+TEST_CASE("constant folding reads the static dims of a symbolic Shape, not the others") {
+  Builder b;
+  ir::ValueId x = b.input(f32({S("B"), N(6)}), "x");
+  ir::ValueId shape = b.op("Shape", {x}, i64({N(2)}));
+  ir::ValueId six = b.op("Gather", {shape, b.ints({1}, {})}, i64({}));
+  ir::ValueId batch = b.op("Gather", {shape, b.ints({0}, {})}, i64({}));
+  ir::ValueId tail = b.op("Slice", {shape, b.ints({1}), b.ints({2})}, i64({N(1)}));
+  b.output(b.op("Add", {six, batch}, i64({})), "sum");
+  b.output(b.op("Neg", {tail}, i64({N(1)})), "tail");
+  run(b.g, passes::constant_folding());
+  CHECK(b.count_op("Shape") == 1);
+  CHECK(b.count_op("Gather") == 1);  // the batch dim stays symbolic
+  CHECK(b.count_op("Slice") == 0);
+  bool found = false;
+  for (const ir::Initializer& i : b.g.initializers)
+    if (i.value == six) found = ints_of(*i.tensor) == std::vector<int64_t>{6};
+  CHECK(found);
+}
+
+TEST_CASE("constant folding refuses symbolic shapes and results over the cap") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  ir::ValueId shape = b.op("Shape", {x}, i64({N(2)}));
+  std::vector<int64_t> big(600, 1);
+  ir::ValueId a = b.ints(big);
+  ir::ValueId cat = b.op("Concat", {a, a}, i64({N(1200)}), {int_attr("axis", 0)});
+  b.output(shape, "shape");
+  b.output(b.op("Neg", {cat}, i64({N(1200)})), "big");
+  run(b.g, passes::constant_folding());
+  CHECK(b.count_op("Shape") == 1);
+  CHECK(b.count_op("Concat") == 1);
+}
+
+TEST_CASE("dead code elimination drops dead nodes, initializers and captures") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x"), cond = b.input(Aval(JXO_DTYPE_BOOL, {}), "cond");
+  ir::ValueId unused = b.floats({1.f}, {});
+  b.op("Neg", {x, unused}, kB3);  // dead
+  auto body = std::make_shared<ir::Graph>();
+  ir::ValueId inner_x = body->add_value("x_inner"), inner_dead = body->add_value("dead_inner");
+  body->captures = {{inner_x, x}, {inner_dead, unused}};
+  body->outputs = {inner_x};
+  ir::Attribute branch{"then_branch", ir::kAttrGraph};
+  branch.graph = body;
+  ir::ValueId y = b.value(kB3, "y");
+  b.g.nodes.push_back(ir::Node{"if", "If", "", {cond}, {y}, {branch, branch}});
+  b.output(y, "y");
+  prune(b.g);
+  CHECK(b.g.nodes.size() == 1);
+  CHECK(b.g.initializers.empty());
+  REQUIRE(body->captures.size() == 1);
+  CHECK(body->captures[0].outer == x);
+}
+
+TEST_CASE("passes run inside subgraphs, and a replaced outer value updates captures") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x"), cond = b.input(Aval(JXO_DTYPE_BOOL, {}), "cond");
+  ir::ValueId id = b.op("Identity", {x}, kB3);
+  auto body = std::make_shared<ir::Graph>();
+  ir::ValueId inner = body->add_value("cap");
+  body->captures = {{inner, id}};
+  ir::ValueId i1 = body->add_value("i1"), i2 = body->add_value("i2");
+  body->nodes.push_back(ir::Node{"inner_id", "Identity", "", {inner}, {i1}, {}});
+  body->nodes.push_back(ir::Node{"inner_relu", "Relu", "", {i1}, {i2}, {}});
+  body->outputs = {i2};
+  ir::Attribute branch{"then_branch", ir::kAttrGraph};
+  branch.graph = body;
+  ir::ValueId y = b.value(kB3, "y");
+  b.g.nodes.push_back(ir::Node{"if", "If", "", {cond}, {y}, {branch}});
+  b.output(y, "y");
+  passes::PassManager(passes::default_pipeline()).run(b.g);
+  CHECK(b.count_op("Identity") == 0);
+  CHECK(body->captures[0].outer == x);
+  REQUIRE(body->nodes.size() == 1);
+  CHECK(body->nodes[0].inputs[0] == inner);
+  CHECK(ir::to_text(b.g).find("inner_relu") != std::string::npos);
+}
+
+namespace {
+// Claims a change every time: the manager must stop at its round cap.
+struct Restless : passes::Pass {
+  int* runs;
+  explicit Restless(int* r) : runs(r) {}
+  const char* name() const override { return "restless"; }
+  const char* needs() const override { return "nothing"; }
+  const char* guarantees() const override { return "nothing"; }
+  bool run(ir::Graph&) override { return ++*runs > 0; }
+};
+}  // namespace
+
+TEST_CASE("the manager stops at a fixed point or at the round cap, and dumps every run") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  b.output(b.op("Relu", {b.op("Identity", {x}, kB3)}, kB3), "out");
+  auto dir = std::filesystem::temp_directory_path() / "jaxonnx_test_passes_dump";
+  std::filesystem::remove_all(dir);
+  passes::ManagerOptions options;
+  options.dump_dir = dir.string();
+  int rounds = passes::PassManager(passes::default_pipeline(), options).run(b.g);
+  CHECK(rounds == 2);  // one round changes, the next confirms
+  CHECK(std::filesystem::exists(dir / "000_r1_before_noop.txt"));
+  CHECK(std::filesystem::exists(dir / "001_r1_after_noop.txt"));
+  std::filesystem::remove_all(dir);
+
+  int runs = 0;
+  passes::Pipeline p;
+  p.push_back(std::make_unique<Restless>(&runs));
+  passes::ManagerOptions capped;
+  capped.max_rounds = 3;
+  CHECK(passes::PassManager(std::move(p), capped).run(b.g) == 3);
+  CHECK(runs == 3);
+}
+
+TEST_CASE("optimizing twice gives the same graph") {
+  auto build = [] {
+    Builder b;
+    ir::ValueId x = b.input(kB3, "x");
+    ir::ValueId t = b.transpose(x, {1, 0});
+    ir::ValueId a = b.op("Relu", {t}, k3B), c = b.op("Relu", {t}, k3B);
+    b.output(b.op("Add", {a, c}, k3B), "out");
+    return b;
+  };
+  Builder one = build(), two = build();
+  ir::Model m1, m2;
+  m1.graph = std::move(one.g);
+  m2.graph = std::move(two.g);
+  passes::optimize(m1);
+  passes::optimize(m2);
+  std::string text = ir::to_text(m1.graph);
+  CHECK(text == ir::to_text(m2.graph));
+  CHECK(m1.graph.nodes.size() == 3);  // Transpose, one Relu, Add
+  passes::optimize(m1);
+  CHECK(ir::to_text(m1.graph) == text);
+}
+
+TEST_CASE("deduplication refuses graph outputs, subgraph holders and other domains") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  b.output(b.op("Relu", {x}, kB3), "first");
+  b.output(b.op("Relu", {x}, kB3), "second");  // a named output: stays
+  ir::ValueId c1 = b.op("call", {x}, kB3), c2 = b.op("call", {x}, kB3);
+  b.g.nodes[2].domain = b.g.nodes[3].domain = "jaxonnx.functions";  // opaque call sites
+  b.output(b.op("Add", {c1, c2}, kB3), "calls");
+  run(b.g, passes::deduplication());
+  CHECK(b.count_op("Relu") == 2);
+  CHECK(b.count_op("call") == 2);
+}
+
+TEST_CASE("transpose folding keeps one Transpose when both ends are interface values") {
+  // in -> T -> T -> out: the output needs a node, so a single (identity) Transpose stays.
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x");
+  b.output(b.transpose(b.transpose(x, {1, 0}), {1, 0}), "out");
+  run(b.g, passes::transpose_folding());
+  REQUIRE(b.g.nodes.size() == 1);
+  CHECK(b.g.nodes[0].inputs[0] == x);
+  CHECK(b.g.nodes[0].attrs[0].ints == std::vector<int64_t>{0, 1});
+  CHECK(b.g.values[b.g.nodes[0].outputs[0]].name == "out");
+}
+
+TEST_CASE("constant folding handles skipped optional inputs and keeps graph outputs") {
+  Builder b;
+  ir::ValueId data = b.ints({5, 6, 7, 8});
+  ir::ValueId s = b.op("Slice", {data, b.ints({-3}), b.ints({100}), ir::kNoValue, b.ints({2})},
+                       i64({N(2)}));
+  b.output(b.op("Neg", {s}, i64({N(2)})), "neg");
+  ir::ValueId kept = b.op("Add", {data, data}, i64({N(4)}));
+  b.output(kept, "sum");  // an output: folding it would make an initializer the output
+  run(b.g, passes::constant_folding());
+  CHECK(b.count_op("Slice") == 0);
+  CHECK(b.count_op("Add") == 1);
+  bool found = false;
+  for (const ir::Initializer& i : b.g.initializers)
+    if (i.value == s) found = ints_of(*i.tensor) == std::vector<int64_t>{6, 8};
+  CHECK(found);
+}
