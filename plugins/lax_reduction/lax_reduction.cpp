@@ -273,8 +273,9 @@ void lower_reduction(Lowering& L, ReduceFn fn) {
 // The generic reduce(operands..., inits..., jaxpr, dimensions). Lowered when
 // the body is a monoid per operand, as lax.reduce(x, init, lax.add, dims)
 // gives: body output k is one add/mul/max/min/and/or/xor of body inputs k and
-// n + k (accumulator and element, either order). JAX folds the init in once
-// (as XLA on CPU does), so the result is monoid(init, reduce(x)).
+// n + k (accumulator and element, either order). The init is folded in once,
+// monoid(init, reduce(x)), as XLA on CPU does. (A non-identity init is
+// unspecified in XLA; it even skips it when the reduced extent is 1.)
 struct Monoid {
   const char* primitive;
   ReduceFn reduce;

@@ -321,10 +321,48 @@ def test_jnp_argmin():
 
 # ---------------------------------------------------------- generic reduce --
 
-def test_generic_reduce_is_not_lowered():
-    # lax.reduce with an identity init becomes reduce_sum/... in JAX itself;
-    # with another init (or a custom body) it stays the generic `reduce`
-    # primitive, whose body this plugin cannot inspect through the ABI yet.
-    check(lambda x: lax.reduce(x, 0.0, lax.add, (1,)), [("B", 4)])
-    with pytest.raises(jaxonnx.ConversionError, match="'reduce'"):
-        check(lambda x: lax.reduce(x, 1.0, lax.add, (1,)), [("B", 4)])
+MONOIDS = {"add": lax.add, "mul": lax.mul, "max": lax.max, "min": lax.min}
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS + [(np.int32, False)], ids=["f32", "f64", "i32"])
+@pytest.mark.parametrize("shape", [(2, 3, 4), ("B", 3, 4)], ids=str)
+def test_generic_reduce_with_a_monoid_body(shape, dtype, x64):
+    # lax.reduce with an identity init becomes reduce_sum & co. in JAX itself;
+    # another init keeps the generic primitive, folded in once as XLA does.
+    # (XLA leaves such an init out when the reduced extent is 1: a non-identity
+    # init is unspecified in XLA, so the reduced extents here are never 1.)
+    def fn(x):
+        return tuple(lax.reduce(x, dtype(3), op, dims)
+                     for op in MONOIDS.values() for dims in [(1,), (0, 2)])
+    check(fn, [shape], [dtype], x64=x64)
+
+
+def test_generic_reduce_body_operand_order_and_nan():
+    check(lambda x: (lax.reduce(x, np.float32(1), lambda a, b: b + a, (1,)),
+                     lax.reduce(x, np.float32(-5), lax.max, (0, 1))),
+          [("B", 5)], make_inputs=with_nans)
+
+
+def test_generic_reduce_bool_and_bits():
+    def fn(b, i):
+        return (lax.reduce(b, True, lax.bitwise_and, (1,)), lax.reduce(b, True, lax.bitwise_or, (1,)),
+                lax.reduce(b, True, lax.bitwise_xor, (1,)), lax.reduce(i, np.int32(6), lax.bitwise_or, (1,)),
+                lax.reduce(i, np.int32(5), lax.bitwise_and, (1,)))
+    check(fn, [("B", 5), ("B", 5)], [np.bool_, np.int32])
+
+
+def test_generic_variadic_reduce_one_monoid_per_operand():
+    def fn(x, y):
+        return lax.reduce((x, y), (np.float32(1), np.float32(2)),
+                          lambda a, b: (a[0] + b[0], jnp.maximum(a[1], b[1])), (1,))
+    model = check(fn, [("B", 4), ("B", 4)])
+    assert {"ReduceSum", "ReduceMax"} <= set(op_types(model))
+
+
+@pytest.mark.parametrize("body,why", [
+    (lambda a, b: a * 2.0 + b, "equations"),
+    (lambda a, b: a - b, "not add/mul"),
+], ids=["two-eqns", "sub"])
+def test_generic_reduce_with_another_body_is_refused(body, why):
+    with pytest.raises(jaxonnx.ConversionError, match=f"reduce.*{why}"):
+        jaxonnx.to_onnx(lambda x: lax.reduce(x, 1.0, body, (1,)), [("B", 4)])
