@@ -494,3 +494,46 @@ TEST_CASE("constant folding handles skipped optional inputs and keeps graph outp
     if (i.value == s) found = ints_of(*i.tensor) == std::vector<int64_t>{6, 8};
   CHECK(found);
 }
+
+TEST_CASE("constant folding moves a transposed or sliced constant that nothing else reads") {
+  // A conv kernel HWIO -> OIHW, then flipped along its spatial axes.
+  Builder b;
+  ir::ValueId x = b.input(f32({N(2), N(3)}), "x");
+  ir::ValueId w = b.floats({1, 2, 3, 4, 5, 6}, {2, 3});
+  ir::ValueId wt = b.transpose(w, {1, 0});  // [[1, 4], [2, 5], [3, 6]]
+  ir::ValueId flipped = b.op("Slice", {wt, b.ints({-1}), b.ints({INT64_MIN}), b.ints({0}),
+                                       b.ints({-1})},
+                             f32({N(3), N(2)}));  // [[3, 6], [2, 5], [1, 4]]
+  ir::ValueId strided = b.op("Slice", {flipped, b.ints({0, 1}), b.ints({INT64_MAX, 2}),
+                                       b.ints({0, 1}), b.ints({2, 1})},
+                             f32({N(2), N(1)}));  // [[6], [4]]
+  b.output(b.op("MatMul", {x, flipped}, f32({N(2), N(2)})), "out");
+  b.output(b.op("Add", {x, strided}, f32({N(2), N(3)})), "out2");
+  run(b.g, passes::constant_folding());
+  // The Transpose folds, then the flip of its result; `flipped` is read twice
+  // (MatMul and the strided Slice), so that Slice stays: it would duplicate.
+  CHECK(b.count_op("Transpose") == 0);
+  CHECK(b.count_op("Slice") == 1);
+  const ir::Initializer* moved = nullptr;
+  for (const ir::Initializer& init : b.g.initializers)
+    if (init.value == flipped) moved = &init;
+  REQUIRE(moved);
+  CHECK(moved->tensor->dims == std::vector<int64_t>{3, 2});
+  CHECK(floats_of(*moved->tensor) == std::vector<float>{3, 6, 2, 5, 1, 4});
+
+  // Read once each: both Slices fold too.
+  Builder c;
+  ir::ValueId y = c.input(f32({N(2), N(1)}), "y");
+  ir::ValueId v = c.floats({1, 2, 3, 4, 5, 6}, {3, 2});
+  ir::ValueId flip = c.op("Slice", {v, c.ints({-1}), c.ints({INT64_MIN}), c.ints({0}), c.ints({-1})},
+                          f32({N(3), N(2)}));
+  ir::ValueId every_other = c.op("Slice", {flip, c.ints({0, 1}), c.ints({INT64_MAX, 2}),
+                                           c.ints({0, 1}), c.ints({2, 1})},
+                                 f32({N(2), N(1)}));
+  c.output(c.op("Add", {y, every_other}, f32({N(2), N(1)})), "out");
+  run(c.g, passes::constant_folding());
+  REQUIRE(c.g.nodes.size() == 1);
+  REQUIRE(c.g.initializers.size() == 1);
+  CHECK(c.g.initializers[0].tensor->dims == std::vector<int64_t>{2, 1});
+  CHECK(floats_of(*c.g.initializers[0].tensor) == std::vector<float>{6, 2});
+}

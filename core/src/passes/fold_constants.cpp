@@ -10,8 +10,12 @@
 // emit, which is static once the dims are; and
 //   Reshape / Squeeze / Unsqueeze / Flatten of a constant of any dtype to a
 //   static output type: the same bytes under new dims (a bias reshaped for
-//   broadcasting becomes an initializer of that shape).
-// Refuses: a result over 1024 elements, or one larger than the constants it
+//   broadcasting becomes an initializer of that shape);
+//   Transpose / Slice (constant starts, ends, axes, steps) of a constant of
+//   any dtype that nothing else reads: the same elements moved, no larger
+//   (a conv kernel permuted and flipped into ONNX's layout once, at export,
+//   instead of at every run).
+// Refuses (shape arithmetic): a result over 1024 elements, or one larger than the constants it
 // consumes (those read only by this node) plus 64 bytes, about the NodeProto
 // it replaces, so no model grows; a node whose output is a graph output; any
 // index out of range; any other dtype or rank.
@@ -91,6 +95,7 @@ class ConstantFolding : public Pass {
         if (reshape_constant(g, uses, n, consumed)) return true;
         continue;
       }
+      if (move_constant(g, uses, n)) return true;
       std::optional<Ints> r = evaluate(g, n, in);
       if (!r || static_cast<int64_t>(r->v.size()) > kMaxElements) continue;
       size_t elem = r->dtype == JXO_DTYPE_INT64 ? 8 : 4;
@@ -132,6 +137,101 @@ class ConstantFolding : public Pass {
     if (folded->num_elements() != data->num_elements()) return false;
     g.initializers.push_back({n.outputs[0], std::move(folded)});
     mark_erased(n);
+    return true;
+  }
+
+  // Transpose / Slice of a constant read only here: its elements, moved.
+  // Output element i sits in the input at sum_a (start[a] + i_a * step[a]) *
+  // stride[perm[a]], i_a the output index along axis a.
+  static bool move_constant(ir::Graph& g, const Uses& uses, ir::Node& n) {
+    Op op = onnx_ops::kind(n);
+    if (op != Op::Transpose && op != Op::Slice) return false;
+    const Tensor* data = uses.constant(g, n.inputs[0]);
+    if (!data || uses.reads[n.inputs[0]] != 1 || data->num_elements() == 0) return false;
+    const size_t rank = data->dims.size();
+    std::vector<int64_t> perm(rank), start(rank, 0), step(rank, 1), out_dims;
+    for (size_t a = 0; a < rank; ++a) perm[a] = static_cast<int64_t>(a);
+    if (op == Op::Transpose) {
+      const ir::Attribute* p = attribute(n, "perm");
+      if (p) perm = p->ints;
+      else std::reverse(perm.begin(), perm.end());
+      if (perm.size() != rank) return false;
+      for (int64_t a : perm) {
+        if (a < 0 || a >= static_cast<int64_t>(rank)) return false;
+        out_dims.push_back(data->dims[a]);
+      }
+    } else if (!slice_window(g, uses, n, data->dims, &start, &step, &out_dims)) {
+      return false;
+    }
+    std::vector<int64_t> stride(rank, 1);
+    for (size_t a = rank; a-- > 1;) stride[a - 1] = stride[a] * data->dims[a];
+    const size_t elem = data->nbytes / static_cast<size_t>(data->num_elements());
+    int64_t count = 1;
+    for (int64_t d : out_dims) count *= d;
+    std::vector<char> bytes(static_cast<size_t>(count) * elem);
+    std::vector<int64_t> idx(rank, 0);
+    const char* src = static_cast<const char*>(data->data);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t at = 0;
+      for (size_t a = 0; a < rank; ++a) at += (start[a] + idx[a] * step[a]) * stride[perm[a]];
+      std::memcpy(bytes.data() + i * elem, src + at * elem, elem);
+      for (size_t a = rank; a-- > 0;) {  // next output index, last axis fastest
+        if (++idx[a] < out_dims[a]) break;
+        idx[a] = 0;
+      }
+    }
+    ir::Value& out = g.values[n.outputs[0]];
+    std::vector<Dim> dims;
+    for (int64_t d : out_dims) dims.push_back(Dim{d, {}});
+    if (out.has_type && out.type.known_rank && !(out.type.dims == dims)) return false;
+    out.has_type = true;
+    out.type = Aval(data->dtype, std::move(dims));
+    g.initializers.push_back({n.outputs[0], Tensor::copy_of(data->dtype, out_dims, bytes.data(),
+                                                            bytes.size())});
+    mark_erased(n);
+    return true;
+  }
+
+  // ONNX Slice's window over `dims` from constant starts/ends/axes/steps: the
+  // first index and step per axis, and the output dims.
+  static bool slice_window(const ir::Graph& g, const Uses& uses, const ir::Node& n,
+                           const std::vector<int64_t>& dims, std::vector<int64_t>* start,
+                           std::vector<int64_t>* step, std::vector<int64_t>* out_dims) {
+    std::vector<std::vector<int64_t>> args(4);  // starts, ends, axes, steps
+    for (size_t i = 1; i < n.inputs.size() && i <= 4; ++i) {
+      if (n.inputs[i] == ir::kNoValue) continue;
+      const Tensor* t = uses.constant(g, n.inputs[i]);
+      if (!t || !to_ints(*t, &args[i - 1])) return false;
+    }
+    const size_t k = args[0].size();
+    if (n.inputs.size() < 3 || args[1].size() != k) return false;
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    if (args[2].empty()) for (size_t i = 0; i < k; ++i) args[2].push_back(static_cast<int64_t>(i));
+    if (args[3].empty()) args[3].assign(k, 1);
+    if (args[2].size() != k || args[3].size() != k) return false;
+    *out_dims = dims;
+    for (size_t i = 0; i < k; ++i) {
+      int64_t a = args[2][i] < 0 ? args[2][i] + rank : args[2][i];
+      int64_t t = args[3][i];
+      if (a < 0 || a >= rank || t == 0) return false;
+      const int64_t d = dims[a];
+      int64_t b = args[0][i], e = args[1][i];
+      if (b < 0) b = b < -d ? 0 : b + d;  // without overflow for INT64_MIN
+      if (e < 0) e = e < -d ? -1 : e + d;
+      int64_t len;
+      if (t > 0) {
+        b = std::clamp<int64_t>(b, 0, d);
+        e = std::clamp<int64_t>(e, 0, d);
+        len = e > b ? (e - b + t - 1) / t : 0;
+      } else {
+        b = std::clamp<int64_t>(b, 0, d - 1);
+        e = std::clamp<int64_t>(e, -1, d - 1);
+        len = b > e ? (b - e - t - 1) / -t : 0;
+      }
+      (*start)[a] = b;
+      (*step)[a] = t;
+      (*out_dims)[a] = len;
+    }
     return true;
   }
 

@@ -37,6 +37,7 @@ const std::set<std::string> kUnary = {
 
 const std::set<std::string> kBinary = {
     "Add",  "Sub",     "Mul",  "Div",         "Pow",     "Mod",          "And",
+    "Max",  "Min",
     "Or",   "Xor",     "Equal", "Less",       "Greater", "LessOrEqual",  "GreaterOrEqual",
     "BitShift", "BitwiseAnd", "BitwiseOr",    "BitwiseXor",
 };
