@@ -156,45 +156,14 @@ void lower_cumsum(Lowering& L) {
 
 // ----------------------------------------------------------------- cumprod --
 
-// Inclusive product scan of integer `x` (type `a`) along `axis` by doubling.
-Value scan_mul(Lowering& L, Value x, const Aval& a, int64_t axis, bool reverse) {
-  const Dim n = a.shape[static_cast<size_t>(axis)];
-  int64_t steps = 32;
-  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
-  Value one = L.scalar(a.dtype, 1);
-  Value axes = L.i64s({axis});
-  for (int64_t k = 0; k < steps; ++k) {
-    // Shift by m = min(2^k, n) toward the scan direction, filling with the
-    // identity 1 (m, not 2^k, so the padded tensor stays within 2n).
-    const int64_t s = int64_t{1} << k;
-    Value m, pads, neg_m;
-    if (n.is_static()) {
-      m = L.i64s({s});
-      pads = L.i64s(reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
-      neg_m = L.i64s({-s});
-    } else {
-      m = L.op("Min", {L.i64s({s}), L.dim_value(n)}, Aval(dtype::i64, {1}));
-      Value zero = L.i64s({0});
-      pads = L.op("Concat", {reverse ? zero : m, reverse ? m : zero}, Aval(dtype::i64, {2}),
-                  {Attr::i("axis", 0)});
-      neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
-    }
-    Value padded = L.op("Pad", {x, pads, one, axes}, Aval::of_unknown_shape(a.dtype),
-                        {Attr::s("mode", "constant")});
-    Value shifted = reverse ? L.op("Slice", {padded, m, L.i64s({INT64_MAX}), axes}, a)
-                            : L.op("Slice", {padded, L.i64s({0}), neg_m, axes}, a);
-    x = L.op("Mul", {x, shifted}, a);
-  }
-  return x;
-}
-
 void lower_cumprod(Lowering& L) {
   Aval in = L.in_aval(0);
   Params p = cum_params(L, in);
   int32_t w = wrap_dtype(in.dtype);
   Value x = L.cast(L.input(0), in, w);
   if (dtype::is_int(in.dtype)) {
-    L.bind(0, L.cast(scan_mul(L, x, in.with_dtype(w), p.axis, p.reverse), in.with_dtype(w), in.dtype));
+    Aval wa = in.with_dtype(w);
+    L.bind(0, L.cast(L.inclusive_scan("Mul", x, wa, p.axis, p.reverse, L.scalar(w, 1)), wa, in.dtype));
     return;
   }
   Pairwise pw(L, in, p.axis, p.reverse);

@@ -149,48 +149,15 @@ Value min(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& ou
   return extremum(L, "ReduceMin", x, in, axes, out);
 }
 
-// Inclusive product scan of integer `x` (type `a`) along `axis` by doubling
-// (Hillis-Steele): x *= x shifted by 1, 2, 4, ... (Pad with 1s, Slice). Mul
-// wraps like JAX; ceil(log2 n) steps for a static n, 32 for a symbolic n
-// (exact for n < 2^32). The same helper lives in lax_cumulative.
-Value scan_mul(Lowering& L, Value x, const Aval& a, int64_t axis, bool reverse) {
-  const Dim n = a.shape[static_cast<size_t>(axis)];
-  int64_t steps = 32;
-  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
-  Value one = L.scalar(a.dtype, 1);
-  Value axes = L.i64s({axis});
-  for (int64_t k = 0; k < steps; ++k) {
-    // Shift by m = min(2^k, n) toward the scan direction, filling with the
-    // identity 1 (m, not 2^k, so the padded tensor stays within 2n).
-    const int64_t s = int64_t{1} << k;
-    Value m, pads, neg_m;
-    if (n.is_static()) {
-      m = L.i64s({s});
-      pads = L.i64s(reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
-      neg_m = L.i64s({-s});
-    } else {
-      m = L.op("Min", {L.i64s({s}), L.dim_value(n)}, Aval(dtype::i64, {1}));
-      Value zero = L.i64s({0});
-      pads = L.op("Concat", {reverse ? zero : m, reverse ? m : zero}, Aval(dtype::i64, {2}),
-                  {Attr::i("axis", 0)});
-      neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
-    }
-    Value padded = L.op("Pad", {x, pads, one, axes}, Aval::of_unknown_shape(a.dtype),
-                        {Attr::s("mode", "constant")});
-    Value shifted = reverse ? L.op("Slice", {padded, m, L.i64s({INT64_MAX}), axes}, a)
-                            : L.op("Slice", {padded, L.i64s({0}), neg_m, axes}, a);
-    x = L.op("Mul", {x, shifted}, a);
-  }
-  return x;
-}
-
 // reduce_prod: ReduceProd for floats (NaN and inf * 0 propagate as in JAX by
 // themselves). Integers: a Mul scan per axis (see reduce_by_scan).
 Value prod(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
   int32_t w = wrap_dtype(in.dtype);
   Value r = L.cast(x, in, w);
   if (dtype::is_int(in.dtype)) {
-    auto scan = [&](Value v, const Aval& a, int64_t k) { return scan_mul(L, v, a, k, false); };
+    auto scan = [&](Value v, const Aval& a, int64_t k) {
+      return L.inclusive_scan("Mul", v, a, k, false, L.scalar(a.dtype, 1));
+    };
     r = reduce_by_scan(L, "ReduceProd", r, in.with_dtype(w), axes, scan);
   } else {
     r = reduce(L, "ReduceProd", r, axes, out.with_dtype(w));

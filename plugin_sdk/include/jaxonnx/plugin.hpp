@@ -487,6 +487,42 @@ class Lowering {
     return memoized("jaxonnx.dim:" + d.symbol, [&] { return DimExprParser{d.symbol, 0, this}.parse(); });
   }
 
+  // Inclusive scan of `x` (aval `a`) along `axis` with the associative
+  // binary ONNX op `op` (e.g. "Mul", "Max"), whose identity is `identity` (a
+  // scalar of a.dtype): x = op(x, x shifted by 1, 2, 4, ...) (Hillis-Steele;
+  // Pad with the identity, Slice). ceil(log2 n) steps for a static n, 32 for a
+  // symbolic n (exact for n < 2^32). Exact for integer ops, which wrap.
+  Value inclusive_scan(const char* op, Value x, const Aval& a, int64_t axis, bool reverse,
+                       Value identity) {
+    const Dim n = a.shape[static_cast<size_t>(axis)];
+    int64_t steps = 32;
+    if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
+    Value axes = i64s({axis});
+    for (int64_t k = 0; k < steps; ++k) {
+      // Shift by m = min(2^k, n) toward the scan direction (m, not 2^k, so the
+      // padded tensor stays within 2n).
+      const int64_t s = int64_t{1} << k;
+      Value m, pads, neg_m;
+      if (n.is_static()) {
+        m = i64s({s});
+        pads = i64s(reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
+        neg_m = i64s({-s});
+      } else {
+        m = this->op("Min", {i64s({s}), dim_value(n)}, Aval(dtype::i64, {1}));
+        Value zero = i64s({0});
+        pads = this->op("Concat", {reverse ? zero : m, reverse ? m : zero}, Aval(dtype::i64, {2}),
+                        {Attr::i("axis", 0)});
+        neg_m = this->op("Neg", {m}, Aval(dtype::i64, {1}));
+      }
+      Value padded = this->op("Pad", {x, pads, identity, axes}, Aval::of_unknown_shape(a.dtype),
+                              {Attr::s("mode", "constant")});
+      Value shifted = reverse ? this->op("Slice", {padded, m, i64s({INT64_MAX}), axes}, a)
+                              : this->op("Slice", {padded, i64s({0}), neg_m, axes}, a);
+      x = this->op(op, {x, shifted}, a);
+    }
+    return x;
+  }
+
   // A 1-D int64 tensor holding `shape`, symbolic dims computed at runtime.
   // Runs of static dims become one constant.
   Value shape_value(const Shape& shape) {
