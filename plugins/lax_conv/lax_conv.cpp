@@ -1,0 +1,293 @@
+// lax_conv: conv_general_dilated as ONNX Conv, or ConvTranspose for the
+// transposed convolutions that flax.nnx.ConvTranspose / lax.conv_transpose make.
+//
+// Layout. ONNX Conv reads X as [N, C, spatial...] and W as [M, C/group, k...]
+// and writes [N, M, spatial...]. JAX's dimension_numbers (lhs_spec, rhs_spec,
+// out_spec) say which axis of each operand holds batch/feature/spatial dims,
+// so one Transpose per operand (perm = spec) reaches the ONNX layout and one
+// after the Conv (the inverse of out_spec) goes back. For NCHW/OIHW these are
+// identities and emit nothing; for NHWC the Transposes between consecutive
+// convolutions cancel in the optimizer across elementwise ops (relu, bias).
+//
+// Padding. JAX gives explicit (lo, hi) pairs, possibly asymmetric (Conv pads =
+// [begins..., ends...]) or negative: a negative pad crops, done with a Slice
+// first.
+//
+// lhs_dilation > 1 (a transposed convolution) inserts d-1 zeros between input
+// elements before padding. With unit window strides and one group this is
+// ConvTranspose (strides = d) with the kernel flipped spatially, in/out
+// channels swapped, and pads k_eff-1-lo / k_eff-1-hi (k_eff = (k-1)*rhs_d+1),
+// a negative end pad becoming output_padding. Anything else dilates the input
+// explicitly (Unsqueeze, Pad the new unit axis with d-1 zeros, Reshape, Slice
+// off the trailing zeros) and runs a plain Conv: always exact.
+//
+// rhs_dilation is Conv's dilations, window_strides its strides,
+// feature_group_count its group. batch_group_count = G (JAX's weight gradient)
+// splits the batch into G group-major slices, each convolved with its own
+// slice of output features: moving the batch groups into the feature axis
+// (Reshape [G, N/G, C, ...], Transpose, Reshape [N/G, G*C, ...]) makes it a
+// grouped Conv with group = G.
+//
+// dtypes: onnxruntime's Conv/ConvTranspose have float32 and float16 kernels
+// only, so float64 and bfloat16 compute in float32 (float64 results carry
+// float32 rounding) and cast back. preferred_element_type sets the output
+// dtype. Integer convolutions are refused.
+#include <jaxonnx/plugin.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace jaxonnx::sdk;
+
+using Ints = std::vector<int64_t>;
+
+struct ConvParams {
+  size_t n = 0;  // spatial rank
+  Ints strides, lhs_dil, rhs_dil, lo, hi;
+  Ints lhs_spec, rhs_spec, out_spec;
+  int64_t fgc = 1, bgc = 1;
+};
+
+ConvParams read_params(Lowering& L) {
+  ConvParams p;
+  p.strides = L.param("window_strides").as_ints();
+  p.n = p.strides.size();
+  for (const Param& pad : L.param("padding").items()) {
+    Ints lh = pad.as_ints();
+    if (lh.size() != 2) L.fail("conv_general_dilated: padding entries must be (lo, hi) pairs");
+    p.lo.push_back(lh[0]);
+    p.hi.push_back(lh[1]);
+  }
+  p.lhs_dil = L.param("lhs_dilation").as_ints();
+  p.rhs_dil = L.param("rhs_dilation").as_ints();
+  Param dn = L.param("dimension_numbers");
+  if (dn.kind() == JXO_PARAM_RECORD) {
+    p.lhs_spec = dn.field("lhs_spec").as_ints();
+    p.rhs_spec = dn.field("rhs_spec").as_ints();
+    p.out_spec = dn.field("out_spec").as_ints();
+  } else {
+    p.lhs_spec = dn[0].as_ints();
+    p.rhs_spec = dn[1].as_ints();
+    p.out_spec = dn[2].as_ints();
+  }
+  p.fgc = L.param("feature_group_count").as_int();
+  p.bgc = L.param("batch_group_count").as_int();
+  const size_t r = p.n + 2;
+  if (p.lo.size() != p.n || p.lhs_dil.size() != p.n || p.rhs_dil.size() != p.n ||
+      p.lhs_spec.size() != r || p.rhs_spec.size() != r || p.out_spec.size() != r)
+    L.fail("conv_general_dilated: params disagree on the number of spatial dims");
+  if (p.fgc > 1 && p.bgc > 1)
+    L.fail("conv_general_dilated: feature_group_count=" + std::to_string(p.fgc) +
+           " and batch_group_count=" + std::to_string(p.bgc) + " cannot both exceed 1");
+  return p;
+}
+
+// `a` permuted by `perm` (out.shape[k] = a.shape[perm[k]]).
+Aval permuted(const Aval& a, const Ints& perm) {
+  Shape s;
+  for (int64_t q : perm) s.push_back(a.shape.at(static_cast<size_t>(q)));
+  return a.with_shape(s);
+}
+
+Ints inverse(const Ints& perm) {
+  Ints inv(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) inv[static_cast<size_t>(perm[k])] = static_cast<int64_t>(k);
+  return inv;
+}
+
+bool all_static(const Shape& s) {
+  return std::all_of(s.begin(), s.end(), [](const Dim& d) { return d.is_static(); });
+}
+
+// A value in [N, C, spatial...] layout with its type (shape unknown once a
+// symbolic spatial dim goes through pad arithmetic).
+struct Tensor {
+  Value v;
+  Aval a;
+};
+
+// Type of `x` with spatial dim i mapped by f; unknown when it is symbolic.
+template <typename F> Aval map_spatial(const Aval& a, size_t n, F f) {
+  if (a.unknown_rank) return a;
+  for (size_t i = 0; i < n; ++i)
+    if (!a.shape[2 + i].is_static()) return Aval::of_unknown_shape(a.dtype);
+  Aval out = a;
+  for (size_t i = 0; i < n; ++i) out.shape[2 + i] = Dim(f(i, a.shape[2 + i].value));
+  return out;
+}
+
+// Inserts d-1 zeros between neighbouring elements along each spatial axis:
+// [.., L, ..] -> Unsqueeze [.., L, 1, ..] -> Pad [.., L, d, ..] -> Reshape
+// [.., L*d, ..] -> Slice off the last d-1 zeros -> [.., (L-1)*d+1, ..].
+Tensor dilate(Lowering& L, Tensor x, size_t n, const Ints& d) {
+  Ints new_axes, pads_begin, pads_end;
+  Shape target = {Dim(0), Dim(0)};  // Reshape 0 = copy N and C
+  Ints slice_axes, slice_ends;
+  int64_t pos = 0;
+  for (size_t j = 0; j < n + 2; ++j) {
+    pads_begin.push_back(0);
+    pads_end.push_back(0);
+    ++pos;
+    if (j < 2) continue;
+    const size_t i = j - 2;
+    const Dim len = x.a.shape.at(j);
+    if (d[i] == 1) {
+      target.push_back(len);
+      continue;
+    }
+    new_axes.push_back(pos++);
+    pads_begin.push_back(0);
+    pads_end.push_back(d[i] - 1);
+    target.push_back(len.is_static() ? Dim(len.value * d[i])
+                                     : Dim::sym(std::to_string(d[i]) + "*(" + len.symbol + ")"));
+    slice_axes.push_back(static_cast<int64_t>(j));
+    slice_ends.push_back(-(d[i] - 1));
+  }
+  if (new_axes.empty()) return x;
+  const int32_t t = x.a.dtype;
+  Value u = L.op("Unsqueeze", {x.v, L.i64s(new_axes)}, Aval::of_unknown_shape(t));
+  Ints pads = pads_begin;
+  pads.insert(pads.end(), pads_end.begin(), pads_end.end());
+  Value padded = L.op("Pad", {u, L.i64s(pads), L.scalar(t, 0)}, Aval::of_unknown_shape(t),
+                      {Attr::s("mode", "constant")});
+  Value merged = L.op("Reshape", {padded, L.shape_value(target)}, Aval::of_unknown_shape(t));
+  Aval out = map_spatial(x.a, n, [&](size_t i, int64_t l) { return (l - 1) * d[i] + 1; });
+  Ints zeros(slice_axes.size(), 0);
+  Value sliced = L.op("Slice", {merged, L.i64s(zeros), L.i64s(slice_ends), L.i64s(slice_axes)}, out);
+  return {sliced, out};
+}
+
+// Crops spatial axes with a negative pad (JAX pads below zero remove
+// elements) and returns the pads that remain, all >= 0.
+Tensor crop(Lowering& L, Tensor x, size_t n, Ints& lo, Ints& hi) {
+  Ints axes, starts, ends;
+  for (size_t i = 0; i < n; ++i) {
+    if (lo[i] >= 0 && hi[i] >= 0) continue;
+    axes.push_back(static_cast<int64_t>(2 + i));
+    starts.push_back(std::max<int64_t>(0, -lo[i]));
+    ends.push_back(hi[i] < 0 ? hi[i] : INT64_MAX);
+  }
+  if (axes.empty()) return x;
+  Ints lo0 = lo, hi0 = hi;
+  for (size_t i = 0; i < n; ++i) { lo[i] = std::max<int64_t>(0, lo[i]); hi[i] = std::max<int64_t>(0, hi[i]); }
+  Aval out = map_spatial(x.a, n, [&](size_t i, int64_t l) {
+    return std::max<int64_t>(0, l - std::max<int64_t>(0, -lo0[i]) - std::max<int64_t>(0, -hi0[i]));
+  });
+  Value v = L.op("Slice", {x.v, L.i64s(starts), L.i64s(ends), L.i64s(axes)}, out);
+  return {v, out};
+}
+
+// The dtype the Conv runs in: onnxruntime has float32/float16 kernels only.
+int32_t compute_dtype(Lowering& L, int32_t in, int32_t out) {
+  if (in == dtype::f16 && out == dtype::f16) return dtype::f16;
+  if (dtype::is_float(in)) return dtype::f32;
+  L.fail(std::string("conv_general_dilated: ") + dtype::name(in) +
+         " operands are not supported (onnxruntime's Conv takes floats only)");
+}
+
+// Tries the ConvTranspose form of an lhs-dilated convolution (see the header).
+// Returns false when the parameters do not map onto it.
+bool conv_transpose(Lowering& L, const ConvParams& p, const Tensor& x, Value rhs, const Aval& rhs_a,
+                    int32_t cd, const Aval& y_aval, Value& y) {
+  if (p.fgc != 1 || p.bgc != 1) return false;
+  for (int64_t s : p.strides) if (s != 1) return false;
+  Ints pads_begin, pads_end, out_pad;
+  Ints k(p.n);
+  for (size_t i = 0; i < p.n; ++i) {
+    const Dim kd = rhs_a.shape[static_cast<size_t>(p.rhs_spec[2 + i])];
+    if (!kd.is_static()) return false;
+    k[i] = kd.value;
+    const int64_t k_eff = (kd.value - 1) * p.rhs_dil[i] + 1;
+    const int64_t pb = k_eff - 1 - p.lo[i], pe = k_eff - 1 - p.hi[i];
+    if (pb < 0 || kd.value == 0) return false;
+    // A negative end pad is output the transposed conv does not reach by
+    // itself: output_padding (accepted below the stride) adds it.
+    if (pe < 0 && -pe >= p.lhs_dil[i]) return false;
+    pads_begin.push_back(pb);
+    pads_end.push_back(std::max<int64_t>(0, pe));
+    out_pad.push_back(std::max<int64_t>(0, -pe));
+  }
+  // W: [I, O, k...] (ConvTranspose's [C, M/group, k...]) with each spatial
+  // axis reversed.
+  Ints wperm = {p.rhs_spec[1], p.rhs_spec[0]};
+  for (size_t i = 0; i < p.n; ++i) wperm.push_back(p.rhs_spec[2 + i]);
+  Aval wa = permuted(rhs_a, wperm);
+  Value w = L.transpose(rhs, rhs_a, wperm);
+  Ints flip_axes;
+  for (size_t i = 0; i < p.n; ++i) if (k[i] > 1) flip_axes.push_back(static_cast<int64_t>(2 + i));
+  if (!flip_axes.empty()) {
+    Ints starts(flip_axes.size(), -1), ends(flip_axes.size(), INT64_MIN), steps(flip_axes.size(), -1);
+    w = L.op("Slice", {w, L.i64s(starts), L.i64s(ends), L.i64s(flip_axes), L.i64s(steps)}, wa);
+  }
+  w = L.cast(w, wa, cd);
+  Ints pads = pads_begin;
+  pads.insert(pads.end(), pads_end.begin(), pads_end.end());
+  std::vector<Attr> attrs = {Attr::ints("strides", p.lhs_dil), Attr::ints("dilations", p.rhs_dil),
+                             Attr::ints("pads", pads)};
+  if (std::any_of(out_pad.begin(), out_pad.end(), [](int64_t v) { return v != 0; }))
+    attrs.push_back(Attr::ints("output_padding", out_pad));
+  y = L.op("ConvTranspose", {x.v, w}, y_aval.with_dtype(cd), attrs);
+  return true;
+}
+
+void lower_conv(Lowering& L) {
+  ConvParams p = read_params(L);
+  const Aval lhs_a = L.in_aval(0), rhs_a = L.in_aval(1), out_a = L.out_aval(0);
+  const int32_t cd = compute_dtype(L, lhs_a.dtype, out_a.dtype);
+  const size_t n = p.n;
+
+  // X in [N, C, spatial...].
+  Tensor x{L.transpose(L.input(0), lhs_a, p.lhs_spec), permuted(lhs_a, p.lhs_spec)};
+  x.v = L.cast(x.v, x.a, cd);
+  x.a = x.a.with_dtype(cd);
+  // The Conv's output, [N, M, spatial...] (out_spec says where each goes).
+  const Aval y_aval = permuted(out_a, p.out_spec).with_dtype(cd);
+
+  Value y = kNoValue;
+  const bool dilated = std::any_of(p.lhs_dil.begin(), p.lhs_dil.end(), [](int64_t d) { return d != 1; });
+  if (!(dilated && conv_transpose(L, p, x, L.input(1), rhs_a, cd, y_aval, y))) {
+    int64_t group = p.fgc;
+    if (p.bgc > 1) {
+      // [N, C, s...] -> [G, N/G, C, s...] -> [N/G, G, C, s...] -> [N/G, G*C, s...]
+      const Dim nb = y_aval.shape[0];
+      const Dim c = x.a.shape[1];
+      if (!c.is_static()) L.fail("conv_general_dilated: batch_group_count needs a static feature dim");
+      Shape split = {Dim(p.bgc), nb, c}, merged = {nb, Dim(p.bgc * c.value)};
+      Shape split_t = {Dim(p.bgc), Dim(-1), c}, merged_t = {Dim(-1), Dim(p.bgc * c.value)};
+      for (size_t i = 0; i < n; ++i) {
+        for (Shape* s : {&split, &merged, &split_t, &merged_t}) s->push_back(x.a.shape[2 + i]);
+      }
+      Aval sa(cd, split);
+      Value v = L.op("Reshape", {x.v, L.shape_value(split_t)}, sa);
+      Ints perm = {1, 0};
+      for (size_t j = 2; j < n + 3; ++j) perm.push_back(static_cast<int64_t>(j));
+      v = L.transpose(v, sa, perm);
+      x = {L.op("Reshape", {v, L.shape_value(merged_t)}, Aval(cd, merged)), Aval(cd, merged)};
+      group = p.bgc;
+    }
+    x = dilate(L, x, n, p.lhs_dil);
+    Ints lo = p.lo, hi = p.hi;
+    x = crop(L, x, n, lo, hi);
+    Value w = L.cast(L.transpose(L.input(1), rhs_a, p.rhs_spec), permuted(rhs_a, p.rhs_spec), cd);
+    Ints pads = lo;
+    pads.insert(pads.end(), hi.begin(), hi.end());
+    y = L.op("Conv", {x.v, w}, y_aval,
+             {Attr::ints("strides", p.strides), Attr::ints("dilations", p.rhs_dil),
+              Attr::ints("pads", pads), Attr::i("group", group)});
+  }
+  y = L.cast(y, y_aval, out_a.dtype);
+  L.bind(0, L.transpose(y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec)));
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("lax_conv", "0.1.0") {
+  plugin.primitive("conv_general_dilated", lower_conv)
+      .emits({"Conv", "ConvTranspose", "Transpose", "Cast", "Slice", "Pad", "Unsqueeze", "Reshape"})
+      .emits_shape_ops()
+      .doc(onnx_doc("Conv"));
+}

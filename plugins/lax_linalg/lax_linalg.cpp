@@ -1,0 +1,430 @@
+// lax_linalg: cholesky, triangular_solve, lu, lu_pivots_to_permutation and
+// custom_linear_solve -- what jnp.linalg.cholesky / solve / inv / det /
+// slogdet and jax.scipy.linalg.{solve_triangular, lu, lu_factor, lu_solve,
+// cho_solve} reduce to.
+//
+// ONNX has no Cholesky, LU or triangular-solve operator (Det exists, but JAX
+// never emits a det primitive: jnp.linalg.det arrives as `lu`). The matrix
+// dims are the two trailing ones and must be static; leading (batch) dims may
+// be symbolic. Each factorization is unrolled over its n columns into
+// Slice / Mul / ReduceSum / MatMul / Div / Concat steps on [..., n, n], so a
+// model holds O(n) nodes per primitive; n is capped at kMaxUnrolled (a Loop
+// would be needed beyond that, and a symbolic n is refused with a clear error).
+//
+// Semantics kept from JAX's CPU (LAPACK) kernels:
+// - cholesky reads the lower triangle only and returns the input's strict
+//   upper triangle unchanged (jnp.linalg.cholesky zeroes it afterwards). If a
+//   pivot d_j <= 0 the factorization fails and the WHOLE matrix of that batch
+//   element is NaN, as JAX does on potrf's info != 0 (a NaN pivot is not a
+//   failure there: NaN propagates through the remaining columns, as here).
+// - triangular_solve reads only the `lower` (or upper) triangle of `a`, and
+//   not its diagonal when unit_diagonal; conjugate_a is a no-op for reals.
+// - lu is getrf's partial pivoting: the pivot is the FIRST row of maximal
+//   |a| (ONNX ArgMax with select_last_index=0), rows are swapped exactly (a
+//   one-hot Where + ReduceSum that adds only zeros, no MatMul by a permutation
+//   matrix, which would smear NaN/Inf), and a zero pivot skips the scaling of
+//   the column (getf2 leaves it as is) instead of dividing by zero. Outputs
+//   are lu (L strictly below the diagonal, U on and above), pivots int32
+//   [..., min(m, n)] and permutation int32 [..., m]; m != n is supported.
+// - custom_linear_solve's forward value is its `solve` jaxpr applied to b;
+//   it is inlined.
+// Only float32/float64 operands are accepted (complex is not an ONNX type
+// jaxonnx emits). Anything else (eigh, svd, qr, schur, ...) has no plugin,
+// so conversion fails naming the primitive.
+#include <jaxonnx/plugin.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace jaxonnx::sdk;
+
+// Unrolling beyond this many columns makes models of thousands of nodes.
+constexpr int64_t kMaxUnrolled = 64;
+
+// A value with its type, so slices and concats can derive their avals.
+struct T {
+  Value v;
+  Aval a;
+};
+
+int64_t rank_of(const T& x) { return x.a.rank(); }
+
+// The static size of a matrix dim, or a clear failure.
+int64_t matrix_dim(Lowering& L, const Aval& a, int64_t axis, const char* what) {
+  const Dim& d = a.shape.at(static_cast<size_t>(axis));
+  if (!d.is_static())
+    L.fail(std::string(L.primitive()) + ": the " + what + " dim of " + a.str() +
+           " is symbolic; only the batch dims may be symbolic (the algorithm is unrolled "
+           "over the matrix columns)");
+  if (d.value > kMaxUnrolled)
+    L.fail(std::string(L.primitive()) + ": matrix dim " + std::to_string(d.value) + " of " +
+           a.str() + " exceeds the unrolling limit of " + std::to_string(kMaxUnrolled));
+  return d.value;
+}
+
+void require_float(Lowering& L, const Aval& a) {
+  if (a.dtype != dtype::f32 && a.dtype != dtype::f64)
+    L.fail(std::string(L.primitive()) + ": operand dtype " + dtype::name(a.dtype) +
+           " is not supported (float32 and float64 only)");
+  if (a.rank() < 2) L.fail(std::string(L.primitive()) + ": operand " + a.str() + " is not a matrix");
+}
+
+// x[..., start:end] along `axis`.
+T slice(Lowering& L, const T& x, int64_t axis, int64_t start, int64_t end) {
+  Shape s = x.a.shape;
+  s[static_cast<size_t>(axis)] = Dim(end - start);
+  Value v = L.op("Slice", {x.v, L.i64s({start}), L.i64s({end}), L.i64s({axis})}, x.a.with_shape(s));
+  return {v, x.a.with_shape(s)};
+}
+
+T concat(Lowering& L, const std::vector<T>& parts, int64_t axis) {
+  if (parts.size() == 1) return parts[0];
+  Shape s = parts[0].a.shape;
+  int64_t total = 0;
+  std::vector<Value> vs;
+  for (const T& p : parts) {
+    total += p.a.shape[static_cast<size_t>(axis)].value;
+    vs.push_back(p.v);
+  }
+  s[static_cast<size_t>(axis)] = Dim(total);
+  Aval out = parts[0].a.with_shape(s);
+  return {L.op("Concat", vs, out, {Attr::i("axis", axis)}), out};
+}
+
+// Emits `op` whose output has type `out`.
+T node(Lowering& L, const char* op, const std::vector<Value>& ins, const Aval& out,
+       const std::vector<Attr>& attrs = {}) {
+  return {L.op(op, ins, out, attrs), out};
+}
+
+// The batch dims of `a` followed by `tail`.
+Shape batch_then(const Aval& a, std::vector<int64_t> tail) {
+  Shape s(a.shape.begin(), a.shape.end() - 2);
+  for (int64_t t : tail) s.push_back(Dim(t));
+  return s;
+}
+
+// A constant bool [rows, cols] tensor with pred(i, j).
+template <typename Pred>
+Value bool_mask(Lowering& L, int64_t rows, int64_t cols, Pred pred) {
+  std::vector<uint8_t> m;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) m.push_back(pred(i, j) ? 1 : 0);
+  return L.constant(dtype::boolean, {rows, cols}, m.data(), m.size());
+}
+
+// ReduceSum over one axis, kept.
+T sum_keep(Lowering& L, const T& x, int64_t axis) {
+  Shape s = x.a.shape;
+  s[static_cast<size_t>(axis)] = Dim(1);
+  return node(L, "ReduceSum", {x.v, L.i64s({axis})}, x.a.with_shape(s), {Attr::i("keepdims", 1)});
+}
+
+// ---------------------------------------------------------------- cholesky --
+
+// Left-looking Cholesky, one column j at a time:
+//   c = A[:, j] - L[:, :j] @ L[j, :j]^T,   L[j, j] = sqrt(c[j]),   L[i, j] = c[i] / L[j, j].
+// Rows above j of each column are scratch (never read back): the result takes
+// A's strict upper triangle there.
+void lower_cholesky(Lowering& L) {
+  T a{L.input(0), L.in_aval(0)};
+  require_float(L, a.a);
+  int64_t r = rank_of(a);
+  int64_t n = matrix_dim(L, a.a, r - 1, "matrix");
+  if (a.a.shape[static_cast<size_t>(r - 2)] != Dim(n)) L.fail("cholesky: operand " + a.a.str() + " is not square");
+  int32_t dt = a.a.dtype;
+  std::vector<T> cols, diags;
+  T acc{kNoValue, {}};  // L[:, :j]
+  for (int64_t j = 0; j < n; ++j) {
+    T c = slice(L, a, r - 1, j, j + 1);  // [..., n, 1]
+    if (j > 0) {
+      T row = slice(L, acc, r - 2, j, j + 1);  // L[j, :j], [..., 1, j]
+      T prod = node(L, "Mul", {acc.v, row.v}, acc.a);
+      c = node(L, "Sub", {c.v, sum_keep(L, prod, r - 1).v}, c.a);
+    }
+    T d = slice(L, c, r - 2, j, j + 1);  // [..., 1, 1]
+    diags.push_back(d);
+    T ljj = node(L, "Sqrt", {d.v}, d.a);
+    T col = node(L, "Div", {c.v, ljj.v}, c.a);
+    cols.push_back(col);
+    acc = j == 0 ? col : concat(L, {acc, col}, r - 1);
+  }
+  // The diagonal is sqrt(d) itself (c[j] / sqrt(c[j]) is not exactly that).
+  T dvec = concat(L, diags, r - 1);  // [..., 1, n]
+  T sq = node(L, "Sqrt", {dvec.v}, dvec.a);
+  Value eye = bool_mask(L, n, n, [](int64_t i, int64_t j) { return i == j; });
+  Value upper = bool_mask(L, n, n, [](int64_t i, int64_t j) { return i < j; });
+  T res = node(L, "Where", {eye, sq.v, acc.v}, a.a);
+  res = node(L, "Where", {upper, a.v, res.v}, a.a);
+  // The factorization fails when a pivot d_j <= 0 (JAX's CPU kernel does not
+  // count a NaN pivot as a failure: NaN just propagates); JAX then returns
+  // NaN for the whole matrix. The flags go through float for ReduceMax
+  // (bool reductions need opset 20).
+  Aval flags = dvec.a;
+  T bad = node(L, "LessOrEqual", {dvec.v, L.scalar(dt, 0.0)}, flags.with_dtype(dtype::boolean));
+  T badf = node(L, "Cast", {bad.v}, flags, {Attr::i("to", dt)});
+  Aval one = flags.with_shape(batch_then(a.a, {1, 1}));
+  T anyf = node(L, "ReduceMax", {badf.v, L.i64s({r - 1})}, one, {Attr::i("keepdims", 1)});
+  T anyb = node(L, "Cast", {anyf.v}, one.with_dtype(dtype::boolean), {Attr::i("to", dtype::boolean)});
+  res = node(L, "Where", {anyb.v, L.scalar(dt, NAN), res.v}, a.a);
+  L.bind(0, res.v);
+}
+
+// -------------------------------------------------------- triangular_solve --
+
+// Substitution, one row of X at a time. Left side (op(A) X = B), with M = op(A):
+// lower M solves rows 0..m-1 forwards, x_i = (b_i - M[i, :i] X[:i]) / M[i, i];
+// upper M solves backwards. The right side (X op(A) = B) is the left side
+// transposed: op(A)^T X^T = B^T.
+void lower_triangular_solve(Lowering& L) {
+  T a{L.input(0), L.in_aval(0)};
+  T b{L.input(1), L.in_aval(1)};
+  require_float(L, a.a);
+  bool left = L.param("left_side").as_bool();
+  bool lower = L.param("lower").as_bool();
+  bool trans = L.param("transpose_a").as_bool();
+  bool unit = L.param("unit_diagonal").as_bool();
+  // conjugate_a is the identity on real matrices.
+  int64_t ra = rank_of(a), rb = rank_of(b);
+  if (rb < 2) L.fail("triangular_solve: b " + b.a.str() + " is not a matrix");
+  int64_t m = matrix_dim(L, a.a, ra - 1, "matrix");
+  std::vector<int64_t> swap_last;
+  for (int64_t i = 0; i < rb; ++i) swap_last.push_back(i);
+  std::swap(swap_last[rb - 1], swap_last[rb - 2]);
+  if (!left) {
+    b = {L.transpose(b.v, b.a, swap_last), b.a};
+    std::swap(b.a.shape[rb - 1], b.a.shape[rb - 2]);
+    trans = !trans;
+  }
+  std::vector<int64_t> swap_a;
+  for (int64_t i = 0; i < ra; ++i) swap_a.push_back(i);
+  std::swap(swap_a[ra - 1], swap_a[ra - 2]);
+  T M = trans ? T{L.transpose(a.v, a.a, swap_a), a.a} : a;
+  bool m_lower = lower != trans;
+
+  Aval out_a = L.out_aval(0);  // batch dims of the result
+  Shape bs(out_a.shape.begin(), out_a.shape.end() - 2);
+  bs.push_back(Dim(1));
+  bs.push_back(b.a.shape[rb - 1]);
+  Aval row_a = b.a.with_shape(bs);  // one solved row [..., 1, k]
+
+  T acc{kNoValue, {}};  // the rows solved so far, in matrix order
+  for (int64_t step = 0; step < m; ++step) {
+    int64_t i = m_lower ? step : m - 1 - step;
+    T x = slice(L, b, rb - 2, i, i + 1);
+    if (step > 0) {
+      T mrow = m_lower ? slice(L, slice(L, M, ra - 2, i, i + 1), ra - 1, 0, i)
+                       : slice(L, slice(L, M, ra - 2, i, i + 1), ra - 1, i + 1, m);
+      T dot = node(L, "MatMul", {mrow.v, acc.v}, row_a);
+      x = node(L, "Sub", {x.v, dot.v}, row_a);
+    }
+    if (!unit) {
+      T diag = slice(L, slice(L, M, ra - 2, i, i + 1), ra - 1, i, i + 1);
+      x = node(L, "Div", {x.v, diag.v}, row_a);
+    }
+    if (x.a.shape != row_a.shape) x.a = row_a;
+    acc = step == 0 ? x : m_lower ? concat(L, {acc, x}, rb - 2) : concat(L, {x, acc}, rb - 2);
+  }
+  Value out = acc.v;
+  if (!left) out = L.transpose(out, acc.a, swap_last);
+  L.bind(0, out);
+}
+
+// ---------------------------------------------------------------------- lu --
+
+// Right-looking LU with partial pivoting (getf2). W holds the rows not yet
+// pivoted, full width: its first k columns are L multipliers, the rest the
+// trailing submatrix. Step k picks the first row of W maximizing |W[:, k]|,
+// emits it as row k of the result, moves W's row 0 into its place, and
+// eliminates column k below the pivot.
+void lower_lu(Lowering& L) {
+  T a{L.input(0), L.in_aval(0)};
+  require_float(L, a.a);
+  int64_t r = rank_of(a);
+  int64_t m = matrix_dim(L, a.a, r - 2, "row");
+  int64_t n = matrix_dim(L, a.a, r - 1, "column");
+  if (m == 0 || n == 0) L.fail("lu: empty matrix " + a.a.str() + " is not supported");
+  int64_t K = std::min(m, n);
+  int32_t dt = a.a.dtype;
+  Value zero = L.scalar(dt, 0.0);
+  Value izero = L.scalar(dtype::i64, 0.0);
+
+  T W = a;
+  std::vector<int64_t> iota_m;
+  for (int64_t i = 0; i < m; ++i) iota_m.push_back(i);
+  // The original row index of each row of W, [m, 1] (batch dims appear at step 0).
+  // Leading 1s keep P's rank equal to W's, so its axes line up.
+  std::vector<int64_t> pdims(static_cast<size_t>(r - 2), 1);
+  pdims.push_back(m);
+  pdims.push_back(1);
+  Shape pshape(pdims.begin(), pdims.end());
+  T P{L.constant(iota_m, pdims), Aval(dtype::i64, pshape)};
+  std::vector<T> rows, perms, pivs;
+  for (int64_t k = 0; k < K; ++k) {
+    int64_t R = m - k;
+    Aval col_a = a.a.with_shape(batch_then(a.a, {R, 1}));
+    Aval one_a = a.a.with_shape(batch_then(a.a, {1, 1}));
+    Aval row_a = a.a.with_shape(batch_then(a.a, {1, n}));
+    T col = slice(L, W, r - 1, k, k + 1);
+    T absc = node(L, "Abs", {col.v}, col.a);
+    T p = node(L, "ArgMax", {absc.v}, one_a.with_dtype(dtype::i64),
+               {Attr::i("axis", r - 2), Attr::i("keepdims", 1), Attr::i("select_last_index", 0)});
+    std::vector<int64_t> iota_r(iota_m.begin(), iota_m.begin() + R);
+    T hot = node(L, "Equal", {L.constant(iota_r, {R, 1}), p.v}, col_a.with_dtype(dtype::boolean));
+    // Row p of W and of P, exactly: every other row contributes +0.
+    T wsel = node(L, "Where", {hot.v, W.v, zero}, W.a.with_shape(batch_then(a.a, {R, n})));
+    T prow = sum_keep(L, wsel, r - 2);
+    prow.a = row_a;
+    T psel = node(L, "Where", {hot.v, P.v, izero}, col_a.with_dtype(dtype::i64));
+    T pperm = sum_keep(L, psel, r - 2);
+    rows.push_back(prow);
+    perms.push_back(pperm);
+    pivs.push_back(k == 0 ? p : node(L, "Add", {p.v, L.scalar(dtype::i64, double(k))}, p.a));
+    if (R == 1) break;
+    // Row 0 of W takes the pivot row's place; the new W is rows 1.. of that.
+    T w0 = slice(L, W, r - 2, 0, 1);
+    T swapped = node(L, "Where", {hot.v, w0.v, W.v}, wsel.a);
+    T rest = slice(L, swapped, r - 2, 1, R);
+    T p0 = slice(L, P, r - 2, 0, 1);
+    T pswapped = node(L, "Where", {hot.v, p0.v, P.v}, psel.a);
+    P = slice(L, pswapped, r - 2, 1, R);
+    // Eliminate: l = W[:, k] / pivot (unless the pivot is 0: then the column
+    // is all zeros and getf2 leaves it), trailing -= l * pivot_row.
+    T pv = slice(L, prow, r - 1, k, k + 1);
+    T cr = slice(L, rest, r - 1, k, k + 1);
+    T q = node(L, "Div", {cr.v, pv.v}, cr.a);
+    T pz = node(L, "Equal", {pv.v, zero}, pv.a.with_dtype(dtype::boolean));
+    T l = node(L, "Where", {pz.v, cr.v, q.v}, cr.a);
+    std::vector<T> parts;
+    if (k > 0) parts.push_back(slice(L, rest, r - 1, 0, k));
+    parts.push_back(l);
+    if (k + 1 < n) {
+      T tr = slice(L, rest, r - 1, k + 1, n);
+      T ur = slice(L, prow, r - 1, k + 1, n);
+      T upd = node(L, "Mul", {l.v, ur.v}, tr.a);
+      parts.push_back(node(L, "Sub", {tr.v, upd.v}, tr.a));
+    }
+    W = concat(L, parts, r - 1);
+  }
+  if (m > K) {  // the rows below the last pivot hold only L multipliers
+    rows.push_back(W);
+    perms.push_back(P);
+  }
+  T lu = concat(L, rows, r - 2);
+  L.bind(0, lu.v);
+  if (L.output_used(1)) {
+    T pv = concat(L, pivs, r - 1);  // [..., 1, K]
+    Aval out = L.out_aval(1);
+    Value sq = L.op("Squeeze", {pv.v, L.i64s({r - 2})}, out.with_dtype(dtype::i64));
+    L.bind(1, L.cast(sq, out.with_dtype(dtype::i64), out.dtype));
+  }
+  if (L.output_used(2)) {
+    T pm = concat(L, perms, r - 2);  // [..., m, 1]
+    Aval out = L.out_aval(2);
+    Value sq = L.op("Squeeze", {pm.v, L.i64s({r - 1})}, out.with_dtype(dtype::i64));
+    L.bind(2, L.cast(sq, out.with_dtype(dtype::i64), out.dtype));
+  }
+}
+
+// ------------------------------------------------- lu_pivots_to_permutation --
+
+// perm = iota(size); for each k: swap perm[k] and perm[pivots[k]], the swaps
+// done with one-hot masks (exact, and batch dims may be symbolic).
+void lower_lu_pivots_to_permutation(Lowering& L) {
+  T piv{L.input(0), L.in_aval(0)};
+  int64_t r = rank_of(piv);
+  if (r < 1) L.fail("lu_pivots_to_permutation: pivots " + piv.a.str() + " has rank 0");
+  const Dim& kd = piv.a.shape.back();
+  if (!kd.is_static())
+    L.fail("lu_pivots_to_permutation: the pivot count of " + piv.a.str() + " is symbolic");
+  int64_t K = kd.value;
+  int64_t m = L.param("permutation_size").as_int();
+  if (K > kMaxUnrolled)
+    L.fail("lu_pivots_to_permutation: " + std::to_string(K) + " pivots exceed the unrolling limit of " +
+           std::to_string(kMaxUnrolled));
+  Aval out = L.out_aval(0);
+  Aval vec = out.with_dtype(dtype::i64);
+  Aval one = vec.with_shape([&] { Shape s = vec.shape; s.back() = Dim(1); return s; }());
+  std::vector<int64_t> iota;
+  for (int64_t i = 0; i < m; ++i) iota.push_back(i);
+  Value iv = L.constant(iota, {m});
+  T perm{iv, Aval(dtype::i64, {m})};
+  T p64{L.cast(piv.v, piv.a, dtype::i64), piv.a.with_dtype(dtype::i64)};
+  for (int64_t k = 0; k < K && k < m; ++k) {
+    T pk = slice(L, p64, r - 1, k, k + 1);  // [..., 1]
+    T hot = node(L, "Equal", {iv, pk.v}, vec.with_dtype(dtype::boolean));
+    T sel = node(L, "Where", {hot.v, perm.v, L.scalar(dtype::i64, 0.0)}, vec);
+    T vp = sum_keep(L, sel, r - 1);
+    vp.a = one;
+    T vk = slice(L, perm, perm.a.rank() - 1, k, k + 1);
+    std::vector<uint8_t> isk(static_cast<size_t>(m), 0);
+    isk[static_cast<size_t>(k)] = 1;
+    Value kmask = L.constant(dtype::boolean, {m}, isk.data(), isk.size());
+    T inner = node(L, "Where", {kmask, vp.v, perm.v}, vec);
+    perm = node(L, "Where", {hot.v, vk.v, inner.v}, vec);
+  }
+  if (perm.a.rank() != vec.rank())  // no pivots: the identity, batched
+    perm = node(L, "Expand", {perm.v, L.shape_value(vec.shape)}, vec);
+  L.bind(0, L.cast(perm.v, vec, out.dtype));
+}
+
+// ------------------------------------------------------ custom_linear_solve --
+
+// The forward value of custom_linear_solve(matvec, b, solve, ...) is
+// solve(matvec, b): its `solve` jaxpr, inlined on its consts and b.
+void lower_custom_linear_solve(Lowering& L) {
+  Param lens = L.param("const_lengths");
+  int64_t n_matvec = lens.field("matvec").as_int();
+  int64_t n_vecmat = lens.field("vecmat").as_int();
+  int64_t n_solve = lens.field("solve").as_int();
+  int64_t n_tsolve = lens.field("transpose_solve").as_int();
+  Param solve = L.param("jaxprs").field("solve");
+  if (!solve.exists() || solve.is_none())
+    L.fail("custom_linear_solve: param 'jaxprs.solve' is None; nothing to lower");
+  std::vector<Value> ins = L.inputs();
+  size_t first_b = static_cast<size_t>(n_matvec + n_vecmat + n_solve + n_tsolve);
+  if (ins.size() < first_b)
+    L.fail("custom_linear_solve: " + std::to_string(ins.size()) + " operands but const_lengths sum to " +
+           std::to_string(first_b));
+  size_t s0 = static_cast<size_t>(n_matvec + n_vecmat);
+  std::vector<Value> args(ins.begin() + s0, ins.begin() + s0 + n_solve);
+  args.insert(args.end(), ins.begin() + first_b, ins.end());
+  std::vector<Value> outs = L.inline_jaxpr(solve.as_jaxpr(), args);
+  if (outs.size() != L.num_outputs())
+    L.fail("custom_linear_solve: the solve jaxpr gives " + std::to_string(outs.size()) + " outputs, expected " +
+           std::to_string(L.num_outputs()));
+  for (size_t i = 0; i < outs.size(); ++i) L.bind(i, outs[i]);
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("lax_linalg", "0.1.0") {
+  plugin.primitive("cholesky", lower_cholesky)
+      .emits({"Slice", "Mul", "ReduceSum", "Sub", "Sqrt", "Div", "Concat", "Where", "LessOrEqual",
+              "Cast", "ReduceMax"})
+      .doc(onnx_doc("Sqrt"))
+      .summary("column-by-column (left-looking) Cholesky; NaN matrix when not positive definite");
+  plugin.primitive("triangular_solve", lower_triangular_solve)
+      .emits({"Slice", "MatMul", "Sub", "Div", "Concat", "Transpose"})
+      .doc(onnx_doc("MatMul"))
+      .summary("forward/back substitution, one row of the solution per step");
+  plugin.primitive("lu", lower_lu)
+      .emits({"Slice", "Abs", "ArgMax", "Equal", "Where", "ReduceSum", "Add", "Div", "Mul", "Sub", "Concat",
+              "Squeeze", "Cast"})
+      .doc(onnx_doc("ArgMax"))
+      .summary("LU with partial pivoting (getf2), unrolled over the columns");
+  plugin.primitive("lu_pivots_to_permutation", lower_lu_pivots_to_permutation)
+      .emits({"Cast", "Slice", "Equal", "Where", "ReduceSum", "Expand"})
+      .emits_shape_ops()
+      .doc(onnx_doc("Where"))
+      .summary("applies the pivot swaps to iota with one-hot masks");
+  plugin.primitive("custom_linear_solve", lower_custom_linear_solve)
+      .emits({})
+      .summary("inlines the solve jaxpr: no node of its own");
+}

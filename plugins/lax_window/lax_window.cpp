@@ -1,0 +1,260 @@
+// lax_window: reduce_window_sum / reduce_window_max / reduce_window_min and
+// the generic reduce_window (when its body is one add/mul/max/min/and/or/xor
+// of accumulator and element per operand), as windowed reductions.
+//
+// JAX windows span every dimension (batch and channel dims usually have
+// window 1). Each is lowered by a separable construction: a window that is
+// the product of per-dimension windows reduces one dimension at a time. Per
+// dimension: Pad with the monoid's identity (JAX pads reduce_window_max with
+// -inf, sum with 0), then combine the k strided Slices x[j*dil :: stride]
+// (one per window offset j) elementwise with Add/Mul/Max/Min/... Exact for
+// max/min/integers, static and symbolic extents alike (slice ends are
+// counted from the end, so no extent is needed).
+//
+// Why not ONNX MaxPool/AveragePool: onnxruntime's MaxPool pads (and starts
+// every window) with -FLT_MAX, not -inf, so a window of -inf/padding yields
+// -3.4e38 where JAX gives -inf, and it skips NaN where JAX propagates it;
+// AveragePool * k is not an exact sum and has no f64 kernel. The slice
+// construction is exact for max/min and sums in a fixed order.
+//
+// The generic reduce_window with a non-identity init value: XLA on CPU
+// folds the init in once per window and does not count padded elements (a
+// window of padding yields the init), so the result is monoid(init, window
+// reduction with identity padding).
+//
+// NaN: JAX's max/min windows propagate NaN, and so do onnxruntime's
+// elementwise Max/Min (unlike its MaxPool and ReduceMax); tested.
+//
+// onnxruntime kernels: Pad has no 16-bit kernels and Max/Min no 16-bit or
+// bool kernels: int16/uint16 compute in int32 (value-preserving; sums and
+// products wrap back on the final Cast), bool max/min in uint8.
+// base_dilation > 1 (only from gradients) is not supported.
+#include <jaxonnx/plugin.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace jaxonnx::sdk;
+
+enum class Kind { Add, Mul, Max, Min, And, Or, Xor };
+
+struct Window {
+  std::vector<int64_t> dims, strides, dilation;
+  std::vector<std::pair<int64_t, int64_t>> padding;
+};
+
+Window window_params(Lowering& L, int64_t rank) {
+  Window w;
+  w.dims = L.param("window_dimensions").as_ints();
+  w.strides = L.param("window_strides").as_ints();
+  w.dilation = L.param("window_dilation").as_ints();
+  for (const Param& p : L.param("padding").items()) w.padding.push_back({p[0].as_int(), p[1].as_int()});
+  std::vector<int64_t> base = L.param("base_dilation").as_ints();
+  for (int64_t b : base)
+    if (b != 1) L.fail(std::string(L.primitive()) + ": base_dilation > 1 is not supported (got " +
+                       std::to_string(b) + ")");
+  if (int64_t(w.dims.size()) != rank || int64_t(w.strides.size()) != rank ||
+      int64_t(w.dilation.size()) != rank || int64_t(w.padding.size()) != rank)
+    L.fail(std::string(L.primitive()) + ": window params do not match the operand rank");
+  return w;
+}
+
+// The dtype the reduction runs in (see the header: onnxruntime kernels).
+int32_t compute_dtype(Kind k, int32_t t) {
+  if (t == dtype::i16 || t == dtype::u16) return dtype::i32;
+  if (t == dtype::bf16 || t == dtype::f16) return dtype::f32;
+  if (t == dtype::boolean && (k == Kind::Max || k == Kind::Min)) return dtype::u8;
+  return t;
+}
+
+// The ONNX op combining two windows' worth of `t` (the compute dtype).
+const char* combine_op(Kind k, int32_t t) {
+  bool b = t == dtype::boolean;
+  switch (k) {
+    case Kind::Add: return "Add";
+    case Kind::Mul: return "Mul";
+    case Kind::Max: return "Max";
+    case Kind::Min: return "Min";
+    case Kind::And: return b ? "And" : "BitwiseAnd";
+    case Kind::Or: return b ? "Or" : "BitwiseOr";
+    case Kind::Xor: return b ? "Xor" : "BitwiseXor";
+  }
+  return "";
+}
+
+template <typename T> std::vector<char> bytes_of(T v) {
+  std::vector<char> b(sizeof(T));
+  std::memcpy(b.data(), &v, sizeof(T));
+  return b;
+}
+
+// Writes `v` (one of a float, a signed or an unsigned integer) as dtype `t`.
+struct Num {
+  enum { F, I, U } kind;
+  double f; int64_t i; uint64_t u;
+};
+std::vector<char> encode(const Num& n, int32_t t) {
+  auto conv = [&](auto tag) {
+    using T = decltype(tag);
+    if (n.kind == Num::F) return bytes_of<T>(static_cast<T>(n.f));
+    if (n.kind == Num::I) return bytes_of<T>(static_cast<T>(n.i));
+    return bytes_of<T>(static_cast<T>(n.u));
+  };
+  switch (t) {
+    case dtype::f32: return conv(float{});
+    case dtype::f64: return conv(double{});
+    case dtype::i8: return conv(int8_t{});
+    case dtype::i16: return conv(int16_t{});
+    case dtype::i32: return conv(int32_t{});
+    case dtype::i64: return conv(int64_t{});
+    case dtype::u8: return conv(uint8_t{});
+    case dtype::u16: return conv(uint16_t{});
+    case dtype::u32: return conv(uint32_t{});
+    case dtype::u64: return conv(uint64_t{});
+    case dtype::boolean: return conv(uint8_t{});
+    default: throw Error(std::string("lax_window: unsupported dtype ") + dtype::name(t));
+  }
+}
+
+// The identity of monoid `k` over dtype `t` (the operand's own dtype: the
+// max identity of int16 is -32768, also when computing in int32).
+Num identity(Kind k, int32_t t) {
+  const int bits = static_cast<int>(dtype::itemsize(t)) * 8;
+  const bool fl = dtype::is_float(t), sg = dtype::is_signed_int(t);
+  const int64_t smax = bits >= 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
+  const uint64_t umax = t == dtype::boolean ? 1 : bits >= 64 ? UINT64_MAX : (uint64_t{1} << bits) - 1;
+  switch (k) {
+    case Kind::Add: case Kind::Or: case Kind::Xor: return {Num::I, 0, 0, 0};
+    case Kind::Mul: return {Num::I, 0, 1, 0};
+    case Kind::And: return sg ? Num{Num::I, 0, -1, 0} : Num{Num::U, 0, 0, umax};
+    case Kind::Max:
+      if (fl) return {Num::F, -INFINITY, 0, 0};
+      return sg ? Num{Num::I, 0, -smax - 1, 0} : Num{Num::I, 0, 0, 0};
+    case Kind::Min:
+      if (fl) return {Num::F, INFINITY, 0, 0};
+      return sg ? Num{Num::I, 0, smax, 0} : Num{Num::U, 0, 0, umax};
+  }
+  return {Num::I, 0, 0, 0};
+}
+
+Value scalar_const(Lowering& L, int32_t t, const std::vector<char>& b) {
+  return L.constant(t, {}, b.data(), b.size());
+}
+
+// Reduces the windows of `x` (type `cur`, in the compute dtype) with the
+// elementwise `op`, padding with `pad` (the monoid's identity, a scalar of
+// that dtype). A k-wide window costs k Slices and k-1 `op`s per dimension;
+// `out_shape` is JAX's output shape.
+Value windowed(Lowering& L, const char* op, Value x, Aval cur, Value pad, const Window& w,
+               const Shape& out_shape) {
+  const size_t rank = cur.shape.size();
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t kd = w.dims[d], s = w.strides[d], dil = w.dilation[d];
+    auto [lo, hi] = w.padding[d];
+    if (kd == 1 && s == 1 && lo == 0 && hi == 0) continue;
+    Value axes = L.i64s({int64_t(d)});
+    // Negative padding crops.
+    if (lo < 0 || hi < 0) {
+      int64_t start = lo < 0 ? -lo : 0;
+      int64_t end = hi < 0 ? hi : INT64_MAX;
+      x = L.op("Slice", {x, L.i64s({start}), L.i64s({end}), axes}, Aval::of_unknown_shape(cur.dtype));
+    }
+    if (lo > 0 || hi > 0) {
+      x = L.op("Pad", {x, L.i64s({lo > 0 ? lo : 0, hi > 0 ? hi : 0}), pad, axes},
+               Aval::of_unknown_shape(cur.dtype), {Attr::s("mode", "constant")});
+    }
+    cur.shape[d] = out_shape[d];
+    const int64_t eff = (kd - 1) * dil + 1;
+    Value acc = kNoValue;
+    for (int64_t j = 0; j < kd; ++j) {
+      const int64_t start = j * dil, from_end = eff - 1 - j * dil;
+      Value sl = L.op("Slice", {x, L.i64s({start}), L.i64s({from_end == 0 ? INT64_MAX : -from_end}),
+                                axes, L.i64s({s})},
+                      cur);
+      acc = acc == kNoValue ? sl : L.op(op, {acc, sl}, cur);
+    }
+    x = acc;
+  }
+  return x;
+}
+
+// One windowed reduction of input `xi` by `k`; `init` (a value of the
+// operand's dtype) is folded in unless it is kNoValue.
+Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
+  const Aval in = L.in_aval(xi);
+  const Aval out = L.out_aval(xi);
+  const Window w = window_params(L, in.rank());
+  const int32_t ct = compute_dtype(k, in.dtype);
+  if (in.dtype == dtype::boolean && (k == Kind::Add || k == Kind::Mul))
+    L.fail(std::string(L.primitive()) + ": add/mul windows over bool are not supported");
+  const char* op = combine_op(k, ct);
+  // Float identities (0, 1, +-inf) are exact in any float type: build them in
+  // ct directly (f16/bf16 compute in f32).
+  const int32_t id_t = dtype::is_float(in.dtype) ? ct : in.dtype;
+  Value pad = L.cast(scalar_const(L, id_t, encode(identity(k, in.dtype), id_t)), Aval(id_t, {}), ct);
+  Value x = L.cast(L.input(xi), in, ct);
+  Value r = windowed(L, op, x, in.with_dtype(ct), pad, w, out.shape);
+  Aval rc = out.with_dtype(ct);
+  if (init != kNoValue) r = L.op(op, {L.cast(init, Aval(in.dtype, {}), ct), r}, rc);
+  return L.cast(r, rc, out.dtype);
+}
+
+void lower_fixed(Lowering& L, Kind k) { L.bind(0, reduce_window(L, k, 0, kNoValue)); }
+
+// The generic reduce_window(operands..., inits..., jaxpr, consts, window...).
+void lower_generic(Lowering& L) {
+  const size_t n = L.num_outputs();
+  JaxprView body(L.api(), L.param("jaxpr").as_jaxpr());
+  if (body.num_eqns() != n)
+    L.fail("reduce_window: the body is not one monoid per operand (it has " +
+           std::to_string(body.num_eqns()) + " equations for " + std::to_string(n) +
+           " operands); only add/mul/max/min/and/or/xor bodies convert");
+  static const std::pair<const char*, Kind> kPrims[] = {
+      {"add", Kind::Add}, {"mul", Kind::Mul}, {"max", Kind::Max}, {"min", Kind::Min},
+      {"and", Kind::And}, {"or", Kind::Or},   {"xor", Kind::Xor}};
+  for (size_t i = 0; i < n; ++i) {
+    int64_t e = body.output_eqn(i);
+    const Kind* kind = nullptr;
+    if (e >= 0 && body.eqn_num_inputs(e) == 2) {
+      int64_t a = body.eqn_input_source(e, 0), b = body.eqn_input_source(e, 1);
+      bool wired = (a == int64_t(i) && b == int64_t(n + i)) || (a == int64_t(n + i) && b == int64_t(i));
+      for (const auto& [p, k] : kPrims)
+        if (wired && body.eqn_primitive(e) == p) kind = &k;
+    }
+    if (!kind)
+      L.fail("reduce_window: body output " + std::to_string(i) +
+             " is not add/mul/max/min/and/or/xor of its accumulator and element");
+    const Aval in = L.in_aval(i);
+    // An init equal to the identity (the usual case) folds away.
+    Value init = L.input(n + i);
+    const jxo_tensor* lit = L.literal(n + i);
+    if (lit && in.dtype != dtype::f16 && in.dtype != dtype::bf16) {
+      std::vector<char> id = encode(identity(*kind, in.dtype), in.dtype);
+      if (lit->nbytes == id.size() && std::memcmp(lit->data, id.data(), id.size()) == 0) init = kNoValue;
+    }
+    L.bind(i, reduce_window(L, *kind, i, init));
+  }
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("lax_window", "0.1.0") {
+  plugin.primitive("reduce_window_sum", [](Lowering& L) { lower_fixed(L, Kind::Add); })
+      .emits({"Pad", "Slice", "Add", "Cast"})
+      .summary("Pad with 0, then Add the strided Slices of each window offset");
+  plugin.primitive("reduce_window_max", [](Lowering& L) { lower_fixed(L, Kind::Max); })
+      .emits({"Pad", "Slice", "Max", "Cast"})
+      .summary("Pad with -inf/min, then Max of the strided Slices of each window offset");
+  plugin.primitive("reduce_window_min", [](Lowering& L) { lower_fixed(L, Kind::Min); })
+      .emits({"Pad", "Slice", "Min", "Cast"})
+      .summary("Pad with +inf/max, then Min of the strided Slices of each window offset");
+  plugin.primitive("reduce_window", lower_generic)
+      .emits({"Pad", "Slice", "Add", "Mul", "Max", "Min", "And", "Or", "Xor", "BitwiseAnd",
+              "BitwiseOr", "BitwiseXor", "Cast"})
+      .summary("when its body is add/mul/max/min/and/or/xor per operand");
+}

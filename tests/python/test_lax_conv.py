@@ -1,0 +1,175 @@
+"""lax_conv plugin: conv_general_dilated as Conv / ConvTranspose."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import jaxonnx
+from helpers import check, op_types
+
+# f64 runs through float32 Conv kernels (onnxruntime has no double Conv).
+FLOATS = [(np.float32, False, 1e-4), (np.float64, True, 1e-5)]
+FLOAT_IDS = ["f32", "f64"]
+BATCHES = [2, "B"]
+
+# (name, lhs shape, rhs shape, kwargs), lhs batch first. Each a distinct form.
+CASES = [
+    ("nchw_same", (3, 8, 8), (4, 3, 3, 3),
+     dict(window_strides=(1, 1), padding="SAME")),
+    ("nchw_valid_stride", (3, 8, 8), (4, 3, 3, 3),
+     dict(window_strides=(2, 2), padding="VALID")),
+    ("nhwc_hwio_explicit_asym", (8, 8, 3), (3, 3, 3, 4),
+     dict(window_strides=(2, 1), padding=((1, 2), (0, 1)),
+          dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ("negative_padding", (3, 8, 8), (4, 3, 3, 3),
+     dict(window_strides=(1, 1), padding=((-1, 2), (1, -2)))),
+    ("rhs_dilation", (8, 8, 3), (3, 3, 3, 4),
+     dict(window_strides=(1, 1), padding="SAME", rhs_dilation=(2, 1),
+          dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ("feature_groups", (6, 8, 8), (6, 2, 3, 3),
+     dict(window_strides=(1, 1), padding="SAME", feature_group_count=3)),
+    ("lhs_dilation_fallback", (3, 5, 5), (4, 3, 3, 3),  # strided: explicit dilation + Conv
+     dict(window_strides=(2, 1), padding=((1, 1), (2, 0)), lhs_dilation=(2, 3))),
+    ("lhs_dilation_convtranspose", (5, 5, 3), (3, 3, 3, 4),
+     dict(window_strides=(1, 1), padding=((2, 1), (1, 2)), lhs_dilation=(2, 2),
+          dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ("convtranspose_output_padding", (3, 5, 5), (4, 3, 3, 3),  # hi = k: output_padding 1
+     dict(window_strides=(1, 1), padding=((1, 3), (0, 2)), lhs_dilation=(2, 2))),
+    ("lhs_dilation_big_hi_fallback", (3, 5, 5), (4, 3, 3, 3),  # hi - k + 1 >= stride
+     dict(window_strides=(1, 1), padding=((1, 4), (-1, 1)), lhs_dilation=(2, 2))),
+    ("mixed_layout", (8, 3, 8), (3, 4, 3, 3),  # N H C W / H O I W -> N W H C
+     dict(window_strides=(1, 1), padding="SAME",
+          dimension_numbers=("NHCW", "HOIW", "NWHC"))),
+    ("conv1d_nwc", (9, 3), (3, 3, 4),
+     dict(window_strides=(2,), padding="SAME", dimension_numbers=("NWC", "WIO", "NWC"))),
+    ("conv3d_ncdhw", (2, 5, 5, 5), (3, 2, 3, 3, 3),
+     dict(window_strides=(1, 2, 1), padding="SAME", rhs_dilation=(1, 1, 2))),
+    ("conv3d_transposed_ndhwc", (3, 3, 3, 2), (2, 2, 2, 2, 3),
+     dict(window_strides=(1, 1, 1), padding=((1, 1), (1, 1), (1, 1)), lhs_dilation=(2, 2, 2),
+          dimension_numbers=("NDHWC", "DHWIO", "NDHWC"))),
+]
+
+
+def _all_forms(*args):
+    xs, ws = args[::2], args[1::2]
+    return tuple(lax.conv_general_dilated(x, w, **kw) for (_, _, _, kw), x, w in zip(CASES, xs, ws))
+
+
+@pytest.mark.parametrize("batch", BATCHES, ids=str)
+@pytest.mark.parametrize("dtype,x64,rtol", FLOATS, ids=FLOAT_IDS)
+def test_conv_general_dilated(dtype, x64, rtol, batch):
+    # Every form in one model (one onnxruntime session per dtype and batch).
+    shapes = [s for _, xs, ws, _ in CASES for s in ((batch, *xs), ws)]
+    check(_all_forms, shapes, [dtype] * len(shapes), x64=x64, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("name,xs,ws,kw", CASES, ids=[c[0] for c in CASES])
+def test_conv_structure(name, xs, ws, kw):
+    specs = [jax.ShapeDtypeStruct((2, *xs), np.float32), jax.ShapeDtypeStruct(ws, np.float32)]
+    ops = op_types(jaxonnx.to_onnx(lambda x, w: lax.conv_general_dilated(x, w, **kw), specs))
+    main = "ConvTranspose" if "convtranspose" in name or "transposed" in name else "Conv"
+    assert ops.count("Conv") + ops.count("ConvTranspose") == 1 and main in ops, ops
+    if "fallback" in name:  # the zeros go in with one Unsqueeze/Pad/Reshape/Slice
+        assert [o for o in ops if o in ("Unsqueeze", "Pad", "Reshape")] == ["Unsqueeze", "Pad", "Reshape"]
+
+
+def test_layouts_emit_minimal_transposes():
+    # NCHW/OIHW: no Transpose at all.
+    model = check(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME"), [("B", 3, 8, 8), (4, 3, 3, 3)])
+    assert op_types(model) == ["Conv"]
+    # NHWC/HWIO: X in, W, Y out.
+    model = check(lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")), [("B", 8, 8, 3), (3, 3, 3, 4)])
+    assert sorted(op_types(model)) == ["Conv", "Transpose", "Transpose", "Transpose"]
+
+
+def test_two_nhwc_convs_cancel_inner_transposes():
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def f(x, w1, w2):
+        # tanh: the optimizer folds Transposes across elementwise ops (Relu's
+        # Max with a scalar is not in its elementwise table yet).
+        y = jnp.tanh(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn)) * 2.0
+        return lax.conv_general_dilated(y, w2, (1, 1), "SAME", dimension_numbers=dn)
+
+    model = check(f, [("B", 8, 8, 3), (3, 3, 3, 4), (3, 3, 4, 5)])
+    ops = op_types(model)
+    # X in, Y out and the two weight Transposes; the pair around Relu is gone.
+    assert ops.count("Conv") == 2 and ops.count("Transpose") == 4, ops
+
+
+def test_symbolic_spatial_dims():
+    # Explicit pads on symbolic H, W: both the ConvTranspose and the dilate + Conv path.
+    pads = ((1, -1), (0, 2))
+    check(lambda x, w: (lax.conv_general_dilated(x, w, (1, 1), pads, lhs_dilation=(2, 1), rhs_dilation=(1, 2)),
+                        lax.conv_general_dilated(x, w, (2, 1), pads, lhs_dilation=(2, 1), rhs_dilation=(1, 2))),
+          [("B", 3, "H", "W"), (4, 3, 3, 3)], rtol=1e-4, atol=1e-4, batches=(5, 7))
+
+
+def test_opset18():
+    check(lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), ((1, 0), (-1, 1)), lhs_dilation=(2, 1), dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        [("B", 6, 6, 3), (3, 3, 3, 4)], rtol=1e-4, atol=1e-4, opset=18)
+
+
+@pytest.mark.parametrize("dtype,x64,rtol", FLOATS, ids=FLOAT_IDS)
+def test_batch_group_count(dtype, x64, rtol):
+    # The weight gradient of a convolution binds batch_group_count > 1.
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", batch_group_count=2)
+    model = check(fn, [(4, 3, 6, 6), (6, 3, 3, 3)], [dtype, dtype], x64=x64, rtol=rtol, atol=rtol)
+    assert op_types(model).count("Conv") == 1
+
+
+def test_batch_group_count_from_gradient():
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.sum(jnp.sin(y))
+
+    check(lambda x, w: jax.grad(loss, argnums=(0, 1))(x, w), [(2, 6, 6, 3), (3, 3, 3, 4)],
+          rtol=1e-4, atol=1e-3)
+
+
+def test_preferred_element_type_and_f16():
+    # float16 operands with a float32 result: the Conv runs in float32.
+    fn = lambda x, w: (lax.conv_general_dilated(x, w, (1, 1), "SAME", preferred_element_type=jnp.float32),
+                       lax.conv_general_dilated(x, w, (1, 1), "SAME"))
+    check(fn, [("B", 3, 6, 6), (4, 3, 3, 3)], [np.float16, np.float16], rtol=1e-2, atol=1e-2)
+
+
+def test_lax_conv_and_conv_transpose_api():
+    check(lambda x, w: lax.conv(x, w, (2, 2), "SAME"), [("B", 3, 8, 8), (4, 3, 3, 3)], rtol=1e-4, atol=1e-4)
+    for pad in ["SAME", "VALID", ((1, 2), (0, 1))]:
+        for transpose_kernel in [False, True]:
+            check(lambda x, w: lax.conv_transpose(x, w, (2, 2), pad, dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                                  transpose_kernel=transpose_kernel),
+                  [("B", 5, 5, 3), (3, 3, 4, 3) if transpose_kernel else (3, 3, 3, 4)], rtol=1e-4, atol=1e-4)
+
+
+def test_integer_conv_fails():
+    with pytest.raises(Exception, match="int32"):
+        jaxonnx.to_onnx(lambda x, w: lax.conv(x, w, (1, 1), "SAME"),
+                        [jax.ShapeDtypeStruct((1, 2, 4, 4), jnp.int32), jax.ShapeDtypeStruct((2, 2, 3, 3), jnp.int32)])
+
+
+# ---------------------------------------------------------------- flax nnx --
+
+nnx = pytest.importorskip("flax.nnx")
+
+
+def test_nnx_conv():
+    kws = [dict(padding="SAME"), dict(padding="VALID", strides=2), dict(padding="SAME", kernel_dilation=2),
+           dict(padding="SAME", feature_group_count=3, strides=(2, 1))]
+    ms = [nnx.Conv(6, 6, (3, 3), rngs=nnx.Rngs(0), **kw) for kw in kws]
+    model = check(lambda x: tuple(m(x) for m in ms), [("B", 8, 8, 6)], rtol=1e-4, atol=1e-4)
+    assert op_types(model).count("Conv") == len(kws)
+
+
+def test_nnx_conv_transpose():
+    kws = [dict(padding="SAME", strides=2), dict(padding="VALID", strides=2), dict(padding="SAME", strides=1),
+           dict(padding="SAME", strides=2, kernel_dilation=2)]
+    ms = [nnx.ConvTranspose(3, 4, (3, 3), rngs=nnx.Rngs(0), **kw) for kw in kws]
+    model = check(lambda x: tuple(m(x) for m in ms), [("B", 5, 5, 3)], rtol=1e-4, atol=1e-4)
+    ops = op_types(model)
+    assert ops.count("ConvTranspose") + ops.count("Conv") == len(kws), ops

@@ -1,0 +1,193 @@
+"""lax_random plugin: random_seed / random_wrap / random_unwrap / random_bits /
+random_split / random_fold_in / threefry2x32, bit-exact with JAX's threefry.
+
+Keys enter the models as inputs: raw uint32[2] keys (jax.random.PRNGKey) and
+typed keys (jax.random.key; the model input is their uint32[2] key data).
+The JAX reference compiles threefry with XLA (seconds per program and shape),
+so each test jits one program that draws many things, at one batch size
+(the dropout test runs two)."""
+
+import contextlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from jax._src.random.threefry2x32 import threefry2x32_p  # no public API binds it
+
+import jaxonnx
+from helpers import check, op_types, symbolic_specs
+
+ONE_BATCH = (5,)
+
+
+def keys_and_normals(shape, dtype, rng):
+    """Full-range integers (uint32 key data, seeds), normal floats otherwise."""
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=dtype)
+    return rng.standard_normal(size=shape).astype(dtype)
+
+
+def check_raw_key(fn, x_shape, x64=False, **kw):
+    """fn(raw uint32[2] key, x) through helpers.check."""
+    kw.setdefault("batches", ONE_BATCH)
+    dt = np.float64 if x64 else np.float32
+    return check(jax.jit(fn), [(2,), x_shape], [np.uint32, dt], x64=x64,
+                 make_inputs=keys_and_normals, **kw)
+
+
+def check_typed_key(fn, x_shape, x64=False, seeds=(0, 42), batches=ONE_BATCH, opset=23, tol=None):
+    """fn(typed key, x): the model takes the key's uint32[2] key data."""
+    dt = np.float64 if x64 else np.float32
+    ctx = jax.enable_x64(True) if x64 else contextlib.nullcontext()
+    fn = jax.jit(fn)
+    with ctx:
+        spec_x, = symbolic_specs([x_shape], [dt])
+        model = jaxonnx.to_onnx(fn, [jax.random.key(0), spec_x], enable_double_precision=x64,
+                                opset=opset)
+    onnx.checker.check_model(model, full_check=True)
+    key_in = model.graph.input[0].type.tensor_type
+    assert key_in.elem_type == onnx.TensorProto.UINT32
+    assert [d.dim_value for d in key_in.shape.dim] == [2]
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    rng = np.random.default_rng(1)
+    for seed in seeds:
+        for b in batches if any(isinstance(d, str) for d in x_shape) else batches[:1]:
+            x = rng.standard_normal(tuple(b if isinstance(d, str) else d for d in x_shape)).astype(dt)
+            with ctx:
+                key = jax.random.key(seed)
+                want = [np.asarray(e) for e in jax.tree_util.tree_leaves(fn(key, x))]
+                data = np.asarray(jax.random.key_data(key))
+            got = sess.run(None, dict(zip(names, [data, x])))
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
+                if tol and np.issubdtype(w.dtype, np.floating):
+                    np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+                else:
+                    np.testing.assert_array_equal(g, w)
+    return model
+
+
+def dropout(k, x):
+    keep = jax.random.bernoulli(k, 0.9, x.shape)
+    return keep, jnp.where(keep, x / 0.9, 0).astype(x.dtype)
+
+
+def test_distributions_f32_raw_key_opset18():
+    """uniform / normal / bernoulli / categorical / randint / permutation / bits on a
+    raw key; counters depend on the symbolic batch (B*10 of them). At opset 18."""
+    def fn(k, x):
+        a, b = jax.random.split(k)
+        return (jax.random.uniform(k, x.shape, minval=-1.0, maxval=2.0),
+                jax.random.normal(a, x.shape),
+                *dropout(b, x),
+                jax.random.categorical(k, x, axis=-1),
+                jax.random.randint(a, x.shape, -5, 100),
+                jax.random.permutation(b, 9),
+                jax.random.permutation(k, x[0]),  # JAX needs a static size
+                jax.random.bits(k, x.shape, jnp.uint8), jax.random.bits(a, (3,), jnp.uint16),
+                jax.random.bits(k, ()), jax.random.uniform(k, (0, 3)),
+                jax.random.split(b, 4), jax.random.fold_in(k, 2**31 + 9))
+    model = check_raw_key(fn, ("B", 10), atol=1e-6, rtol=1e-6, opset=18)  # erf_inv is approximated
+    ops = set(op_types(model))
+    assert {"BitShift", "BitwiseXor", "Add", "Range"} <= ops and "Loop" not in ops
+
+
+CLOSED_KEY = jax.random.key(5)
+
+
+def test_distributions_f64():
+    """f64 uniform (64-bit words) and normal, 64-bit bits, and a closed-over typed key."""
+    def fn(k, x):
+        return (jax.random.uniform(k, x.shape, jnp.float64), jax.random.normal(k, x.shape, jnp.float64),
+                jax.random.bits(k, (2, 3), jnp.uint64),
+                x + jax.random.normal(CLOSED_KEY, x.shape, jnp.float64))
+    with jax.enable_x64(True):
+        check_typed_key(fn, ("B", 3), x64=True, tol=1e-12)
+
+
+def test_dropout_mask_typed_key():
+    """End to end: a dropout mask from a key passed in as a model input, bit for bit."""
+    # The mask is compared exactly; x / 0.9 within 1 ulp (XLA may multiply by 1/0.9).
+    model = check_typed_key(dropout, ("B", 16), seeds=(0, 123456789), batches=(1, 7), tol=1e-6)
+    assert "Loop" not in op_types(model)  # threefry is unrolled
+
+
+def test_split_fold_in_chain_typed_key():
+    def chain(k, x):
+        a, b = jax.random.split(k)  # slices and squeezes typed keys
+        c = jax.random.fold_in(b, 7)
+        d = jax.random.split(c, (2, 3))
+        e = jax.vmap(jax.vmap(jax.random.fold_in), (0, None))(d, jnp.arange(3, dtype=jnp.int32) - 1)
+        f = jax.random.fold_in(a, (x[0, 0] * 1000).astype(jnp.int32))  # data known at run time only
+        g = jax.lax.cond(x[0, 1] > 0, lambda k: jax.random.split(k)[1], lambda k: k, c)
+
+        def step(carry, row):  # keys carried through a scan (an ONNX Loop)
+            k, acc = carry
+            k, sub = jax.random.split(k)
+            return (k, acc + jax.random.uniform(sub, row.shape)), jax.random.key_data(sub)
+        (h, acc), subs = jax.lax.scan(step, (f, jnp.zeros_like(x[0])), x)
+        return (jax.random.key_data(d), jax.random.key_data(e), jax.random.key_data(f),
+                jax.random.uniform(a, x.shape), jax.random.bits(e[1, 2], (4,)),
+                jax.random.key_data(jnp.where(x[0, 0] > 0, a, b)),  # select_n on keys
+                jax.random.key_data(g), jax.random.key_data(h), acc, subs)
+    check_typed_key(chain, ("B", 5), seeds=(0, 2**31 + 5), tol=1e-6)
+
+
+def test_batched_keys():
+    # vmap over keys: random_bits / random_split on key data of shape (B, 2).
+    def fn(ks, x):
+        wrap = jax.random.wrap_key_data
+        return (jax.vmap(lambda k: jax.random.bits(wrap(k), (3, 4)))(ks),
+                jax.random.key_data(jax.vmap(lambda k: jax.random.split(wrap(k), 3))(ks)))
+    check(jax.jit(fn), [("B", 2), (1,)], [np.uint32, np.float32], make_inputs=keys_and_normals,
+          batches=ONE_BATCH)
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["32bit", "64bit"])
+def test_seed(x64):
+    # Seeds of 64 bits fill both key words; narrower ones leave the high word 0.
+    dts = [np.int64, np.uint64] if x64 else [np.int32, np.uint32]
+    def fn(s, u):
+        key = jax.vmap(jax.random.key)
+        return (jax.random.key_data(key(s)), jax.random.key_data(key(u)), jax.random.PRNGKey(s[0]),
+                jax.random.bits(jax.random.key(u[0]), (3,)))
+    ctx = jax.enable_x64(True) if x64 else contextlib.nullcontext()
+    with ctx:
+        check(jax.jit(fn), [("B",), ("B",)], dts, x64=x64, make_inputs=keys_and_normals,
+              batches=ONE_BATCH)
+
+
+def test_threefry2x32_primitive():
+    def fn(k, x):
+        bits = jax.lax.bitcast_convert_type(x, jnp.uint32)
+        k1, k2 = (jnp.broadcast_to(w, bits[0].shape) for w in k)  # the primitive wants equal ranks
+        return threefry2x32_p.bind(k1, k2, bits[0], bits[1])
+    check_raw_key(fn, (2, "B"))
+    # Known-answer vector from the Random123 paper (as in JAX's own tests).
+    k = np.array([0x13198A2E, 0x03707344], np.uint32)
+    x = np.array([0x243F6A88, 0x85A308D3], np.uint32).view(np.float32).reshape(2, 1)
+    m = jaxonnx.to_onnx(fn, [k, x])
+    got = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {m.graph.input[0].name: k, m.graph.input[1].name: x})
+    assert [int(g[0]) for g in got] == [0xC4923A9C, 0x483DF7A0]
+
+
+def test_wrap_unwrap_are_identities():
+    model = jaxonnx.to_onnx(lambda k: jax.random.key_data(k), [jax.random.key(0)])
+    assert set(op_types(model)) <= {"Identity"}
+    model = jaxonnx.to_onnx(lambda k: jax.random.key_data(jax.random.wrap_key_data(k)),
+                            [jax.ShapeDtypeStruct((2,), jnp.uint32)])
+    assert set(op_types(model)) <= {"Identity"}
+
+
+def test_legacy_threefry_refused():
+    with jax.threefry_partitionable(False):
+        with pytest.raises(ValueError, match="jax_threefry_partitionable"):
+            jaxonnx.to_onnx(lambda k, x: jax.random.uniform(k, x.shape), [jax.random.key(0), (3,)])

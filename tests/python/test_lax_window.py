@@ -1,0 +1,160 @@
+"""lax_window plugin: reduce_window_sum / reduce_window_max / reduce_window_min and the
+generic reduce_window (monoid bodies), plus flax pooling end to end."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import jaxonnx
+import onnx
+from helpers import check, op_types
+
+FLOATS = [(np.float32, False), (np.float64, True)]
+PRIMS = {
+    "sum": lax.reduce_window_sum_p,
+    "max": lax.reduce_window_max_p,
+    "min": lax.reduce_window_min_p,
+}
+
+# (window, strides, padding, window_dilation) over NHWC, rank 4.
+WINDOWS = [
+    ((1, 2, 2, 1), (1, 2, 2, 1), ((0, 0),) * 4, (1, 1, 1, 1)),
+    ((1, 3, 3, 1), (1, 1, 1, 1), ((0, 0), (1, 1), (1, 1), (0, 0)), (1, 1, 1, 1)),
+    ((1, 3, 2, 2), (1, 2, 1, 1), ((0, 0), (2, 1), (0, 3), (1, 0)), (1, 1, 2, 1)),  # channel window
+    ((2, 2, 1, 1), (1, 3, 1, 1), ((1, 0), (0, 0), (-1, 1), (0, 0)), (1, 2, 1, 1)),  # batch window
+]
+
+
+def bind(name, window, strides, padding, dilation):
+    return lambda x: PRIMS[name].bind(
+        x, window_dimensions=window, window_strides=strides, padding=padding,
+        base_dilation=(1,) * len(window), window_dilation=dilation)
+
+
+def all_windows(*names):
+    # Every window of every primitive in one model (fewer onnxruntime sessions),
+    # jitted so the JAX reference is one XLA compile rather than one per op.
+    return jax.jit(lambda x: tuple(bind(n, *w)(x) for n in names for w in WINDOWS))
+
+
+def with_specials(shape, dtype, rng):
+    x = rng.standard_normal(size=shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[3::13] = np.nan
+    flat[5::7] = -np.inf
+    flat[6::11] = np.inf
+    return flat.reshape(shape)
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("shape", [(2, 6, 7, 3), ("B", 6, 7, 3)], ids=str)
+def test_reduce_window(dtype, x64, shape):
+    model = check(all_windows("sum", "max", "min"), [shape], [dtype], x64=x64)
+    assert {"Pad", "Slice", "Add", "Max", "Min"} <= set(op_types(model))
+
+
+def test_symbolic_spatial_dims():
+    # Window over symbolic extents: slice ends count from the end, so no extent is needed.
+    check(all_windows("sum", "max"), [("B", "H", 6, 3)])
+
+
+def test_nan_and_inf_propagate():
+    # Windows of NaN, of -inf/+inf only and of padding only (JAX: the identity, +-inf).
+    model = check(all_windows("max", "min", "sum"), [("B", 6, 7, 3)], make_inputs=with_specials,
+                  opset=18)
+    assert "IsNaN" not in op_types(model)  # onnxruntime's elementwise Max/Min propagate NaN
+
+
+INTS = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.bool_]
+
+
+def test_reduce_window_int_and_bool():
+    # One input per dtype in one model. Full-range values: sums wrap, and padding
+    # must be the dtype's own extreme (int16 computes in int32 but pads with -32768).
+    def gen(shape, d, rng):
+        if d == np.bool_:
+            return rng.integers(0, 2, size=shape).astype(d)
+        info = np.iinfo(d)
+        return rng.integers(info.min, info.max, size=shape, dtype=d, endpoint=True)
+
+    def f(*xs):
+        return tuple(all_windows(*(("max", "min") if x.dtype == np.bool_ else ("sum", "max", "min")))(x)
+                     for x in xs)
+    # jit: one XLA compile for the JAX reference instead of one per op and dtype.
+    check(jax.jit(f), [("B", 5, 6, 2)] * len(INTS), INTS, x64=True, make_inputs=gen, batches=(3,))
+
+
+# Identity inits, and non-identity ones (XLA folds those in once per window,
+# padded elements do not count).
+GENERIC = [(lax.add, 0.0), (lax.max, -np.inf), (lax.min, np.inf), (lax.mul, 1.0),
+           (lax.add, 2.5), (lax.max, 0.5), (lax.min, -0.5), (lax.mul, -2.0)]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+def test_generic_reduce_window(dtype, x64):
+    @jax.jit
+    def f(x):
+        return tuple(lax.reduce_window(x, dtype(init), op, w, s, p, window_dilation=d)
+                     for op, init in GENERIC for w, s, p, d in WINDOWS)
+    check(f, [("B", 6, 7, 3)], [dtype], x64=x64, make_inputs=with_specials, rtol=1e-4)
+
+
+def test_generic_identity_init_folds_away():
+    model = check(lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 2), (1, 1), "VALID"), [("B", 5)])
+    assert op_types(model) == ["Slice", "Slice", "Add"]
+
+
+@pytest.mark.parametrize("op,init", [(lax.bitwise_and, -1), (lax.bitwise_or, 0),
+                                     (lax.bitwise_xor, 3), (lax.max, 7)], ids=["and", "or", "xor", "max"])
+def test_generic_int(op, init):
+    check(lambda x: lax.reduce_window(x, np.int32(init), op, (1, 2, 3), (1, 1, 2),
+                                      ((0, 0), (1, 1), (0, 2))),
+          [("B", 5, 6)], [np.int32], make_inputs=lambda s, d, r: r.integers(-99, 99, size=s, dtype=d))
+
+
+def test_generic_variadic():
+    def f(x, y):
+        return lax.reduce_window((x, y), (0.0, -np.inf), lambda a, b: (a[0] + b[0], lax.max(a[1], b[1])),
+                                 (1, 3), (1, 2), "SAME")
+    check(f, [("B", 7), ("B", 7)])
+
+
+def test_generic_non_monoid_fails():
+    with pytest.raises(Exception, match="reduce_window"):
+        jaxonnx.to_onnx(lambda x: lax.reduce_window(x, 0.0, lambda a, b: a + 2 * b, (2,), (1,), "VALID"),
+                        [jax.ShapeDtypeStruct((5,), np.float32)])
+
+
+def test_base_dilation_fails():
+    with pytest.raises(Exception, match="base_dilation"):
+        jaxonnx.to_onnx(lambda x: lax.reduce_window(x, 0.0, lax.add, (2,), (1,), "VALID",
+                                                    base_dilation=(2,)),
+                        [jax.ShapeDtypeStruct((5,), np.float32)])
+
+
+nnx = pytest.importorskip("flax.nnx")
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("shape", [(2, 8, 8, 3), ("B", 8, 8, 3)], ids=str)
+def test_flax_pooling(shape, dtype, x64):
+    nn = nnx  # flax.linen's pooling functions are the same
+
+    @jax.jit
+    def f(x):
+        return (nn.max_pool(x, (2, 2), (2, 2), "VALID"),
+                nn.max_pool(x, (3, 3), (1, 1), "SAME"),
+                nn.avg_pool(x, (3, 3), (2, 2), "SAME"),
+                nn.avg_pool(x, (3, 3), (1, 1), "SAME", count_include_pad=False),
+                nn.min_pool(x, (2, 3), (1, 2), "VALID"))
+    check(f, [shape], [dtype], x64=x64)
+
+
+def test_half_floats():
+    # Computed in float32 (no 16-bit Pad kernels), rounded once at the end.
+    check(all_windows("sum", "max", "min"), [("B", 6, 7, 3)], [np.float16], batches=(3,))
+    # bfloat16 takes the same path; onnxruntime's Python API cannot feed it, so only validate.
+    model = jaxonnx.to_onnx(all_windows("sum", "max"), [jax.ShapeDtypeStruct((2, 6, 7, 3), jnp.bfloat16)])
+    onnx.checker.check_model(model, full_check=True)
