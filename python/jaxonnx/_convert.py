@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import _core, _plugins, _source, _specs
+from jaxonnx import _core, _keys, _plugins, _source, _specs
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "bytes", "file")
@@ -53,7 +53,9 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         entry of `inputs`.
     inputs: per positional argument, a shape tuple (ints, and strings such as "B" for
         symbolic dims; float32, or float64 with enable_double_precision), a
-        jax.ShapeDtypeStruct, or an array.
+        jax.ShapeDtypeStruct, or an array. A typed PRNG key (jax.random.key(0), or a
+        ShapeDtypeStruct of its dtype) becomes a uint32[..., 2] model input that takes
+        its key data (jax.random.key_data(key)).
     input_params: {name: example value}: extra keyword arguments of fn that become
         runtime inputs of the model, named after their keys.
     model_name: the ONNX graph's name.
@@ -88,6 +90,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             [np.asarray(v) for v in params.values()], enable_double_precision)
         traced = _with_params(fn, len(specs), list(params)) if params else fn
         closed = jax.make_jaxpr(traced)(*specs, *param_specs)
+        closed = _keys.physical_keys(closed)
+        _keys.check_threefry_partitionable(closed)
         input_names = [f"in_{i}" for i in range(len(specs))] + list(params)
         data = _core.convert(_plugins.registry(plugin_dirs), closed, int(opset), model_name,
                              input_names, [], _source.describe, _version(),

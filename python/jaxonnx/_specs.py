@@ -10,7 +10,8 @@ from jax import export
 
 from jaxonnx._core import ConversionError
 
-_KINDS = "a shape tuple such as ('B', 30), a jax.ShapeDtypeStruct, or an array"
+_KINDS = ("a shape tuple such as ('B', 30), a jax.ShapeDtypeStruct, or an array (a typed "
+          "PRNG key such as jax.random.key(0) included)")
 
 
 # One process-wide scope: the same shape text gives the same JAX dims on every
@@ -70,6 +71,10 @@ def normalize_inputs(inputs, enable_double_precision: bool) -> list[jax.ShapeDty
             out = jax.ShapeDtypeStruct(tuple(spec.shape), spec.dtype)
         else:
             raise ConversionError(f"input {i}: expected {_KINDS}; got {type(spec).__name__} {spec!r}")
+        if jax.dtypes.issubdtype(out.dtype, jax.dtypes.prng_key):
+            # A typed PRNG key (jax.random.key): the model input is its uint32 key data.
+            specs.append(out)
+            continue
         if np.dtype(out.dtype) in (np.float64, np.int64, np.uint64, np.complex128) \
                 and not enable_double_precision:
             raise ConversionError(

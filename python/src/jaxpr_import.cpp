@@ -21,6 +21,23 @@ JaxprImporter::JaxprImporter() {
   dataclass_fields_ = dc.attr("fields");
   is_dataclass_ = dc.attr("is_dataclass");
   enum_type_ = pb::module_::import("enum").attr("Enum");
+  // Typed PRNG keys (key<fry>): see threefry_key.
+  pb::module_ jax_dtypes = pb::module_::import("jax.dtypes");
+  is_key_dtype_ = pb::cpp_function(
+      [issub = jax_dtypes.attr("issubdtype"), key = jax_dtypes.attr("prng_key")](pb::handle dt) {
+        return issub(dt, key).cast<bool>();
+      });
+  key_data_ = pb::module_::import("jax.random").attr("key_data");
+}
+
+// A typed threefry2x32 PRNG key dtype (key<fry>). Such keys reach the core as
+// their key data: a key<fry> array of shape S is uint32 of shape S + (2,), so
+// random_wrap / random_unwrap are identities and a key input of the model is
+// the uint32[..., 2] of jax.random.key_data. Other key impls are not mapped
+// (their dtype stays undefined).
+bool JaxprImporter::threefry_key(pb::handle dt) const {
+  if (pb::isinstance(dt, np_dtype_type_) || !is_key_dtype_(dt).cast<bool>()) return false;
+  return pb::str(dt.attr("_impl").attr("name")).cast<std::string>() == "threefry2x32";
 }
 
 int32_t JaxprImporter::dtype(pb::handle dt_in) {
@@ -48,18 +65,27 @@ int32_t JaxprImporter::dtype(pb::handle dt_in) {
 Aval JaxprImporter::aval(pb::handle a) {
   Aval out;
   pb::object dt = a.attr("dtype");
-  out.dtype = dtype(dt);
+  bool key = threefry_key(dt);
+  out.dtype = key ? JXO_DTYPE_UINT32 : dtype(dt);
   for (pb::handle d : a.attr("shape")) {
     if (PyLong_Check(d.ptr())) out.dims.push_back(Dim{d.cast<int64_t>(), {}});
     else out.dims.push_back(Dim{0, pb::str(d)});
   }
+  if (key) out.dims.push_back(Dim{2, {}});  // the key data's trailing dim
   return out;
 }
 
 std::shared_ptr<const Tensor> JaxprImporter::array(pb::handle value, pb::handle dt) {
   // np.asarray shares memory with a CPU jax.Array: no copy. The Tensor keeps
-  // the NumPy array alive; its release takes the GIL.
-  pb::array arr = pb::array::ensure(np_asarray_(value, dt), pb::array::c_style);
+  // the NumPy array alive; its release takes the GIL. A typed key constant
+  // becomes its uint32 key data.
+  pb::object v = pb::reinterpret_borrow<pb::object>(value);
+  pb::object d = pb::reinterpret_borrow<pb::object>(dt);
+  if (threefry_key(d)) {
+    v = key_data_(v);
+    d = np_dtype_type_("uint32");
+  }
+  pb::array arr = pb::array::ensure(np_asarray_(v, d), pb::array::c_style);
   if (!arr) throw pb::value_error("cannot view a constant as a C-contiguous array");
   auto t = std::make_shared<Tensor>();
   t->dtype = dtype(arr.attr("dtype"));

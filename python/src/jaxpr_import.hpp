@@ -28,10 +28,12 @@ class JaxprImporter {
   std::shared_ptr<const ClosedJaxpr> open_jaxpr(pb::handle jaxpr, pb::handle consts);
   Atom atom(pb::handle a);
   int32_t dtype(pb::handle dt);
+  bool threefry_key(pb::handle dt) const;
   std::shared_ptr<const Tensor> array(pb::handle value, pb::handle dtype);
 
   pb::object literal_type_, dropvar_type_, closed_type_, jaxpr_type_, np_asarray_,
-      np_dtype_type_, np_generic_, is_symbolic_, dataclass_fields_, is_dataclass_, enum_type_;
+      np_dtype_type_, np_generic_, is_symbolic_, dataclass_fields_, is_dataclass_, enum_type_,
+      is_key_dtype_, key_data_;
   std::unordered_map<PyObject*, int64_t> var_ids_;
   std::unordered_map<PyObject*, std::shared_ptr<const ClosedJaxpr>> jaxprs_;
   std::unordered_map<PyObject*, int32_t> dtypes_;

@@ -1,0 +1,120 @@
+"""Typed PRNG keys (key<fry>) as their uint32 key data, for the core.
+
+The core sees a key<fry> array of shape S as its key data of shape S + (2,)
+(jaxpr_import.cpp). Shape ops on keys (slice, squeeze, reshape, select_n,
+gather, ... as in `a, b = jax.random.split(k)`) have params for the logical
+shape, so a jaxpr holding keys is re-traced first with every key replaced by its
+key data: those ops become the same ops vmapped over the trailing key-data axis
+(their batching rules adjust the params), jit calls holding keys are inlined,
+scan / while / cond bodies are re-traced the same way, and keys stay typed only
+from a random_wrap into one random_* primitive (lowered by the lax_random
+plugin). A jaxpr without keys is left untouched.
+"""
+
+from __future__ import annotations
+
+import jax
+
+from jaxonnx._core import ConversionError
+
+def _is_key(aval):
+    dt = getattr(aval, "dtype", None)
+    return dt is not None and jax.dtypes.issubdtype(dt, jax.dtypes.prng_key)
+
+
+def _sub_jaxprs(params):
+    for v in params.values():
+        for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+            if hasattr(getattr(sub, "jaxpr", sub), "eqns"):
+                yield sub
+
+
+def _has_keys(jaxpr):
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    if any(_is_key(v.aval) for v in (*jaxpr.invars, *jaxpr.constvars, *jaxpr.outvars)):
+        return True
+    return any(any(_is_key(v.aval) for v in (*e.invars, *e.outvars))
+               or any(_has_keys(s) for s in _sub_jaxprs(e.params)) for e in jaxpr.eqns)
+
+
+def physical_keys(closed):
+    """`closed` with keys replaced by key data (a no-op without keys)."""
+    if not _has_keys(closed):
+        return closed
+    from jax._src import core
+
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in map(core.physical_aval, closed.in_avals)]
+    consts = [jax.random.key_data(c) if _is_key(c) else c for c in closed.consts]
+    return jax.make_jaxpr(lambda *a: _eval_physical(closed.jaxpr, consts, a))(*specs)
+
+
+def _eval_physical(jaxpr, consts, args):
+    from jax._src import source_info_util
+    from jax.extend.core import Literal
+
+    env = dict(zip((*jaxpr.constvars, *jaxpr.invars), (*consts, *args)))
+    read = lambda v: v.val if isinstance(v, Literal) else env[v]  # noqa: E731
+    for eqn in jaxpr.eqns:
+        with source_info_util.user_context(eqn.source_info.traceback,
+                                           name_stack=eqn.source_info.name_stack), eqn.ctx.manager:
+            outs = _eval_eqn_physical(eqn, [read(v) for v in eqn.invars])
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _eval_eqn_physical(eqn, ins):
+    from jax._src.random import prng
+
+    prim, params, name = eqn.primitive, dict(eqn.params), eqn.primitive.name
+    in_keys = [_is_key(v.aval) for v in eqn.invars]
+    out_keys = [_is_key(v.aval) for v in eqn.outvars]
+    if name in ("random_wrap", "random_unwrap", "random_clone"):
+        return ins[0]
+    if name in ("random_seed", "random_bits", "random_split", "random_fold_in"):
+        if in_keys[0]:
+            ins[0] = prng.random_wrap_p.bind(ins[0], impl=eqn.invars[0].aval.dtype._impl)
+        out = prim.bind(*ins, **params)
+        return prng.random_unwrap_p.bind(out) if out_keys[0] else out
+    subs = list(_sub_jaxprs(params))
+    if not any(in_keys) and not any(out_keys) and not any(_has_keys(s) for s in subs):
+        return prim.bind(*ins, **prim.get_bind_params(params))
+    if name in ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call"):
+        call = params.get("jaxpr", params.get("call_jaxpr"))  # inlined (custom rules dropped)
+        outs = _eval_physical(call.jaxpr, call.consts, ins)
+        return outs if prim.multiple_results else outs[0]
+    if subs:  # scan / while / cond: the same primitive over re-traced bodies
+        for k, v in params.items():
+            if isinstance(v, (tuple, list)) and v and all(hasattr(x, "eqns") for x in map(
+                    lambda x: getattr(x, "jaxpr", x), v)):
+                params[k] = type(v)(physical_keys(x) for x in v)
+            elif hasattr(getattr(v, "jaxpr", v), "eqns") and hasattr(v, "consts"):
+                params[k] = physical_keys(v)
+        return prim.bind(*ins, **params)
+    if not any(in_keys):
+        raise ConversionError(f"cannot convert '{name}' producing PRNG keys from non-key operands")
+    # A shape op on keys: the same op on each word of the key data.
+    fn = jax.vmap(lambda *a: prim.bind(*a, **params),
+                  in_axes=[-1 if k else None for k in in_keys],
+                  out_axes=[-1 if k else None for k in out_keys] if prim.multiple_results
+                  else (-1 if out_keys[0] else None))
+    return fn(*ins)
+
+
+# The lax_random plugin reproduces JAX's partitionable threefry bits, JAX's
+# default; the legacy algorithm binds the same primitives, so it is refused here.
+_RANDOM_PRIMITIVES = {"random_bits", "random_split"}
+
+
+def _uses_random(jaxpr):
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    return any(e.primitive.name in _RANDOM_PRIMITIVES or any(map(_uses_random, _sub_jaxprs(e.params)))
+               for e in jaxpr.eqns)
+
+
+def check_threefry_partitionable(closed):
+    if not jax.config.jax_threefry_partitionable and _uses_random(closed.jaxpr):
+        raise ConversionError(
+            "random_bits/random_split are lowered with JAX's partitionable threefry algorithm, "
+            "but jax_threefry_partitionable is False; set it to True to convert")
