@@ -1,70 +1,64 @@
-"""Converts every bundled example, verifies it in onnxruntime, prints a report.
+"""Converts every bundled example, verifies it in onnxruntime, prints one table.
 
     python examples/run_all.py
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
-import onnx
-import onnxruntime as ort
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "out_of_tree_plugin"))
 
-BATCHES = (1, 7)
+import _common  # noqa: E402
+from _common import BATCHES, Input  # noqa: E402
+
+# The flax nnx examples, in the order the table shows them.
+EXAMPLES = ("mlp", "cnn", "vit", "gpt", "lstm")
 
 
-def verify(name, convert):
-    """convert() -> (onnx model, JAX reference callable, input shape with "B")."""
+def run_example(module):
     start = time.perf_counter()
-    model, reference, shape = convert()
+    onnx_model, reference, inputs = module.convert()
     seconds = time.perf_counter() - start
-    onnx.checker.check_model(model, full_check=True)
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    errors = []
-    for batch in BATCHES:
-        dims = tuple(batch if d == "B" else d for d in shape)
-        x = np.random.default_rng(batch).standard_normal(dims).astype(np.float32)
-        got = sess.run(None, {sess.get_inputs()[0].name: x})[0]
-        errors.append(float(np.abs(got - np.asarray(reference(x))).max()))
-    return {"name": name, "nodes": len(model.graph.node), "bytes": model.ByteSize(),
-            "seconds": seconds, "errors": errors,
-            "ok": all(e < 1e-4 for e in errors)}
+    return {"name": module.NAME, "seconds": seconds, **_common.verify(onnx_model, reference, inputs)}
 
 
-def examples():
+def run_out_of_tree():
+    """The hard_swish primitive from examples/out_of_tree_plugin, built with CMake."""
     import demo as oot
-    import mlp
 
-    def oot_convert():
-        model, reference = oot.convert(oot.build(HERE.parent / "build" / "example-plugin"))
-        return model, reference, ("B", 8)
-
-    return [("nnx MLP", mlp.convert), ("out-of-tree hard_swish", oot_convert)]
+    start = time.perf_counter()
+    onnx_model, reference = oot.convert(oot.build(HERE.parent / "build" / "example-plugin"))
+    seconds = time.perf_counter() - start
+    return {"name": "out-of-tree hard_swish", "seconds": seconds,
+            **_common.verify(onnx_model, reference, [Input(("B", 8))])}
 
 
 def main() -> int:
+    runs = [(name, lambda name=name: run_example(importlib.import_module(name)))
+            for name in EXAMPLES] + [("out-of-tree hard_swish", run_out_of_tree)]
     rows = []
-    for name, convert in examples():
+    for name, run in runs:
         try:
-            rows.append(verify(name, convert))
+            rows.append(run())
         except Exception as e:  # report every example, then fail
-            rows.append({"name": name, "failure": f"{type(e).__name__}: {e}"})
-    print(f"\n{'example':<26}{'nodes':>6}{'bytes':>9}{'first run':>11}   max |onnx - jax| at B=1, B=7")
+            rows.append({"name": name, "failure": f"{type(e).__name__}: {str(e).splitlines()[0]}"})
+    batches = ", ".join(f"B={b}" for b in BATCHES)
+    print(f"\n{'example':<24}{'nodes':>6}{'size':>11}{'first run':>11}   max |onnx - jax| at {batches}")
     for r in rows:
         if "failure" in r:
-            print(f"{r['name']:<26}FAILED: {r['failure']}")
+            print(f"{r['name']:<24}FAILED: {r['failure']}")
             continue
         errs = ", ".join(f"{e:.1e}" for e in r["errors"])
-        print(f"{r['name']:<26}{r['nodes']:>6}{r['bytes']:>9}{r['seconds'] * 1e3:>9.0f}ms   {errs}"
-              f"{'' if r['ok'] else '   MISMATCH'}")
-    print("(first run: building the model, or compiling the plugin, and converting once)")
+        print(f"{r['name']:<24}{r['nodes']:>6}{r['bytes'] / 1024:>8.1f} KiB{r['seconds'] * 1e3:>9.0f}ms"
+              f"   {errs}{'' if r['ok'] else '   MISMATCH'}")
+    print("(first run: building the model, or compiling the plugin, and converting once; "
+          "every model is checked with onnx.checker full_check)")
     ok = all(r.get("ok") for r in rows)
     print("\nall examples match JAX in onnxruntime" if ok else "\nsome examples FAILED")
     return 0 if ok else 1
