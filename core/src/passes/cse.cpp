@@ -14,7 +14,10 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "jaxonnx/core/passes.hpp"
 #include "onnx_ops.hpp"
@@ -41,16 +44,17 @@ void put(std::string& key, const Tensor& t) {
   key.append(static_cast<const char*>(t.data), t.nbytes);
 }
 
+// A hash of the bytes, eight at a time (FNV-1a's mixing over words).
 uint64_t content_hash(const Tensor& t) {
-  std::string key;
-  put(key, t.dtype);
-  for (int64_t d : t.dims) put(key, d);
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  auto mix = [&](const char* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
-  };
-  mix(key.data(), key.size());
-  mix(static_cast<const char*>(t.data), t.nbytes);
+  const char* p = static_cast<const char*>(t.data);
+  uint64_t h = 1469598103934665603ull;
+  size_t i = 0;
+  for (; i + 8 <= t.nbytes; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+  }
+  for (; i < t.nbytes; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
   return h;
 }
 
@@ -107,20 +111,32 @@ class Deduplication : public Pass {
     std::set<ir::ValueId> outputs(g.outputs.begin(), g.outputs.end());
     bool changed = false;
 
-    std::map<uint64_t, std::vector<size_t>> by_hash;
-    std::vector<bool> drop(g.initializers.size(), false);
+    // Weights can be large: contents are hashed only within a group of
+    // equal dtype, dims and size that has several members, and each tensor's
+    // hash is kept across rounds (the cache holds the tensor, so its address
+    // is never reused for another).
+    std::map<std::tuple<int32_t, std::vector<int64_t>, size_t>, std::vector<size_t>> by_type;
     for (size_t k = 0; k < g.initializers.size(); ++k) {
-      const ir::Initializer& init = g.initializers[k];
-      std::vector<size_t>& same = by_hash[content_hash(*init.tensor)];
-      auto first = std::find_if(same.begin(), same.end(), [&](size_t j) {
-        return same_content(*g.initializers[j].tensor, *init.tensor);
-      });
-      if (first == same.end() || outputs.count(init.value)) {
-        same.push_back(k);
-        continue;
+      const Tensor& t = *g.initializers[k].tensor;
+      by_type[{t.dtype, t.dims, t.nbytes}].push_back(k);
+    }
+    std::vector<bool> drop(g.initializers.size(), false);
+    for (const auto& [type, group] : by_type) {
+      if (group.size() < 2) continue;
+      std::map<uint64_t, std::vector<size_t>> by_hash;
+      for (size_t k : group) {
+        const ir::Initializer& init = g.initializers[k];
+        std::vector<size_t>& same = by_hash[hash_of(init.tensor)];
+        auto first = std::find_if(same.begin(), same.end(), [&](size_t j) {
+          return same_content(*g.initializers[j].tensor, *init.tensor);
+        });
+        if (first == same.end() || outputs.count(init.value)) {
+          same.push_back(k);
+          continue;
+        }
+        replace_reads(g, init.value, g.initializers[*first].value);
+        drop[k] = changed = true;
       }
-      replace_reads(g, init.value, g.initializers[*first].value);
-      drop[k] = changed = true;
     }
     if (changed) {
       std::vector<ir::Initializer> kept;
@@ -148,6 +164,14 @@ class Deduplication : public Pass {
     erase_marked(g);
     return changed;
   }
+
+ private:
+  uint64_t hash_of(const std::shared_ptr<const Tensor>& t) {
+    auto [it, fresh] = hashes_.try_emplace(t.get(), t, 0);
+    if (fresh) it->second.second = content_hash(*t);
+    return it->second.second;
+  }
+  std::map<const Tensor*, std::pair<std::shared_ptr<const Tensor>, uint64_t>> hashes_;
 };
 
 }  // namespace
