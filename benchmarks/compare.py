@@ -61,24 +61,23 @@ def jaxonnx_convert(fn, specs):
 
 
 def jaxonnx_phases(fn, specs):
-    """The steps of jaxonnx.to_onnx (python/jaxonnx/_convert.py), timed one by one.
-
-    The core is one call (transfer of the jaxpr to C++, lowering through the
-    plugins, passes, serialization); only the passes can be told apart, as the
-    difference between optimize=True and optimize=False (which still prunes).
-    """
+    """The steps of jaxonnx.to_onnx (python/jaxonnx/_convert.py), timed one by one:
+    tracing (jax.make_jaxpr), then the core's own phase times (_core.convert fills
+    `times`): the jaxpr's transfer to C++, lowering through the plugins, the passes,
+    and serialization."""
     registry = _plugins.registry(None)
     t_trace, closed = timed(lambda: jax.make_jaxpr(fn)(*specs))
     names = [f"in_{i}" for i in range(len(specs))]
 
-    def core(optimize):
+    def core(optimize, times=None):
         return _core.convert(registry, closed, 23, "bench", names, [], _source.describe,
-                             jaxonnx.__version__, optimize, "")
-    t_raw, raw = timed(lambda: core(False))
-    t_core, data = timed(lambda: core(True))
-    t_parse, _ = timed(lambda: onnx.load_from_string(data))
-    return {"trace": t_trace, "core_no_passes": t_raw, "passes": max(t_core - t_raw, 0.0),
-            "parse": t_parse, "raw_nodes": _common.count_nodes(onnx.load_from_string(raw))}
+                             jaxonnx.__version__, optimize, "", times)
+    raw = core(False)
+    times = {}
+    core(True, times)
+    return {"trace": t_trace, "import": times["import"], "lower": times["lower"],
+            "passes": times["passes"], "export": times["export"],
+            "raw_nodes": _common.count_nodes(onnx.load_from_string(raw))}
 
 
 def peer():
@@ -211,7 +210,7 @@ def pair(r, a, b, fmt):
 
 def table(rows, peer_note):
     head = ["model", "make_jaxpr ms<br>median (first)", "jaxonnx ms<br>median (first)",
-            "jax2onnx ms<br>median (first)", "jaxonnx phases ms<br>trace / core / passes / parse",
+            "jax2onnx ms<br>median (first)", "jaxonnx phases ms<br>trace / import / lower / passes / export",
             "nodes<br>jaxonnx / jax2onnx", "KiB<br>jaxonnx / jax2onnx",
             f"ORT µs at B={LATENCY_BATCH}<br>jaxonnx / jax2onnx", "max error<br>jaxonnx / jax2onnx",
             "conv / make_jaxpr<br>(≤ 1.3)", "conv jaxonnx / jax2onnx<br>(≤ 0.1)",
@@ -227,7 +226,7 @@ def table(rows, peer_note):
             else r.get("jax2onnx_failure", peer_note)
         cells = [r["model"], f"{ms(r, 'jaxpr')} ({ms(r, 'jaxpr_first')})",
                  f"{ms(r, 'jaxonnx')} ({ms(r, 'jaxonnx_first')})", j2o,
-                 " / ".join(ms(r, f"phase_{k}") for k in ("trace", "core_no_passes", "passes", "parse")),
+                 " / ".join(ms(r, f"phase_{k}") for k in ("trace", "import", "lower", "passes", "export")),
                  pair(r, "jaxonnx_nodes", "jax2onnx_nodes", str),
                  pair(r, "jaxonnx_bytes", "jax2onnx_bytes", lambda b: f"{b / 1024:.1f}"),
                  pair(r, "jaxonnx_latency", "jax2onnx_latency", lambda s: f"{s * 1e6:.0f}"),

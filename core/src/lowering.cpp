@@ -3,6 +3,7 @@
 #include "lowering.hpp"
 
 #include <cctype>
+#include <chrono>
 #include <cstdint>
 #include <set>
 
@@ -379,15 +380,27 @@ ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
 
 std::string convert(const ClosedJaxpr& program, const Registry& registry,
                     const ConvertOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  PhaseTimes ignored;
+  PhaseTimes& times = options.times ? *options.times : ignored;
+  auto start = Clock::now();
   ir::Model model = lower_to_ir(program, registry, options);
+  times.lower = since(start);
+  start = Clock::now();
   if (options.optimize) {
     passes::ManagerOptions passes_options;
     passes_options.dump_dir = options.dump_ir_dir;
+    passes_options.pass_seconds = &times.per_pass;
     passes::optimize(model, passes_options);
   } else {
     prune(model.graph);
   }
-  return export_onnx(model);
+  times.passes = since(start);
+  start = Clock::now();
+  std::string bytes = export_onnx(model);
+  times.export_onnx = since(start);
+  return bytes;
 }
 
 }  // namespace jaxonnx

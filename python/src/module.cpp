@@ -1,5 +1,7 @@
 // jaxonnx._core: the pybind11 face of the core. It converts Python objects
 // to core types and forwards; the logic lives in core/ and in jaxonnx/*.py.
+#include <chrono>
+
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -39,9 +41,13 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
                   const std::string& model_name, std::vector<std::string> input_names,
                   std::vector<std::string> output_names, pb::object describe_source,
                   const std::string& producer_version, bool optimize,
-                  const std::string& dump_ir_dir) {
+                  const std::string& dump_ir_dir, pb::object times) {
+  auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
+  double import_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  PhaseTimes phases;
   ConvertOptions options;
   options.opset = opset;
   options.model_name = model_name;
@@ -50,11 +56,20 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   options.producer_version = producer_version;
   options.optimize = optimize;
   options.dump_ir_dir = dump_ir_dir;
+  options.times = &phases;
   if (!describe_source.is_none())
     options.describe_source = [&](int64_t source) {
       return describe_source(importer.sources().at(static_cast<size_t>(source))).cast<std::string>();
     };
-  return pb::bytes(jaxonnx::convert(*program, registry, options));
+  pb::bytes bytes(jaxonnx::convert(*program, registry, options));
+  if (!times.is_none()) {  // a dict the caller wants filled: phase -> seconds
+    times["import"] = import_seconds;
+    times["lower"] = phases.lower;
+    times["passes"] = phases.passes;
+    times["export"] = phases.export_onnx;
+    for (const auto& [name, seconds] : phases.per_pass) times[pb::str("pass:" + name)] = seconds;
+  }
+  return bytes;
 }
 
 pb::list abstract_eval_primitive(const Registry& registry, const std::string& name, pb::list in_avals,
@@ -107,7 +122,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
-        pb::arg("dump_ir_dir") = "");
+        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none());
   m.def("abstract_eval", &abstract_eval_primitive, pb::arg("registry"), pb::arg("name"),
         pb::arg("in_avals"), pb::arg("params"));
 }

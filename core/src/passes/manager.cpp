@@ -1,6 +1,7 @@
 // The pass manager: runs a pipeline over a graph and all its subgraphs until
 // nothing changes or the round cap is reached, optionally dumping the graph
 // around every pass run.
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -39,12 +40,20 @@ int PassManager::run(ir::Graph& graph) {
         << ir::to_text(graph);
     if (!out) throw ConversionError("cannot write the IR dump " + path.string());
   };
+  std::vector<std::pair<std::string, double>>* seconds = options_.pass_seconds;
+  if (seconds)
+    for (const std::unique_ptr<Pass>& pass : pipeline_) seconds->emplace_back(pass->name(), 0.0);
   for (int round = 1; round <= options_.max_rounds; ++round) {
     bool changed = false;
-    for (const std::unique_ptr<Pass>& pass : pipeline_) {
-      dump(round, "before", *pass);
-      changed = run_everywhere(*pass, graph) || changed;
-      dump(round, "after", *pass);
+    for (size_t k = 0; k < pipeline_.size(); ++k) {
+      const Pass& pass = *pipeline_[k];
+      dump(round, "before", pass);
+      auto start = std::chrono::steady_clock::now();
+      changed = run_everywhere(*pipeline_[k], graph) || changed;
+      if (seconds)
+        (*seconds)[seconds->size() - pipeline_.size() + k].second +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      dump(round, "after", pass);
     }
     if (!changed) return round;
   }

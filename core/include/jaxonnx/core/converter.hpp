@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,14 @@
 namespace jaxonnx {
 
 constexpr int64_t kMinOpset = 18;
+
+// Seconds spent in each phase of convert(), for benchmarks.
+struct PhaseTimes {
+  double lower = 0;   // lower_to_ir: every equation through its plugin
+  double passes = 0;  // the optimizer (or prune)
+  double export_onnx = 0;
+  std::vector<std::pair<std::string, double>> per_pass;  // summed over rounds, pipeline order
+};
 
 struct ConvertOptions {
   int64_t opset = 23;
@@ -27,6 +36,8 @@ struct ConvertOptions {
   bool optimize = true;
   // When non-empty, the optimizer writes the graph around every pass run here.
   std::string dump_ir_dir;
+  // When set, convert() fills it.
+  PhaseTimes* times = nullptr;
 };
 
 // Lowers every equation through the plugin that claims its primitive.

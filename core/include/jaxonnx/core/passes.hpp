@@ -55,6 +55,8 @@ struct ManagerOptions {
   // When non-empty, the folder receives NNN_r<round>_{before,after}_<pass>.txt
   // with the model's graph printed by ir::to_text around every pass run.
   std::string dump_dir;
+  // When set, receives each pass's seconds, summed over rounds and graphs.
+  std::vector<std::pair<std::string, double>>* pass_seconds = nullptr;
 };
 
 class PassManager {
