@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import onnxruntime as ort
@@ -122,14 +123,35 @@ def test_out_of_tree_example_with_and_without_passes(plugin_dir):
     _same_outputs(optimized, raw, x)
 
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import node_counts  # noqa: E402
+_W = {k: np.random.default_rng(i).standard_normal((16, 16)).astype(np.float32) * 0.1
+      for i, k in enumerate(("q", "k", "v", "up", "down"))}
 
 
-@pytest.mark.parametrize("name", list(node_counts.programs()))
-def test_benchmark_programs_match_jax_with_and_without_passes(name):
-    make, shapes = node_counts.programs()[name]
-    fn = make()
+def _layer_norm(x):
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) * jax.lax.rsqrt(var + 1e-5)
+
+
+def transformer_block(x):  # [B, 8, 16]: single-head attention + MLP, jnp ops only
+    h = _layer_norm(x)
+    q, k, v = h @ _W["q"], h @ _W["k"], h @ _W["v"]
+    scores = jnp.einsum("bsd,btd->bst", q, k) / 4.0
+    x = x + jax.nn.softmax(scores, axis=-1) @ v
+    h = _layer_norm(x)
+    return x + jax.nn.gelu(h @ _W["up"], approximate=True) @ _W["down"]
+
+
+def layout_round_trip(x):  # NHWC -> NCHW, elementwise, back
+    y = jnp.transpose(x, (0, 3, 1, 2))
+    y = jnp.tanh(y * 2.0 + 1.0)
+    return jnp.transpose(y, (0, 2, 3, 1))
+
+
+@pytest.mark.parametrize("fn,shapes", [(transformer_block, [("B", 8, 16)]),
+                                       (layout_round_trip, [("B", 4, 4, 3)])],
+                         ids=["transformer-block", "layout-round-trip"])
+def test_programs_match_jax_with_and_without_passes(fn, shapes):
     model = check(fn, shapes, atol=1e-4, rtol=1e-4)
     raw = jaxonnx.to_onnx(fn, shapes, optimize=False)
     assert len(model.graph.node) < len(raw.graph.node)
