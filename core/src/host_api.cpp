@@ -321,14 +321,17 @@ const jxo_aval* jaxpr_input_aval(const jxo_jaxpr* j, size_t i) {
 const jxo_aval* jaxpr_output_aval(const jxo_jaxpr* j, size_t i) {
   return j && i < J(j)->jaxpr.outvars.size() ? J(j)->jaxpr.outvars[i].aval.c() : nullptr;
 }
-int64_t jaxpr_output_source(const jxo_jaxpr* j, size_t i) {
-  if (!j || i >= J(j)->jaxpr.outvars.size()) return -1;
-  const Atom& out = J(j)->jaxpr.outvars[i];
-  if (out.is_literal()) return -1;
+// The index of `a` among the jaxpr's invars, or -1.
+int64_t invar_index(const jxo_jaxpr* j, const Atom& a) {
+  if (a.is_literal()) return -1;
   const std::vector<Atom>& in = J(j)->jaxpr.invars;
   for (size_t k = 0; k < in.size(); ++k)
-    if (in[k].var == out.var) return static_cast<int64_t>(k);
+    if (in[k].var == a.var) return static_cast<int64_t>(k);
   return -1;
+}
+int64_t jaxpr_output_source(const jxo_jaxpr* j, size_t i) {
+  if (!j || i >= J(j)->jaxpr.outvars.size()) return -1;
+  return invar_index(j, J(j)->jaxpr.outvars[i]);
 }
 int32_t jaxpr_depends(const jxo_jaxpr* j, size_t output, size_t input) {
   if (!j) return 0;
@@ -398,14 +401,6 @@ const jxo_param* jaxpr_eqn_params(const jxo_jaxpr* j, size_t k) {
 size_t jaxpr_eqn_num_inputs(const jxo_jaxpr* j, size_t k) {
   const Eqn* e = eqn_at(j, k);
   return e ? e->inputs.size() : 0;
-}
-// The index of `a` among the jaxpr's invars, or -1.
-int64_t invar_index(const jxo_jaxpr* j, const Atom& a) {
-  if (a.is_literal()) return -1;
-  const std::vector<Atom>& in = J(j)->jaxpr.invars;
-  for (size_t k = 0; k < in.size(); ++k)
-    if (in[k].var == a.var) return static_cast<int64_t>(k);
-  return -1;
 }
 int64_t jaxpr_eqn_input_source(const jxo_jaxpr* j, size_t k, size_t i) {
   const Eqn* e = eqn_at(j, k);

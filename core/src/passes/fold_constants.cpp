@@ -61,14 +61,7 @@ class ConstantFolding : public Pass {
            "the size caps";
   }
 
-  bool run(ir::Graph& g) override {
-    bool changed = false;
-    while (fold_one(g)) {
-      erase_marked(g);
-      changed = true;
-    }
-    return changed;
-  }
+  bool run(ir::Graph& g) override { return rewrite_to_fixed_point(g, fold_one); }
 
  private:
   static bool fold_one(ir::Graph& g) {

@@ -41,15 +41,7 @@ class NoOpElimination : public Pass {
            "reshape chain that could be bypassed; Reshape reads past other reshapes";
   }
 
-  bool run(ir::Graph& g) override {
-    bool changed = false;
-    // One rewrite per sweep: each rewrite can invalidate the use counts.
-    while (rewrite_one(g)) {
-      erase_marked(g);
-      changed = true;
-    }
-    return changed;
-  }
+  bool run(ir::Graph& g) override { return rewrite_to_fixed_point(g, rewrite_one); }
 
  private:
   static bool rewrite_one(ir::Graph& g) {

@@ -49,6 +49,19 @@ bool is_erased(const ir::Node& node);
 // Removes the marked nodes; returns how many.
 size_t erase_marked(ir::Graph& graph);
 
+// Applies `rewrite_one` (one rewrite, marking what it removes; false when
+// there is none left) until it finds nothing, erasing after each: a rewrite
+// can invalidate the use counts the next one reads. True if anything changed.
+template <typename RewriteOne>
+bool rewrite_to_fixed_point(ir::Graph& graph, RewriteOne rewrite_one) {
+  bool changed = false;
+  while (rewrite_one(graph)) {
+    erase_marked(graph);
+    changed = true;
+  }
+  return changed;
+}
+
 // Both typed, same dtype, same rank and same dims (symbols compared by name,
 // as JAX names equal sizes alike).
 bool same_type(const ir::Value& a, const ir::Value& b);

@@ -114,14 +114,7 @@ class TransposeFolding : public Pass {
            "Transpose of a Transpose, no elementwise binary op of two equal Transposes";
   }
 
-  bool run(ir::Graph& g) override {
-    bool changed = false;
-    while (rewrite_one(g)) {
-      erase_marked(g);
-      changed = true;
-    }
-    return changed;
-  }
+  bool run(ir::Graph& g) override { return rewrite_to_fixed_point(g, rewrite_one); }
 
  private:
   static bool rewrite_one(ir::Graph& g) {
