@@ -61,57 +61,66 @@ class ConstantFolding : public Pass {
            "the size caps";
   }
 
-  bool run(ir::Graph& g) override { return rewrite_to_fixed_point(g, fold_one); }
+  // One sweep in node (topological) order, keeping the use counts current: a
+  // folded value is a constant for the nodes after it, so chains fold at once.
+  bool run(ir::Graph& g) override {
+    Uses uses(g);
+    bool changed = false;
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      if (!fold(g, uses, g.nodes[k])) continue;
+      changed = true;
+      const ir::Node& n = g.nodes[k];
+      for (ir::ValueId v : n.inputs)
+        if (v != ir::kNoValue) --uses.reads[v];
+      uses.producer[n.outputs[0]] = -1;
+      uses.initializer[n.outputs[0]] = g.initializers.size() - 1;
+    }
+    erase_marked(g);
+    return changed;
+  }
 
  private:
-  static bool fold_one(ir::Graph& g) {
-    Uses uses(g);
-    for (size_t k = 0; k < g.nodes.size(); ++k) {
-      ir::Node& n = g.nodes[k];
-      if (n.outputs.size() != 1 || uses.is_output[n.outputs[0]]) continue;
-      std::vector<std::optional<Ints>> in;
-      size_t consumed = 0;
-      for (ir::ValueId v : n.inputs) {
-        const Tensor* t = uses.constant(g, v);
-        if (t && uses.reads[v] == 1) consumed += t->nbytes;  // dies with the node
-        Ints ints{t ? t->dtype : 0, t ? t->dims : std::vector<int64_t>{}, {}, {}};
-        if (t && to_ints(*t, &ints.v)) {
-          in.emplace_back(std::move(ints));
-        } else if (v != ir::kNoValue && uses.producer[v] >= 0 &&
-                   onnx_ops::kind(g.nodes[uses.producer[v]]) == Op::Shape) {
-          in.push_back(shape_of(g, g.nodes[uses.producer[v]]));
-        } else {
-          in.emplace_back();
-        }
+  // Folds `n` into a new initializer (and marks it erased) when it can.
+  static bool fold(ir::Graph& g, const Uses& uses, ir::Node& n) {
+    if (n.outputs.size() != 1 || uses.is_output[n.outputs[0]]) return false;
+    std::vector<std::optional<Ints>> in;
+    size_t consumed = 0;
+    for (ir::ValueId v : n.inputs) {
+      const Tensor* t = uses.constant(g, v);
+      if (t && uses.reads[v] == 1) consumed += t->nbytes;  // dies with the node
+      Ints ints{t ? t->dtype : 0, t ? t->dims : std::vector<int64_t>{}, {}, {}};
+      if (t && to_ints(*t, &ints.v)) {
+        in.emplace_back(std::move(ints));
+      } else if (v != ir::kNoValue && uses.producer[v] >= 0 &&
+                 onnx_ops::kind(g.nodes[uses.producer[v]]) == Op::Shape) {
+        in.push_back(shape_of(g, g.nodes[uses.producer[v]]));
+      } else {
+        in.emplace_back();
       }
-      if (onnx_ops::is_layout_preserving_reshape(n)) {
-        if (reshape_constant(g, uses, n, consumed)) return true;
-        continue;
-      }
-      if (move_constant(g, uses, n)) return true;
-      std::optional<Ints> r = evaluate(g, n, in);
-      if (!r || static_cast<int64_t>(r->v.size()) > kMaxElements) continue;
-      size_t elem = r->dtype == JXO_DTYPE_INT64 ? 8 : 4;
-      if (r->v.size() * elem > consumed + kNodeAllowance) continue;
-      std::vector<char> bytes(r->v.size() * elem);
-      for (size_t i = 0; i < r->v.size(); ++i) {
-        if (elem == 8) {
-          std::memcpy(bytes.data() + 8 * i, &r->v[i], 8);
-        } else {
-          int32_t x = static_cast<int32_t>(r->v[i]);
-          std::memcpy(bytes.data() + 4 * i, &x, 4);
-        }
-      }
-      ir::ValueId y = n.outputs[0];
-      std::vector<Dim> dims;
-      for (int64_t d : r->dims) dims.push_back(Dim{d, {}});
-      g.values[y].has_type = true;
-      g.values[y].type = Aval(r->dtype, std::move(dims));
-      g.initializers.push_back({y, Tensor::copy_of(r->dtype, r->dims, bytes.data(), bytes.size())});
-      mark_erased(n);
-      return true;
     }
-    return false;
+    if (onnx_ops::is_layout_preserving_reshape(n)) return reshape_constant(g, uses, n, consumed);
+    if (move_constant(g, uses, n)) return true;
+    std::optional<Ints> r = evaluate(g, n, in);
+    if (!r || static_cast<int64_t>(r->v.size()) > kMaxElements) return false;
+    size_t elem = r->dtype == JXO_DTYPE_INT64 ? 8 : 4;
+    if (r->v.size() * elem > consumed + kNodeAllowance) return false;
+    std::vector<char> bytes(r->v.size() * elem);
+    for (size_t i = 0; i < r->v.size(); ++i) {
+      if (elem == 8) {
+        std::memcpy(bytes.data() + 8 * i, &r->v[i], 8);
+      } else {
+        int32_t x = static_cast<int32_t>(r->v[i]);
+        std::memcpy(bytes.data() + 4 * i, &x, 4);
+      }
+    }
+    ir::ValueId y = n.outputs[0];
+    std::vector<Dim> dims;
+    for (int64_t d : r->dims) dims.push_back(Dim{d, {}});
+    g.values[y].has_type = true;
+    g.values[y].type = Aval(r->dtype, std::move(dims));
+    g.initializers.push_back({y, Tensor::copy_of(r->dtype, r->dims, bytes.data(), bytes.size())});
+    mark_erased(n);
+    return true;
   }
 
   // The reshape `n` of a constant, as an initializer holding the same bytes.
