@@ -337,9 +337,10 @@ def main():
             f"Conversion: {args.runs} interleaved runs per median, in one process; "
             f"\"first\" is the first call for the model, after the start-up above and one "
             f"make_jaxpr of the same model. "
-            f"Phases: trace = jax.make_jaxpr; core = the C++ call with optimize=False "
-            f"(transfer of the jaxpr, lowering, pruning, serialization: one call, not separable "
-            f"from Python); passes = the extra time of optimize=True; parse = onnx.load_from_string. "
+            f"Phases (reported by the core): trace = jax.make_jaxpr; import = the jaxpr's "
+            f"transfer to C++; lower = every equation through its plugin; passes = the "
+            f"optimizer; export = serialization. The rest of a conversion is Python (input "
+            f"specs, onnx.load_from_string of the result). "
             f"Nodes count Loop/If bodies. ORT: median of {args.latency_runs} interleaved runs, "
             f"CPUExecutionProvider, default threads. ✗ marks a missed target.\n\n"
             f"![jaxonnx / jax2onnx ratios]({args.chart.name})")
