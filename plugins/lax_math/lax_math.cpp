@@ -555,11 +555,11 @@ void lower_rem(Lowering& L) {
   Aval mask = b.with_dtype(dtype::boolean);
   Value zero = L.op("Equal", {y, L.scalar(b.dtype, 0)}, mask);
   Value d = dtype::is_signed_int(b.dtype) ? L.op("Abs", {y}, b) : y;
-  d = L.op("Where", {zero, L.scalar(b.dtype, 1), d}, b);
+  d = L.where(zero, L.scalar(b.dtype, 1), d, b);
   Value r = dtype::itemsize(out.dtype) == 8
                 ? L.op("Sub", {x, L.op("Mul", {L.op("Div", {x, d}, out), d}, out)}, out)
                 : L.op("Mod", {x, d}, out, {fmod});
-  L.bind(0, L.op("Where", {zero, x, r}, out));
+  L.bind(0, L.where(zero, x, r, out));
 }
 
 // clamp(lo, x, hi) = min(max(x, lo), hi), as XLA: NaN in any operand gives

@@ -223,8 +223,9 @@ def test_rem_float_edges(dtype, x64):
     assert_same(got, want, 1e-6, 0)
 
 
-@pytest.mark.parametrize("dtype,x64", INTS + [(np.int8, False), (np.uint8, False), (np.uint32, False)],
-                         ids=["i32", "i64", "i8", "u8", "u32"])
+@pytest.mark.parametrize("dtype,x64", INTS + [(np.int8, False), (np.uint8, False), (np.uint32, False),
+                                               (np.int16, False), (np.uint16, False), (np.uint64, True)],
+                         ids=["i32", "i64", "i8", "u8", "u32", "i16", "u16", "u64"])
 def test_rem_int_sign_of_dividend_and_zero_divisor(dtype, x64):
     info = np.iinfo(dtype)
     if info.min < 0:

@@ -103,10 +103,11 @@ CLOSED_KEY = jax.random.key(5)
 
 
 def test_distributions_f64():
-    """f64 uniform (64-bit words) and normal, 64-bit bits, and a closed-over typed key."""
+    """f64 uniform (64-bit words) and normal, 64-bit bits, int64 randint (uint64 rem and
+    select_n), and a closed-over typed key."""
     def fn(k, x):
         return (jax.random.uniform(k, x.shape, jnp.float64), jax.random.normal(k, x.shape, jnp.float64),
-                jax.random.bits(k, (2, 3), jnp.uint64),
+                jax.random.bits(k, (2, 3), jnp.uint64), jax.random.randint(k, x.shape, -5, 100),
                 x + jax.random.normal(CLOSED_KEY, x.shape, jnp.float64))
     with jax.enable_x64(True):
         check_typed_key(fn, ("B", 3), x64=True, tol=1e-12)

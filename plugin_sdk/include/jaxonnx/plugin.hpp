@@ -397,6 +397,21 @@ class Lowering {
     return op("Cast", {v}, from.with_dtype(to), {Attr::i("to", to)});
   }
 
+  // Where(cond, a, b) giving `out`. onnxruntime has no Where kernel for bool,
+  // int16, uint16 or uint64 values: those select in a type of the same width
+  // or wider (uint8, int32, int64) that keeps every value, and cast back.
+  Value where(Value cond, Value a, Value b, const Aval& out) {
+    int32_t t = out.dtype;
+    int32_t c = t == dtype::boolean                     ? dtype::u8
+                : t == dtype::i16 || t == dtype::u16    ? dtype::i32
+                : t == dtype::u64                       ? dtype::i64
+                                                        : t;
+    if (c == t) return op("Where", {cond, a, b}, out);
+    Aval wide = out.with_dtype(c);
+    Value r = op("Where", {cond, cast(a, aval_of(a), c), cast(b, aval_of(b), c)}, wide);
+    return cast(r, wide, t);
+  }
+
   // `x` (of type `a`) transposed by `perm`; no node for the identity.
   Value transpose(Value x, const Aval& a, const std::vector<int64_t>& perm) {
     bool identity = true;
