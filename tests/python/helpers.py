@@ -112,3 +112,11 @@ def assert_same_result(optimized, raw):
 def op_types(model):
     """The op_type of every node of the main graph, in order."""
     return [n.op_type for n in model.graph.node]
+
+
+def example_plugin_build_dir(root):
+    """A build folder for the out-of-tree example plugin, one per pytest-xdist worker:
+    two workers configuring one CMake tree at once break it."""
+    import os
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    return root / "build" / f"pytest-example-plugin-{worker}"

@@ -14,7 +14,7 @@ import onnxruntime as ort
 import pytest
 
 import jaxonnx
-from helpers import assert_same_result, check, op_types
+from helpers import assert_same_result, check, example_plugin_build_dir, op_types
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -112,7 +112,7 @@ def test_mlp_example_with_and_without_passes():
 
 @pytest.fixture(scope="module")
 def plugin_dir():
-    return demo.build(ROOT / "build" / "pytest-example-plugin")
+    return demo.build(example_plugin_build_dir(ROOT))
 
 
 def test_out_of_tree_example_with_and_without_passes(plugin_dir):

@@ -14,6 +14,7 @@ import pytest
 from jax import export
 
 import jaxonnx
+from helpers import example_plugin_build_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "out_of_tree_plugin"))
@@ -22,7 +23,7 @@ import demo  # noqa: E402
 
 @pytest.fixture(scope="module")
 def plugin_dir():
-    return demo.build(ROOT / "build" / "pytest-example-plugin")
+    return demo.build(example_plugin_build_dir(ROOT))
 
 
 def test_cmakedir_holds_the_package_config():
