@@ -21,7 +21,8 @@ from jaxonnx import _plugins
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_PLUGINS_SRC = ROOT / "tests" / "plugins"
-TEST_PLUGINS_BUILD = ROOT / "build" / "pytest-test-plugins"
+# One folder per pytest-xdist worker: two workers configuring one CMake tree race.
+TEST_PLUGINS_BUILD = ROOT / "build" / f"pytest-test-plugins-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
 def build_test_plugins() -> Path:
