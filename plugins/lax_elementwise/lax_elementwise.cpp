@@ -187,68 +187,6 @@ void lower_rsqrt(Lowering& L) {
   L.bind(0, narrow(L, L.op("Reciprocal", {L.op("Sqrt", {x}, a)}, a), a, L.out_aval(0).dtype));
 }
 
-// erf: Erf. onnxruntime has no float64 Erf kernel, so float64 takes the
-// Cephes rational approximations that XLA's own float64 erf uses (error
-// ~1 ulp; NaN and +-inf come out as JAX's):
-//   |x| < 1: x * T(x^2) / U(x^2)
-//   else:    1 - erfc(x), erfc(x) = exp(-x^2) P(|x|)/Q(|x|)  (|x| < 8)
-//                                   exp(-x^2) R(|x|)/S(|x|)  (|x| >= 8)
-//            0 once exp underflows, 2 - erfc(|x|) for x < 0.
-constexpr double kErfT[] = {9.60497373987051638749E0, 9.00260197203842689217E1,
-                            2.23200534594684319226E3, 7.00332514112805075473E3,
-                            5.55923013010394962768E4};
-constexpr double kErfU[] = {1.0, 3.35617141647503099647E1, 5.21357949780152679795E2,
-                            4.59432382970980127987E3, 2.26290000613890934246E4,
-                            4.92673942608635921086E4};
-constexpr double kErfcP[] = {2.46196981473530512524E-10, 5.64189564831068821977E-1,
-                             7.46321056442269912687E0,   4.86371970985681366614E1,
-                             1.96520832956077098242E2,   5.26445194995477358631E2,
-                             9.34528527171957607540E2,   1.02755188689515710272E3,
-                             5.57535335369399327526E2};
-constexpr double kErfcQ[] = {1.0, 1.32281951154744992508E1, 8.67072140885989742329E1,
-                             3.54937778887819891062E2, 9.75708501743205489753E2,
-                             1.82390916687909736289E3, 2.24633760818710981792E3,
-                             1.65666309194161350182E3, 5.57535340817727675546E2};
-constexpr double kErfcR[] = {5.64189583547755073984E-1, 1.27536670759978104416E0,
-                             5.01905042251180477414E0,  6.16021097993053585195E0,
-                             7.40974269950448939160E0,  2.97886665372100240670E0};
-constexpr double kErfcS[] = {1.0, 2.26052863220117276590E0, 9.39603524938001434673E0,
-                             1.20489539808096656605E1, 1.70814450747565897222E1,
-                             9.60896809063285878198E0, 3.36907645100081516050E0};
-constexpr double kMaxLog = 7.09782712893383996843E2;  // log(DBL_MAX)
-
-// Horner: c[0] x^(n-1) + ... + c[n-1].
-template <size_t N>
-Value polynomial(Lowering& L, Value x, const Aval& a, const double (&c)[N]) {
-  Value y = L.scalar(a.dtype, c[0]);
-  for (size_t k = 1; k < N; ++k) y = L.op("Add", {L.op("Mul", {y, x}, a), L.scalar(a.dtype, c[k])}, a);
-  return y;
-}
-
-Value erf_f64(Lowering& L, Value x, const Aval& a) {
-  Aval mask = a.with_dtype(dtype::boolean);
-  auto k = [&](double v) { return L.scalar(a.dtype, v); };
-  Value z = L.op("Mul", {x, x}, a);
-  Value small = L.op("Div", {L.op("Mul", {x, polynomial(L, z, a, kErfT)}, a), polynomial(L, z, a, kErfU)}, a);
-
-  Value ax = L.op("Abs", {x}, a);
-  Value e = L.op("Exp", {L.op("Neg", {z}, a)}, a);
-  Value near = L.op("Div", {polynomial(L, ax, a, kErfcP), polynomial(L, ax, a, kErfcQ)}, a);
-  Value far = L.op("Div", {polynomial(L, ax, a, kErfcR), polynomial(L, ax, a, kErfcS)}, a);
-  Value erfc = L.op("Mul", {e, L.op("Where", {L.op("Less", {ax, k(8.0)}, mask), near, far}, a)}, a);
-  erfc = L.op("Where", {L.op("Greater", {z, k(kMaxLog)}, mask), k(0.0), erfc}, a);
-  erfc = L.op("Where", {L.op("Less", {x, k(0.0)}, mask), L.op("Sub", {k(2.0), erfc}, a), erfc}, a);
-  Value large = L.op("Sub", {k(1.0), erfc}, a);
-  return L.op("Where", {L.op("Less", {ax, k(1.0)}, mask), small, large}, a);
-}
-
-void lower_erf(Lowering& L) {
-  Aval a;
-  Value x = input_f32_if_bf16(L, 0, &a);
-  Value y = a.dtype == dtype::f64 ? erf_f64(L, x, a) : L.op("Erf", {x}, a);
-  L.bind(0, narrow(L, y, a, L.out_aval(0).dtype));
-}
-
 // ------------------------------------------------------------- comparisons --
 
 // ONNX Less/Greater/... have no bool inputs; JAX orders False < True, which
@@ -488,10 +426,6 @@ JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
       .emits({"Mul", "Div", "Shape", "Expand", "Cast"})
       .doc(onnx_doc("Mul"))
       .summary("binary exponentiation by Mul, as JAX expands it");
-  plugin.primitive("erf", lower_erf)
-      .emits({"Erf", "Mul", "Add", "Sub", "Div", "Abs", "Neg", "Exp", "Less", "Greater", "Where", "Cast"})
-      .doc(onnx_doc("Erf"))
-      .summary("Erf; float64 as XLA's rational approximation (onnxruntime has no float64 Erf)");
   plugin.primitive("rsqrt", lower_rsqrt).emits({"Sqrt", "Reciprocal", "Cast"}).doc(onnx_doc("Reciprocal"));
 
   struct Cmp { const char* primitive; const char* onnx; };

@@ -288,6 +288,14 @@ Value erfc(Ops& o, Value x) {
   return o.where(o.gt(ax, o.k(1)), tail, near);
 }
 
+// erf in float64 (onnxruntime has no float64 Erf): x T(x^2)/U(x^2) below 1,
+// else 1 - erfc(x), as XLA.
+Value erf_f64(Ops& o, Value x) {
+  Value z = o.mul(x, x);
+  Value small = o.div(o.mul(x, o.poly(z, kErfT64)), o.poly(z, kErfU64));
+  return o.where(o.lt(o.abs(x), o.k(1)), small, o.sub(o.k(1), erfc(o, x)));
+}
+
 // --------------------------------------------------------------- erf_inv --
 
 // Giles, "Approximating the erfinv function" (XLA's ErfInv): w = -log1p(-x^2),
@@ -495,6 +503,7 @@ Value tan_f64(Ops& o, Value x) { return o.div(o.f("Sin", {x}), o.f("Cos", {x}));
 
 const Unary kUnary[] = {
     {"sin", "Sin", nullptr, {}},
+    {"erf", "Erf", erf_f64, {"Abs", "Mul", "Add", "Sub", "Div", "Neg", "Exp", "Less", "Greater", "Where"}},
     {"cos", "Cos", nullptr, {}},
     {"floor", "Floor", nullptr, {}},
     {"ceil", "Ceil", nullptr, {}},
