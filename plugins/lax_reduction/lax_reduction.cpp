@@ -255,13 +255,9 @@ constexpr Monoid kMonoids[] = {
 };
 
 const Monoid* monoid_of(const JaxprView& body, size_t k, size_t n) {
-  int64_t e = body.output_eqn(k);
-  if (e < 0 || body.eqn_num_inputs(e) != 2) return nullptr;
-  int64_t a = body.eqn_input_source(e, 0), b = body.eqn_input_source(e, 1);
-  bool wired = (a == int64_t(k) && b == int64_t(n + k)) || (a == int64_t(n + k) && b == int64_t(k));
-  if (!wired) return nullptr;
+  std::string_view combiner = body.combiner(k, n);
   for (const Monoid& m : kMonoids)
-    if (body.eqn_primitive(e) == m.primitive) return &m;
+    if (combiner == m.primitive) return &m;
   return nullptr;
 }
 

@@ -218,14 +218,10 @@ void lower_generic(Lowering& L) {
       {"add", Kind::Add}, {"mul", Kind::Mul}, {"max", Kind::Max}, {"min", Kind::Min},
       {"and", Kind::And}, {"or", Kind::Or},   {"xor", Kind::Xor}};
   for (size_t i = 0; i < n; ++i) {
-    int64_t e = body.output_eqn(i);
+    std::string_view combiner = body.combiner(i, n);
     const Kind* kind = nullptr;
-    if (e >= 0 && body.eqn_num_inputs(e) == 2) {
-      int64_t a = body.eqn_input_source(e, 0), b = body.eqn_input_source(e, 1);
-      bool wired = (a == int64_t(i) && b == int64_t(n + i)) || (a == int64_t(n + i) && b == int64_t(i));
-      for (const auto& [p, k] : kPrims)
-        if (wired && body.eqn_primitive(e) == p) kind = &k;
-    }
+    for (const auto& [p, k] : kPrims)
+      if (combiner == p) kind = &k;
     if (!kind)
       L.fail("reduce_window: body output " + std::to_string(i) +
              " is not add/mul/max/min/and/or/xor of its accumulator and element");

@@ -763,6 +763,18 @@ class JaxprView {
   // The equation producing outvar i, or -1.
   int64_t output_eqn(size_t i) const { return api_->jaxpr_output_eqn(j_, i); }
 
+  // The primitive combining accumulator and element in a reduction body
+  // (lax.reduce, reduce_window): outvar k is one two-input equation over
+  // invars k and n + k, in either order. Empty when it is anything else.
+  std::string_view combiner(size_t k, size_t n) const {
+    int64_t e = output_eqn(k);
+    if (e < 0 || eqn_num_inputs(e) != 2) return {};
+    int64_t a = eqn_input_source(e, 0), b = eqn_input_source(e, 1);
+    const int64_t acc = static_cast<int64_t>(k), elem = static_cast<int64_t>(n + k);
+    bool wired = (a == acc && b == elem) || (a == elem && b == acc);
+    return wired ? eqn_primitive(e) : std::string_view();
+  }
+
  private:
   const jxo_api* api_;
   const jxo_jaxpr* j_;
