@@ -340,34 +340,24 @@ JAXONNX_PLUGIN("lax_scatter", "0.1.0") {
 #define JAXONNX_SCATTER_OPS                                                                        \
   "ScatterND", "Cast", "Transpose", "Min", "Max", "Equal", "ReduceMin", "Where", "Pad", "Slice", \
       "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub"
-  const char* doc = "https://onnx.ai/onnx/operators/onnx__ScatterND.html";
-  plugin.primitive("scatter", [](Lowering& L) { lower_scatter_prim(L, "none", false); })
-      .emits({JAXONNX_SCATTER_OPS})
-      .emits_shape_ops()
-      .doc(doc);
-  plugin.primitive("scatter-add", [](Lowering& L) { lower_scatter_prim(L, "add", false); })
-      .emits({JAXONNX_SCATTER_OPS})
-      .emits_shape_ops()
-      .doc(doc);
-  plugin.primitive("scatter-sub", [](Lowering& L) { lower_scatter_prim(L, "add", true); })
-      .emits({JAXONNX_SCATTER_OPS, "Neg"})
-      .emits_shape_ops()
-      .doc(doc);
-  plugin.primitive("scatter-mul", [](Lowering& L) { lower_scatter_prim(L, "mul", false); })
-      .emits({JAXONNX_SCATTER_OPS})
-      .emits_shape_ops()
-      .doc(doc);
-  plugin.primitive("scatter-min", [](Lowering& L) { lower_scatter_prim(L, "min", false); })
-      .emits({JAXONNX_SCATTER_OPS, "IsNaN"})
-      .emits_shape_ops()
-      .doc(doc);
-  plugin.primitive("scatter-max", [](Lowering& L) { lower_scatter_prim(L, "max", false); })
-      .emits({JAXONNX_SCATTER_OPS, "IsNaN"})
-      .emits_shape_ops()
-      .doc(doc);
+  // name, ScatterND reduction, negated updates, the op its NaN or negation adds
+  struct Scatter { const char* name; const char* reduction; bool negate; const char* extra; };
+  static const Scatter kScatters[] = {
+      {"scatter", "none", false, nullptr},   {"scatter-add", "add", false, nullptr},
+      {"scatter-sub", "add", true, "Neg"},   {"scatter-mul", "mul", false, nullptr},
+      {"scatter-min", "min", false, "IsNaN"}, {"scatter-max", "max", false, "IsNaN"},
+  };
+  for (const Scatter& sc : kScatters) {
+    const Scatter* p = &sc;
+    auto ref = plugin.primitive(
+        sc.name, [p](Lowering& L) { lower_scatter_prim(L, p->reduction, p->negate); });
+    ref.emits({JAXONNX_SCATTER_OPS});
+    if (sc.extra) ref.emits({sc.extra});
+    ref.emits_shape_ops().doc(onnx_doc("ScatterND"));
+  }
   plugin.primitive("dynamic_update_slice", lower_dynamic_update_slice)
       .emits({JAXONNX_SCATTER_OPS, "Concat"})
       .emits_shape_ops()
-      .doc(doc);
+      .doc(onnx_doc("ScatterND"));
 #undef JAXONNX_SCATTER_OPS
 }
