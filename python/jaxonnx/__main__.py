@@ -22,11 +22,16 @@ def _plugins(args) -> int:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        reg = _plugins.registry(args.plugin_dir)
+        try:  # a double claim is listed below, not raised
+            reg = _plugins.registry(args.plugin_dir, keep_conflicts=True)
+        except _plugins._core.ConversionError as e:  # e.g. a bad $JAXONNX_PLUGIN_OVERRIDES
+            print(f"error: {e}", file=sys.stderr)
+            return 1
     info = {
         "folders": reg.dirs,
         "plugins": reg.plugins,
         "skipped": [{"file": p, "reason": r} for p, r in reg.diagnostics],
+        "conflicts": reg.conflicts,
     }
     if args.json:
         json.dump(info, sys.stdout, indent=2)
@@ -42,6 +47,12 @@ def _plugins(args) -> int:
         print(f"  primitives ({len(p['primitives'])}): {prims}")
     for p, r in reg.diagnostics:
         print(f"\nskipped {p}: {r}")
+    for c in reg.conflicts:
+        who = ", ".join(f"'{n}' ({f})" for n, f in c["plugins"])
+        outcome = (f"'{c['winner']}' wins (override)" if c["winner"] else
+                   f"unusable until one is chosen: plugin_overrides={{'{c['primitive']}': NAME}} "
+                   f"or ${_plugins.OVERRIDES_ENV_VAR}={c['primitive']}=NAME")
+        print(f"\nconflict: primitive '{c['primitive']}' is claimed by {who}; {outcome}")
     del caught
     return 0
 

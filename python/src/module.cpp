@@ -102,7 +102,8 @@ PYBIND11_MODULE(_core, m) {
   m.attr("MIN_OPSET") = kMinOpset;
 
   pb::class_<Registry>(m, "Registry")
-      .def(pb::init(&Registry::scan), pb::arg("dirs"))
+      .def(pb::init(&Registry::scan), pb::arg("dirs"), pb::arg("overrides") = Overrides{},
+           pb::arg("keep_conflicts") = false)
       .def_property_readonly("dirs", &Registry::dirs)
       .def_property_readonly("plugins",
                              [](const Registry& r) {
@@ -115,6 +116,22 @@ PYBIND11_MODULE(_core, m) {
                                pb::list out;
                                for (const Diagnostic& d : r.diagnostics())
                                  out.append(pb::make_tuple(d.path, d.reason));
+                               return out;
+                             })
+      .def_property_readonly("conflicts",
+                             [](const Registry& r) {
+                               pb::list out;
+                               for (const Conflict& c : r.conflicts()) {
+                                 pb::dict d;
+                                 d["primitive"] = c.primitive;
+                                 pb::list claimants;
+                                 for (const LoadedPlugin* p : c.claimants)
+                                   claimants.append(pb::make_tuple(p->name, p->path));
+                                 d["plugins"] = claimants;
+                                 d["winner"] = c.winner ? pb::object(pb::str(c.winner->name))
+                                                        : pb::object(pb::none());
+                                 out.append(d);
+                               }
                                return out;
                              })
       .def("has", [](const Registry& r, const std::string& name) { return r.find(name) != nullptr; });
