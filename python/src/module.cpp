@@ -140,6 +140,16 @@ PYBIND11_MODULE(_core, m) {
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
         pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none());
+  m.def(
+      "load_plugin",
+      [](const std::string& path) {
+        try {
+          return plugin_dict(load_plugin(path));
+        } catch (const PluginLoadError& e) {
+          throw ConversionError("jaxonnx could not load " + path + ": " + e.what());
+        }
+      },
+      pb::arg("path"), "Loads one plugin file (once per process) and describes it.");
   m.def("abstract_eval", &abstract_eval_primitive, pb::arg("registry"), pb::arg("name"),
         pb::arg("in_avals"), pb::arg("params"));
 }
