@@ -1,6 +1,7 @@
 """python -m jaxonnx: inspect the installation.
 
     python -m jaxonnx plugins [--json] [--plugin-dir DIR ...]
+    python -m jaxonnx new-plugin NAME DIR
     python -m jaxonnx --cmakedir
     python -m jaxonnx --version
 """
@@ -67,6 +68,8 @@ def main(argv=None) -> int:
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
                          help="an extra plugin folder (repeatable)")
+    from jaxonnx import _new_plugin
+    _new_plugin.register(sub)
     args = parser.parse_args(argv)
     if args.cmakedir:
         print(CMAKE_DIR)
@@ -77,6 +80,8 @@ def main(argv=None) -> int:
         return 0
     if args.command == "plugins":
         return _plugins(args)
+    if getattr(args, "run", None):  # subcommands registered by their own module
+        return args.run(args)
     parser.print_help()
     return 0
 
