@@ -263,10 +263,10 @@ def expect_graph(model, paths: Sequence[str] = (), *, match: str = "contains",
 
     paths: "A -> B -> C" strings: a chain of nodes, each reading an output of the
         one before (other inputs may come from anywhere).
-    match: "contains": each path occurs somewhere; "exact": moreover the paths
-        together are the whole graph (every node on one of them, no node twice),
-        each starting at a node reading a graph input and ending at one writing a
-        graph output.
+    match: "contains": each path occurs somewhere (distinct paths for repeated
+        strings); "exact": moreover each runs from a node reading a graph input
+        to one writing a graph output, and together they cover every node (paths
+        may share nodes: ["Slice -> Add", "Slice -> Add"] is two Slices into one Add).
     counts: {op_type: exact number of nodes}.
     absent: op types that must not occur.
     inputs / outputs: per graph input/output, its dims: ints, symbol names ("B"),
@@ -279,21 +279,23 @@ def expect_graph(model, paths: Sequence[str] = (), *, match: str = "contains",
     graph = _graph_of(model)
     ops = [n.op_type for n in graph.node]
     where = f"graph ops: {' -> '.join(ops) if ops else '(none)'}"
-    covered: list[int] = []
+    covered: set[int] = set()
+    chosen: list[list[int]] = []
     graph_inputs = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     graph_outputs = {o.name for o in graph.output}
     for text in paths:
         want = [p for p in _ARROW.split(text.strip()) if p]
         assert want, f"empty path {text!r}"
-        candidates = _find_paths(graph, want)
+        candidates = [c for c in _find_paths(graph, want) if c not in chosen]
         if match == "exact":
             candidates = [
                 c for c in candidates
                 if any(n in graph_inputs for n in graph.node[c[0]].input)
-                and any(n in graph_outputs for n in graph.node[c[-1]].output)
-                and not set(c) & set(covered)]
+                and any(n in graph_outputs for n in graph.node[c[-1]].output)]
         assert candidates, f"no path {text!r} ({match}); {where}"
-        covered += candidates[0]
+        best = max(candidates, key=lambda c: len(set(c) - covered))  # first of the widest
+        chosen.append(best)
+        covered |= set(best)
     if match == "exact":
         missing = [f"{i}:{ops[i]}" for i in range(len(ops)) if i not in covered]
         assert not missing, f"nodes on no expected path: {missing}; {where}"
