@@ -122,6 +122,33 @@ def test_cli_lists_a_conflict_instead_of_a_traceback(sdk_plugins):
     assert "'override_tanh' wins (override)" in out
 
 
+# ---------------------------------------------------------------- entry points
+
+def test_entry_points_give_folders_and_a_broken_one_only_warns(sdk_plugins, tmp_path, monkeypatch):
+    """Entry-point resolution in-process, on a hand-made distribution; the template test
+    below installs a real one with pip."""
+    dist = tmp_path / "fake_jaxonnx_plugins-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-jaxonnx-plugins\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[jaxonnx.plugins]\nb_multi = fake_ep:FOLDER\na_broken = fake_ep_missing:nothing\n"
+        "c_listed = fake_ep:folders\n")
+    (tmp_path / "fake_ep.py").write_text(
+        f"FOLDER = {str(sdk_plugins / 'multi')!r}\n"
+        f"def folders():\n    return [FOLDER, {str(sdk_plugins / 'multi')!r}]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pytest.warns(_plugins.PluginWarning, match="a_broken.*ModuleNotFoundError"):
+            folders = _plugins.entry_point_folders(refresh=True)
+        assert folders == [str(sdk_plugins / "multi")]  # once, though two entry points give it
+        assert jaxonnx.plugin_folders()[1] == str(sdk_plugins / "multi")
+        assert _plugins.registry().has("sdk.pos_neg")
+    finally:
+        monkeypatch.undo()
+        _plugins.entry_point_folders(refresh=True)
+    assert str(sdk_plugins / "multi") not in jaxonnx.plugin_folders()
+
+
 # ---------------------------------------------------------------- registry cache
 
 def test_registry_is_cached_until_a_folder_changes(sdk_plugins, tmp_path):
