@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import keyword
 import re
+import sys
 from pathlib import Path
 
 from jaxonnx._core import ConversionError
@@ -58,7 +59,7 @@ def main(args) -> int:
     try:
         files = write(args.name, args.dir)
     except ConversionError as e:
-        print(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"wrote {len(files)} files to {args.dir}; next: cd {args.dir} && "
           f"pip install --no-build-isolation . && pytest")
