@@ -250,6 +250,13 @@ def test_check_plugin_accepts_a_sound_plugin_and_lists_problems(sdk_plugins):
         testing.check_plugin(ROOT / "README.md")
 
 
+@pytest.mark.parametrize("so", sorted(p.name for p in _plugins.BUNDLED_PLUGINS.glob("*.so")))
+def test_every_bundled_plugin_passes_check_plugin(so):
+    # Pass-throughs (the call family, stop_gradient, ...) emit no op of their own;
+    # test_docs checks that only those do.
+    testing.check_plugin(_plugins.BUNDLED_PLUGINS / so, allow_empty_emits=True)
+
+
 def test_expect_graph_fails_on_what_it_should(sdk_plugins):
     model = jaxonnx.to_onnx(lambda x, y: jnp.tanh(x) * 2.0, [("B", 3), (2,)])
     expect_graph(model, ["Tanh -> Mul"], match="exact", inputs=[("B", 3), (2,)],
