@@ -186,22 +186,71 @@ const PrimitiveInfo* Registry::find(const std::string& primitive) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
+namespace {
+bool names_plugin(const std::string& choice, const LoadedPlugin& p) {
+  return choice == p.name || choice == p.path;
+}
+}  // namespace
+
 void Registry::add(const LoadedPlugin& plugin) {
   for (const LoadedPlugin* p : plugins_)
     if (p == &plugin) return;  // the same file reached through two folders
   for (const PrimitiveInfo& prim : plugin.primitives) {
     auto [it, fresh] = by_name_.emplace(prim.name, &prim);
-    if (!fresh)
+    if (fresh) continue;
+    auto c = std::find_if(conflicts_.begin(), conflicts_.end(),
+                          [&](const Conflict& k) { return k.primitive == prim.name; });
+    if (c == conflicts_.end()) {
+      conflicts_.push_back({prim.name, {it->second->plugin}, nullptr});
+      c = conflicts_.end() - 1;
+    }
+    c->claimants.push_back(&plugin);
+    // The override is checked once every plugin is in (resolve_overrides).
+    if (overrides_.count(prim.name)) continue;
+    if (!keep_conflicts_)
       throw ConversionError("primitive '" + prim.name + "' is claimed by two plugins: " +
                             it->second->plugin->label() + " and " + plugin.label() +
-                            ". Remove one of them from the plugin folders.");
+                            ". Remove one of them from the plugin folders, or choose one with "
+                            "plugin_overrides={'" + prim.name + "': '" + plugin.name +
+                            "'} (or $JAXONNX_PLUGIN_OVERRIDES=" + prim.name + "=" + plugin.name +
+                            ").");
   }
   plugins_.push_back(&plugin);
 }
 
-Registry Registry::scan(const std::vector<std::string>& dirs) {
+void Registry::resolve_overrides() {
+  for (Conflict& c : conflicts_)
+    if (!overrides_.count(c.primitive)) by_name_.erase(c.primitive);  // kept, unresolved
+  for (const auto& [primitive, choice] : overrides_) {
+    std::vector<const LoadedPlugin*> claimants;
+    for (const LoadedPlugin* p : plugins_)
+      for (const PrimitiveInfo& prim : p->primitives)
+        if (prim.name == primitive) claimants.push_back(p);
+    const PrimitiveInfo* chosen = nullptr;
+    for (const LoadedPlugin* p : claimants)
+      if (names_plugin(choice, *p))
+        for (const PrimitiveInfo& prim : p->primitives)
+          if (prim.name == primitive) chosen = &prim;
+    if (!chosen) {
+      std::string who;
+      for (const LoadedPlugin* p : claimants) who += (who.empty() ? "" : ", ") + p->label();
+      throw ConversionError("plugin override " + primitive + "=" + choice + ": no loaded plugin " +
+                            "named '" + choice + "' claims '" + primitive + "'" +
+                            (who.empty() ? std::string(" (no loaded plugin claims it)")
+                                         : "; it is claimed by " + who));
+    }
+    by_name_[primitive] = chosen;
+    for (Conflict& c : conflicts_)
+      if (c.primitive == primitive) c.winner = chosen->plugin;
+  }
+}
+
+Registry Registry::scan(const std::vector<std::string>& dirs, const Overrides& overrides,
+                        bool keep_conflicts) {
   Registry reg;
   reg.dirs_ = dirs;
+  reg.overrides_ = overrides;
+  reg.keep_conflicts_ = keep_conflicts;
   for (const std::string& dir : dirs) {
     boost::system::error_code ec;
     if (!fs::is_directory(dir, ec)) {
@@ -220,6 +269,7 @@ Registry Registry::scan(const std::vector<std::string>& dirs) {
       }
     }
   }
+  reg.resolve_overrides();
   return reg;
 }
 

@@ -1,6 +1,7 @@
 """python -m jaxonnx: inspect the installation.
 
     python -m jaxonnx plugins [--json] [--plugin-dir DIR ...]
+    python -m jaxonnx new-plugin NAME DIR
     python -m jaxonnx --cmakedir
     python -m jaxonnx --version
 """
@@ -22,11 +23,16 @@ def _plugins(args) -> int:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        reg = _plugins.registry(args.plugin_dir)
+        try:  # a double claim is listed below, not raised
+            reg = _plugins.registry(args.plugin_dir, keep_conflicts=True)
+        except _plugins._core.ConversionError as e:  # e.g. a bad $JAXONNX_PLUGIN_OVERRIDES
+            print(f"error: {e}", file=sys.stderr)
+            return 1
     info = {
         "folders": reg.dirs,
         "plugins": reg.plugins,
         "skipped": [{"file": p, "reason": r} for p, r in reg.diagnostics],
+        "conflicts": reg.conflicts,
     }
     if args.json:
         json.dump(info, sys.stdout, indent=2)
@@ -42,6 +48,12 @@ def _plugins(args) -> int:
         print(f"  primitives ({len(p['primitives'])}): {prims}")
     for p, r in reg.diagnostics:
         print(f"\nskipped {p}: {r}")
+    for c in reg.conflicts:
+        who = ", ".join(f"'{n}' ({f})" for n, f in c["plugins"])
+        outcome = (f"'{c['winner']}' wins (override)" if c["winner"] else
+                   f"unusable until one is chosen: plugin_overrides={{'{c['primitive']}': NAME}} "
+                   f"or ${_plugins.OVERRIDES_ENV_VAR}={c['primitive']}=NAME")
+        print(f"\nconflict: primitive '{c['primitive']}' is claimed by {who}; {outcome}")
     del caught
     return 0
 
@@ -56,6 +68,8 @@ def main(argv=None) -> int:
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
                          help="an extra plugin folder (repeatable)")
+    from jaxonnx import _new_plugin
+    _new_plugin.register(sub)
     args = parser.parse_args(argv)
     if args.cmakedir:
         print(CMAKE_DIR)
@@ -66,6 +80,8 @@ def main(argv=None) -> int:
         return 0
     if args.command == "plugins":
         return _plugins(args)
+    if getattr(args, "run", None):  # subcommands registered by their own module
+        return args.run(args)
     parser.print_help()
     return 0
 

@@ -46,7 +46,7 @@ def _write_atomically(path, data: bytes):
 
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             enable_double_precision=False, return_mode="proto", output_path=None,
-            plugin_dirs=None, optimize=True):
+            plugin_dirs=None, optimize=True, plugin_overrides=None):
     """Converts `fn` to an ONNX model.
 
     fn: a callable (a function, or a flax nnx module) taking one positional argument per
@@ -63,13 +63,17 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
     enable_double_precision: trace with 64-bit types enabled.
     return_mode: "proto" (an onnx.ModelProto), "bytes" (its serialization), or "file"
         (writes output_path and returns it).
-    plugin_dirs: folders searched for plugins after the bundled folder and
-        $JAXONNX_PLUGIN_PATH.
+    plugin_dirs: folders searched for plugins after the bundled folder, installed
+        plugin packages (entry-point group "jaxonnx.plugins") and $JAXONNX_PLUGIN_PATH.
     optimize: run the structure-only IR passes (dead code, no-ops, transpose
         pairs, duplicates, shape arithmetic on constants; see docs/optimizer.md).
         False keeps the raw lowering, with only dead nodes removed.
         With $JAXONNX_DUMP_IR set to a folder, the graph is written there as
         text before and after every pass run.
+    plugin_overrides: {primitive name: plugin name or file} choosing the plugin that
+        lowers a primitive several plugins claim (a bundled one included); on top of
+        $JAXONNX_PLUGIN_OVERRIDES ("prim=plugin,..."). Without a choice a double
+        claim is an error naming both plugins.
 
     Raises ConversionError (a ValueError) with a message naming what went wrong.
     """
@@ -93,9 +97,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
         input_names = [f"in_{i}" for i in range(len(specs))] + list(params)
-        data = _core.convert(_plugins.registry(plugin_dirs), closed, int(opset), model_name,
-                             input_names, [], _source.describe, _version(),
-                             bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""))
+        reg = _plugins.registry(plugin_dirs, plugin_overrides)
+        data = _core.convert(reg, closed, int(opset), model_name, input_names, [],
+                             _source.describe, _version(), bool(optimize),
+                             os.environ.get("JAXONNX_DUMP_IR", ""))
 
     if return_mode == "bytes":
         return data

@@ -102,7 +102,8 @@ PYBIND11_MODULE(_core, m) {
   m.attr("MIN_OPSET") = kMinOpset;
 
   pb::class_<Registry>(m, "Registry")
-      .def(pb::init(&Registry::scan), pb::arg("dirs"))
+      .def(pb::init(&Registry::scan), pb::arg("dirs"), pb::arg("overrides") = Overrides{},
+           pb::arg("keep_conflicts") = false)
       .def_property_readonly("dirs", &Registry::dirs)
       .def_property_readonly("plugins",
                              [](const Registry& r) {
@@ -117,12 +118,38 @@ PYBIND11_MODULE(_core, m) {
                                  out.append(pb::make_tuple(d.path, d.reason));
                                return out;
                              })
+      .def_property_readonly("conflicts",
+                             [](const Registry& r) {
+                               pb::list out;
+                               for (const Conflict& c : r.conflicts()) {
+                                 pb::dict d;
+                                 d["primitive"] = c.primitive;
+                                 pb::list claimants;
+                                 for (const LoadedPlugin* p : c.claimants)
+                                   claimants.append(pb::make_tuple(p->name, p->path));
+                                 d["plugins"] = claimants;
+                                 d["winner"] = c.winner ? pb::object(pb::str(c.winner->name))
+                                                        : pb::object(pb::none());
+                                 out.append(d);
+                               }
+                               return out;
+                             })
       .def("has", [](const Registry& r, const std::string& name) { return r.find(name) != nullptr; });
 
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
         pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none());
+  m.def(
+      "load_plugin",
+      [](const std::string& path) {
+        try {
+          return plugin_dict(load_plugin(path));
+        } catch (const PluginLoadError& e) {
+          throw ConversionError("jaxonnx could not load " + path + ": " + e.what());
+        }
+      },
+      pb::arg("path"), "Loads one plugin file (once per process) and describes it.");
   m.def("abstract_eval", &abstract_eval_primitive, pb::arg("registry"), pb::arg("name"),
         pb::arg("in_avals"), pb::arg("params"));
 }

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from helpers import check, op_types
+from helpers import check
+from jaxonnx.testing import expect_graph
 
 
 class SmallCNN(nnx.Module):
@@ -29,5 +30,6 @@ def test_cnn_with_avg_and_max_pool(batch, dtype, x64):
     with jax.enable_x64(x64):
         model = SmallCNN(nnx.Rngs(0), dtype)
     m = check(model, [(batch, 16, 16, 1)], [dtype], x64=x64, rtol=1e-4, atol=1e-5)
-    ops = set(op_types(m))
-    assert {"Conv", "MatMul"} <= ops and "Einsum" not in ops
+    expect_graph(m, ["Conv", "Conv", "Reshape -> MatMul -> Add"],
+                 absent=["Einsum"], counts={"Conv": 2, "MatMul": 1},
+                 inputs=[(batch, 16, 16, 1)], outputs=[(batch, 10)], no_unused_inputs=True)

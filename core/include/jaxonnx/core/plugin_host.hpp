@@ -40,6 +40,17 @@ struct Diagnostic {
   std::string path, reason;
 };
 
+// A primitive claimed by more than one plugin, and which one won (null: none
+// chosen, so the registry refuses it).
+struct Conflict {
+  std::string primitive;
+  std::vector<const LoadedPlugin*> claimants;  // in scan order
+  const LoadedPlugin* winner = nullptr;
+};
+
+// The user's choice of plugin per primitive: primitive -> plugin name (or file path).
+using Overrides = std::map<std::string, std::string>;
+
 // The primitives of a set of plugins, as seen from one list of folders.
 class Registry {
  public:
@@ -47,11 +58,17 @@ class Registry {
   const std::vector<const LoadedPlugin*>& plugins() const { return plugins_; }
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
   const std::vector<std::string>& dirs() const { return dirs_; }
+  const std::vector<Conflict>& conflicts() const { return conflicts_; }
 
   // Scans `dirs` in order and loads every plugin file found there. A file
   // that is not a valid plugin becomes a diagnostic; a primitive claimed by
-  // two plugins throws ConversionError naming both.
-  static Registry scan(const std::vector<std::string>& dirs);
+  // two plugins throws ConversionError naming both, unless `overrides` names
+  // the winner (which may replace a bundled plugin's lowering). With
+  // keep_conflicts an unresolved claim is recorded in conflicts() instead
+  // (the primitive then has no entry), for listing tools. An override naming a
+  // plugin that does not claim the primitive is an error either way.
+  static Registry scan(const std::vector<std::string>& dirs, const Overrides& overrides = {},
+                       bool keep_conflicts = false);
   // Registers one already-loaded plugin (used by scan and by tests).
   void add(const LoadedPlugin& plugin);
 
@@ -60,6 +77,11 @@ class Registry {
   std::vector<const LoadedPlugin*> plugins_;
   std::vector<Diagnostic> diagnostics_;
   std::vector<std::string> dirs_;
+  std::vector<Conflict> conflicts_;
+  Overrides overrides_;
+  bool keep_conflicts_ = false;
+
+  void resolve_overrides();
 };
 
 // Loads one plugin file (once per process per canonical path). Throws
