@@ -121,7 +121,7 @@ def _primitive(qualname: str) -> jex_core.Primitive:
 
     def batch(args, dims, *, body, key, **params):
         # The vmapped body, still one function (its own key: other avals).
-        axes = [None if d is batching.not_mapped else d for d in dims]
+        axes = list(dims)  # None: not mapped
         specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
         batched = jax.make_jaxpr(jax.vmap(functools.partial(_eval_body, body), in_axes=axes))(*specs)
         outs = prim.bind(*args, body=batched, key=f"{key}|vmap{axes}", **params)
