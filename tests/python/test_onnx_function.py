@@ -355,3 +355,18 @@ def test_redecoration_with_another_namespace_is_an_error():
 def test_bad_target():
     with pytest.raises(jaxonnx.ConversionError, match="class or a callable"):
         onnx_function(3)
+
+
+def test_the_user_page_example_runs_as_written():
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "functions.md").read_text()
+    code = re.search(r"```python\n(.*?)```", page, re.S).group(1)
+    scope: dict = {}
+    exec(compile(code, "docs/functions.md", "exec"), scope)
+    model = scope["model"]
+    assert [f.name for f in model.functions] == ["MLPBlock", "Shift"]
+    assert [n.op_type for n in model.graph.node] == ["MLPBlock", "MLPBlock", "Shift"]
+    assert function(model, "Shift").domain == "my.ns"
+    onnx.checker.check_model(model, full_check=True)
