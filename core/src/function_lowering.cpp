@@ -5,8 +5,13 @@
 // plugins as the main graph, and kept in model.functions; every call is a
 // node of the function's domain. A call site is structure, not an op, so it
 // is the core's, like a subgraph.
+// A function body sees no outer value: its constants are its own
+// initializers (Constant nodes on export), and a symbol it needs that is no
+// whole dim of its inputs comes in through an extra input, the tensor that
+// carries the symbol where the function is called.
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <utility>
 
 #include "lowering.hpp"
@@ -33,6 +38,45 @@ const ClosedJaxpr& body_of(const Eqn& eqn) {
   return *p->jaxpr;
 }
 
+// The symbol names in a dim expression ("2*B + T" -> B, T; function names
+// such as floordiv come along and are never found as origins).
+void add_names(const std::string& expr, std::set<std::string>& out) {
+  for (size_t i = 0; i < expr.size();) {
+    unsigned char c = static_cast<unsigned char>(expr[i]);
+    if (!std::isalpha(c) && c != '_') {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
+    out.insert(expr.substr(i, j - i));
+    i = j;
+  }
+}
+
+void add_names(const Aval& a, std::set<std::string>& out) {
+  for (const Dim& d : a.dims)
+    if (!d.is_static()) add_names(d.symbol, out);
+}
+
+void add_names(const Jaxpr& j, std::set<std::string>& out);
+
+void add_names(const Param& p, std::set<std::string>& out) {
+  if (p.kind == JXO_PARAM_SYMBOL) add_names(p.s, out);
+  if (p.jaxpr) add_names(p.jaxpr->jaxpr, out);
+  for (const Param& item : p.items) add_names(item, out);
+}
+
+// Every symbol a lowering of `j` may ask the runtime value of.
+void add_names(const Jaxpr& j, std::set<std::string>& out) {
+  for (const Eqn& e : j.eqns) {
+    for (const Atom& a : e.inputs) add_names(a.aval, out);
+    for (const Atom& a : e.outputs) add_names(a.aval, out);
+    add_names(e.params, out);
+  }
+  for (const Atom& a : j.outvars) add_names(a.aval, out);
+}
+
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   return std::all_of(s.begin(), s.end(),
@@ -41,7 +85,26 @@ bool is_identifier(const std::string& s) {
 
 }  // namespace
 
-size_t Converter::lower_function_body(const Eqn& eqn, const std::string& key) {
+// The symbols the body needs that are no whole dim of its inputs but have an
+// origin where it is called: each such origin value becomes an extra input
+// of the function, so the body finds the symbol's runtime value there.
+std::vector<std::pair<std::string, ir::ValueId>> Converter::function_symbol_sources(
+    const Eqn& eqn) {
+  const ClosedJaxpr& body = body_of(eqn);
+  std::set<std::string> needed;
+  add_names(body.jaxpr, needed);
+  for (const Atom& in : body.jaxpr.invars)
+    for (const Dim& d : in.aval.dims) needed.erase(d.symbol);
+  std::vector<std::pair<std::string, ir::ValueId>> sources;
+  for (const std::string& name : needed) {
+    auto it = symbol_origins.find(name);
+    if (it != symbol_origins.end()) sources.emplace_back(name, it->second.first);
+  }
+  return sources;
+}
+
+size_t Converter::lower_function_body(const Eqn& eqn, const std::string& key,
+                                      const std::vector<std::pair<std::string, ir::ValueId>>& sources) {
   const ClosedJaxpr& body = body_of(eqn);
   std::string base = string_param(eqn, "name", eqn.primitive.substr(sizeof(kFunctionPrefix) - 1));
   std::string domain = string_param(eqn, "domain", "custom");
@@ -74,6 +137,12 @@ size_t Converter::lower_function_body(const Eqn& eqn, const std::string& key) {
         symbol_origins.emplace(in.aval.dims[axis].symbol,
                                std::make_pair(v, static_cast<int64_t>(axis)));
   }
+  std::map<ir::ValueId, ir::ValueId> source_inputs;  // caller's value -> extra input
+  for (const auto& [symbol, outer] : sources) {
+    auto [it, fresh] = source_inputs.emplace(outer, ir::kNoValue);
+    if (fresh) it->second = add_input(name + "_" + symbol + "_source", value(outer).type);
+    symbol_origins.emplace(symbol, std::make_pair(it->second, saved_origins.at(symbol).second));
+  }
   std::vector<ir::ValueId> outs = lower_closed(body, ins);
   Scope env;
   end_graph(outs, env);
@@ -91,8 +160,16 @@ size_t Converter::lower_function_body(const Eqn& eqn, const std::string& key) {
 void Converter::lower_function_call(const Eqn& eqn, Scope& scope) {
   std::string key = eqn.primitive + "\n" + string_param(eqn, "key", "") + "\n";
   for (const Atom& in : eqn.inputs) key += in.aval.str() + ";";
+  std::vector<std::pair<std::string, ir::ValueId>> sources = function_symbol_sources(eqn);
+  std::vector<ir::ValueId> extra;  // one per distinct source value, in order
+  for (const auto& [symbol, outer] : sources) {
+    key += "|" + symbol + ":" + value(outer).type.str() + "@" +
+           std::to_string(symbol_origins.at(symbol).second);
+    if (std::find(extra.begin(), extra.end(), outer) == extra.end()) extra.push_back(outer);
+  }
   auto found = function_index_.find(key);
-  size_t index = found != function_index_.end() ? found->second : lower_function_body(eqn, key);
+  size_t index =
+      found != function_index_.end() ? found->second : lower_function_body(eqn, key, sources);
   const std::string name = model.functions[index].name;
   const std::string domain = model.functions[index].domain;
 
@@ -106,6 +183,7 @@ void Converter::lower_function_call(const Eqn& eqn, Scope& scope) {
                             eqn.primitive + "' " + describe(eqn) + " has no value");
     call.inputs.push_back(use(v));
   }
+  for (ir::ValueId v : extra) call.inputs.push_back(use(v));
   for (const Atom& out : eqn.outputs) {
     ir::ValueId v = new_value(name, &out.aval);
     call.outputs.push_back(use(v));

@@ -94,7 +94,9 @@ class Converter {
   // An `onnx_fn::` equation (function_lowering.cpp): the body once per key
   // into model.functions, then a call-site node.
   void lower_function_call(const Eqn& eqn, Scope& scope);
-  size_t lower_function_body(const Eqn& eqn, const std::string& key);
+  std::vector<std::pair<std::string, ir::ValueId>> function_symbol_sources(const Eqn& eqn);
+  size_t lower_function_body(const Eqn& eqn, const std::string& key,
+                             const std::vector<std::pair<std::string, ir::ValueId>>& sources);
   void bind_outputs(const Jaxpr& jaxpr, Scope& scope);
   ir::ValueId add_local(GraphScope* s, const std::string& name, const Aval* type);
   ir::ValueId copy_value(ir::ValueId h, Scope& env, int64_t salt);

@@ -83,6 +83,30 @@ def test_symbolic_dims_cross_the_boundary(batch):
     assert [d.dim_param or d.dim_value for d in first] == [batch, 8]
 
 
+@onnx_function
+def halves(y):
+    # Needs B, but its input's dim is 2*B: B's source tensor becomes an extra input.
+    return jnp.zeros((y.shape[0] // 2, 4), y.dtype) + y[::2] * y[1::2]
+
+
+@onnx_function
+def calls_halves(y):
+    return halves(y) + 1
+
+
+@pytest.mark.parametrize("x64", PRECISIONS)
+def test_a_symbol_the_body_needs_comes_from_the_caller(x64):
+    def fn(x):
+        y = jnp.concatenate([x, x * 2])
+        return halves(y), calls_halves(y)
+
+    model = check(fn, [("B", 4)], x64=x64)
+    assert functions(model) == ["calls_halves", "halves"]
+    for f in model.functions:
+        assert len(f.input) == 2  # y, and the graph input that carries B
+    assert all(len(c.input) == 2 for c in calls(model.graph, "halves"))
+
+
 def test_different_shapes_give_two_definitions():
     w = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
 
