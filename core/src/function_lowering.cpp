@@ -143,9 +143,14 @@ size_t Converter::lower_function_body(const Eqn& eqn, const std::string& key,
     if (fresh) it->second = add_input(name + "_" + symbol + "_source", value(outer).type);
     symbol_origins.emplace(symbol, std::make_pair(it->second, saved_origins.at(symbol).second));
   }
-  std::vector<ir::ValueId> outs = lower_closed(body, ins);
-  Scope env;
-  end_graph(outs, env);
+  try {
+    std::vector<ir::ValueId> outs = lower_closed(body, ins);
+    Scope env;
+    end_graph(outs, env);
+  } catch (const ConversionError& e) {
+    throw ConversionError(std::string(e.what()) + "\n  inside the body of function '" + name +
+                          "' (" + eqn.primitive + ") called " + describe(eqn));
+  }
 
   symbol_origins = std::move(saved_origins);
   literal_cache_ = std::move(saved_literals);

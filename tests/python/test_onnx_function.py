@@ -394,3 +394,15 @@ def test_the_user_page_example_runs_as_written():
     assert [n.op_type for n in model.graph.node] == ["MLPBlock", "MLPBlock", "Shift"]
     assert function(model, "Shift").domain == "my.ns"
     onnx.checker.check_model(model, full_check=True)
+
+
+def test_an_error_in_a_body_names_the_function_and_its_call():
+    @onnx_function
+    def needs_unknown(x):
+        return jnp.fft.fft(x).real  # no plugin lowers fft
+
+    with pytest.raises(jaxonnx.ConversionError) as info:
+        jaxonnx.to_onnx(lambda x: needs_unknown(x), [(2, 4)])
+    message = str(info.value)
+    assert "inside the body of function 'needs_unknown'" in message
+    assert "test_onnx_function.py" in message
