@@ -23,6 +23,14 @@ from jax.extend import core as jex_core
 
 from jaxonnx._core import ConversionError
 
+# Equations bound here point at the user's call, not at this file.
+try:
+    from jax._src import source_info_util as _source_info_util
+
+    _source_info_util.register_exclusion(__file__)
+except (ImportError, AttributeError):  # a JAX without it: source lines just say less
+    pass
+
 _DEFAULT_DOMAIN = "custom"
 _MARK = "__jaxonnx_onnx_function__"
 
