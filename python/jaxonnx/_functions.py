@@ -275,13 +275,17 @@ def onnx_function(target=None, *, unique=False, namespace=None, name=None, type=
 
     def decorate(t):
         if inspect.isclass(t):
-            call = t.__dict__.get("__call__")
-            if call is None:
-                raise ConversionError(f"@onnx_function: class {t.__qualname__} defines no __call__")
+            owner = next((k for k in t.__mro__ if "__call__" in k.__dict__ and k is not object),
+                         None)
+            if owner is None:
+                raise ConversionError(f"@onnx_function: class {t.__qualname__} has no __call__")
+            call = owner.__dict__["__call__"]
             existing = getattr(call, _MARK, None)
-            if existing is not None:
+            if existing is not None and owner is t:
                 existing.merge(unique, namespace, display)
                 return t
+            if existing is not None:  # a decorated base's: this class is its own function
+                call = call.__wrapped__
             t.__call__ = _wrap(call, _Spec(t, unique, namespace, display), method=True)
             return t
         if callable(t):

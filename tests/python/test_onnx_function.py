@@ -381,6 +381,22 @@ def test_bad_target():
         onnx_function(3)
 
 
+def test_a_class_inheriting_its_call_is_its_own_function():
+    @onnx_function
+    class Dense(nnx.Linear):
+        pass
+
+    @onnx_function(type="Wider")
+    class Wider(Dense):
+        pass
+
+    rngs = nnx.Rngs(0)
+    a, b = Dense(4, 4, rngs=rngs), Wider(4, 4, rngs=rngs)
+    model = check(lambda x: b(a(x)), [("B", 4)])
+    assert functions(model) == ["Dense", "Wider"]
+    np.testing.assert_array_equal(a(jnp.ones((1, 4))), nnx.Linear.__call__(a, jnp.ones((1, 4))))
+
+
 def test_the_user_page_example_runs_as_written():
     import re
     from pathlib import Path
