@@ -9,10 +9,12 @@ metadata expects -- except where noted: jax2onnx applies the decorator by
 patching the module attribute while converting, so a decorated function that
 was handed over as a value before (`attention_fn=attention`) is not a function
 there; here the decorated object itself is, so it gets its own definition.
+Flax's deprecated `Variable.value` reads are written `[...]`.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -411,9 +413,100 @@ def example_017():
     return DoubleSquareShift(0.25), [("N", 4)], 1
 
 
+def _vision_transformer(reshape_with_minus_one):
+    """Examples 012 (the batch reshaped by its symbolic size) and 013 (by -1)."""
+
+    @onnx_function
+    class ConvEmbedding(nnx.Module):
+        def __init__(self, W=28, H=28, embed_dims=(32, 64, 128), kernel_size=3,
+                     strides=(1, 2, 2), dropout_rate=0.5, *, rngs):
+            conv = functools.partial(nnx.Conv, kernel_size=(kernel_size, kernel_size),
+                                     padding="SAME", rngs=rngs)
+            self.conv1 = conv(1, embed_dims[0], strides=(strides[0], strides[0]))
+            self.conv2 = conv(embed_dims[0], embed_dims[1], strides=(strides[1], strides[1]))
+            self.conv3 = conv(embed_dims[1], embed_dims[2], strides=(strides[2], strides[2]))
+            self.layer_norm = nnx.LayerNorm(num_features=embed_dims[-1] * W // 4 * H // 4,
+                                            reduction_axes=(1, 2, 3), feature_axes=(1, 2, 3),
+                                            rngs=rngs)
+            self.dropout = nnx.Dropout(rate=dropout_rate, rngs=rngs)
+
+        def __call__(self, x, *, deterministic=True):
+            x = nnx.gelu(self.conv1(x), approximate=False)
+            x = nnx.gelu(self.conv2(x), approximate=False)
+            x = nnx.gelu(self.conv3(x), approximate=False)
+            x = self.dropout(self.layer_norm(x), deterministic=deterministic)
+            batch_size, height, width, channels = x.shape
+            if reshape_with_minus_one:
+                return jnp.reshape(x, (-1, height * width, channels))
+            return jnp.reshape(x, (batch_size, height * width, channels))
+
+    @onnx_function
+    class ClassificationHead(nnx.Module):
+        def __init__(self, num_hiddens, num_classes, *, rngs):
+            self.layer_norm = nnx.LayerNorm(num_features=num_hiddens, rngs=rngs)
+            self.dense = nnx.Linear(num_hiddens, num_classes, rngs=rngs)
+
+        def __call__(self, x):
+            x = self.layer_norm(x)
+            return nnx.log_softmax(self.dense(x[:, 0, :]))
+
+    @onnx_function
+    class ConcatClsToken(nnx.Module):
+        def __init__(self, num_hiddens, *, rngs):
+            self.cls_token = nnx.Param(jax.random.normal(rngs.params(), (1, 1, num_hiddens)))
+
+        def __call__(self, x):
+            cls_tokens = jnp.tile(self.cls_token[...], (x.shape[0], 1, 1))
+            return jnp.concatenate([cls_tokens, x], axis=1)
+
+    def sinusoidal(num_patches, num_hiddens):
+        position = jnp.arange(num_patches + 1)[:, jnp.newaxis]
+        div_term = jnp.exp(jnp.arange(0, num_hiddens, 2) * -(jnp.log(10000.0) / num_hiddens))
+        emb = jnp.zeros((num_patches + 1, num_hiddens))
+        emb = emb.at[:, 0::2].set(jnp.sin(position * div_term))
+        return emb.at[:, 1::2].set(jnp.cos(position * div_term))
+
+    @onnx_function
+    class PositionalEmbedding(nnx.Module):
+        def __init__(self, num_patches, num_hiddens):
+            self.positional_embedding = nnx.Param(sinusoidal(num_patches, num_hiddens))
+
+        def __call__(self, x):
+            return x + self.positional_embedding[...]
+
+    @onnx_function
+    class VisionTransformer(nnx.Module):
+        def __init__(self, height, width, num_hiddens, num_classes, stack,
+                     embed_dims=(32, 128, 256), *, rngs):
+            self.embedding = ConvEmbedding(embed_dims=embed_dims, dropout_rate=0.1, rngs=rngs)
+            self.concat_cls_token = ConcatClsToken(num_hiddens=num_hiddens, rngs=rngs)
+            self.positional_embedding = PositionalEmbedding((height // 4) * (width // 4),
+                                                            num_hiddens)
+            self.transformer_stack = stack
+            self.classification_head = ClassificationHead(num_hiddens, num_classes, rngs=rngs)
+
+        def __call__(self, x, *, deterministic=True):
+            x = self.embedding(x, deterministic=deterministic)
+            x = self.positional_embedding(self.concat_cls_token(x))
+            x = self.transformer_stack(x, deterministic=deterministic)
+            return self.classification_head(x)
+
+    stack = _transformer(_attention(), stack_layers=6)
+    # The ViT, its 4 parts, the stack's 20 (see example_010).
+    return VisionTransformer(28, 28, 256, 10, stack, rngs=nnx.Rngs(0)), [("B", 28, 28, 1)], 25
+
+
+def example_012():
+    return _vision_transformer(False)
+
+
+def example_013():
+    return _vision_transformer(True)
+
+
 EXAMPLES = [docstring_example, quickstart_functions, example_000, example_001, example_002,
             example_003, example_004, example_005, example_006, example_007, example_008,
-            example_010, example_014, example_016, example_017]
+            example_010, example_012, example_013, example_014, example_016, example_017]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.__name__)
