@@ -91,10 +91,13 @@ bool is_identifier(const std::string& s) {
 std::vector<std::pair<std::string, ir::ValueId>> Converter::function_symbol_sources(
     const Eqn& eqn) {
   const ClosedJaxpr& body = body_of(eqn);
-  std::set<std::string> needed;
-  add_names(body.jaxpr, needed);
-  for (const Atom& in : body.jaxpr.invars)
-    for (const Dim& d : in.aval.dims) needed.erase(d.symbol);
+  auto [cached, fresh] = body_symbols_.try_emplace(&body);
+  std::set<std::string>& needed = cached->second;
+  if (fresh) {
+    add_names(body.jaxpr, needed);
+    for (const Atom& in : body.jaxpr.invars)
+      for (const Dim& d : in.aval.dims) needed.erase(d.symbol);
+  }
   std::vector<std::pair<std::string, ir::ValueId>> sources;
   for (const std::string& name : needed) {
     auto it = symbol_origins.find(name);
@@ -110,8 +113,11 @@ size_t Converter::lower_function_body(const Eqn& eqn, const std::string& key,
   std::string domain = string_param(eqn, "domain", "custom");
   // Readable and deterministic: MLPBlock, then MLPBlock_2 for a second
   // definition (other shapes, other instance) in the same domain.
-  int64_t n = ++function_names_[domain + "\n" + base];
-  std::string name = n == 1 ? base : base + "_" + std::to_string(n);
+  std::string name;
+  do {
+    int64_t n = ++function_names_[domain + "\n" + base];
+    name = n == 1 ? base : base + "_" + std::to_string(n);
+  } while (!function_taken_.insert(domain + "\n" + name).second);
 
   auto owned = std::make_unique<GraphScope>();
   owned->owned = std::make_shared<ir::Graph>();

@@ -116,7 +116,9 @@ class Converter {
   std::map<std::string, ir::ValueId> literal_cache_;  // of the current boundary
   std::map<const Tensor*, ir::ValueId> const_cache_;  // of the current boundary
   std::map<std::string, size_t> function_index_;      // function key -> model.functions
-  std::map<std::string, int64_t> function_names_;     // domain + name -> definitions
+  std::map<std::string, int64_t> function_names_;     // domain + base name -> definitions
+  std::set<std::string> function_taken_;              // domain + name of each definition
+  std::map<const ClosedJaxpr*, std::set<std::string>> body_symbols_;  // symbols a body needs
 };
 
 }  // namespace jaxonnx

@@ -422,3 +422,17 @@ def test_an_error_in_a_body_names_the_function_and_its_call():
     message = str(info.value)
     assert "inside the body of function 'needs_unknown'" in message
     assert "test_onnx_function.py" in message
+
+
+def test_a_numbered_name_never_takes_a_given_one():
+    @onnx_function
+    def blk(x):
+        return x * 2
+
+    @onnx_function(name="blk_2")
+    def other(x):
+        return x + 1
+
+    model = check(lambda a, b: (other(a), blk(a), blk(b)), [(2, 4), (3, 4)])
+    assert functions(model) == ["blk", "blk_2", "blk_3"]
+    assert [n.op_type for n in model.graph.node] == ["blk_2", "blk", "blk_3"]
