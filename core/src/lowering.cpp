@@ -56,7 +56,14 @@ ir::ValueId Converter::add_local(GraphScope* s, const std::string& name, const A
 }
 
 std::string Converter::scope_name(const GraphScope* s) const {
+  if (s->function) return "function '" + s->graph->name + "'";
   return s->parent ? "subgraph '" + s->graph->name + "'" : "the main graph";
+}
+
+GraphScope* Converter::boundary() const {
+  GraphScope* s = current();
+  while (s->parent) s = s->parent;
+  return s;
 }
 
 bool Converter::visible(ir::ValueId h) const {
@@ -71,8 +78,8 @@ ir::ValueId Converter::use_in(ir::ValueId h, GraphScope* s) {
   if (where.scope == s) return where.local;
   if (!s->parent) {
     throw ConversionError("value '" + value(h).name + "' belongs to " + scope_name(where.scope) +
-                          (where.scope->open ? "" : ", which is closed") +
-                          "; only values of the main graph can be used there");
+                          (where.scope->open ? "" : ", which is closed") + "; only values of " +
+                          scope_name(s) + " can be used there");
   }
   bool enclosing = false;
   for (const GraphScope* p = s->parent; p; p = p->parent) enclosing = enclosing || p == where.scope;
@@ -200,9 +207,10 @@ ir::ValueId Converter::constant(std::shared_ptr<const Tensor> tensor, const std:
   std::vector<Dim> dims;
   for (int64_t d : tensor->dims) dims.push_back(Dim{d, {}});
   Aval type(tensor->dtype, std::move(dims));
-  // Constants live in the main graph; subgraphs capture them.
-  ir::ValueId v = add_local(root(), unique_name(hint), &type);
-  model.graph.initializers.push_back({handles_[v].local, std::move(tensor)});
+  // Constants live in the main graph or function body; subgraphs capture them.
+  GraphScope* home = boundary();
+  ir::ValueId v = add_local(home, unique_name(hint), &type);
+  home->graph->initializers.push_back({handles_[v].local, std::move(tensor)});
   return v;
 }
 
@@ -233,6 +241,7 @@ std::string Converter::describe(const Eqn& eqn) const {
 }
 
 void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
+  if (eqn.primitive.rfind(kFunctionPrefix, 0) == 0) return lower_function_call(eqn, scope);
   const PrimitiveInfo* prim = registry_.find(eqn.primitive);
   if (!prim) {
     std::string dirs;
@@ -388,13 +397,14 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
   ir::Model model = lower_to_ir(program, registry, options);
   times.lower = since(start);
   start = Clock::now();
+  if (options.inline_functions) passes::inline_functions(model);
   if (options.optimize) {
     passes::ManagerOptions passes_options;
     passes_options.dump_dir = options.dump_ir_dir;
     passes_options.pass_seconds = &times.per_pass;
     passes::optimize(model, passes_options);
   } else {
-    prune(model.graph);
+    prune(model);
   }
   times.passes = since(start);
   start = Clock::now();

@@ -25,12 +25,14 @@ struct Scope {
   const std::unordered_set<int64_t>* reads = nullptr;  // vars the jaxpr reads
 };
 
-// One graph of the model under construction: the main graph or a subgraph
-// (an If branch, a Loop body). Subgraph scopes form a stack while open.
+// One graph of the model under construction: the main graph, a subgraph
+// (an If branch, a Loop body) or a function body. Scopes form a stack while
+// open. A function body has no parent: it sees no outer value.
 struct GraphScope {
   std::shared_ptr<ir::Graph> owned;  // null for the main graph
   ir::Graph* graph = nullptr;
   GraphScope* parent = nullptr;
+  bool function = false;             // a function body (ir::Function)
   const void* opener = nullptr;      // the jxo_lowering that opened it
   bool open = true;
   bool used = false;                 // its jxo_graph handle was consumed
@@ -63,6 +65,9 @@ class Converter {
   bool visible(ir::ValueId h) const;
   GraphScope* current() const { return open_.back(); }
   GraphScope* root() const { return open_.front(); }
+  // The main graph or function body the current scope lies in: where
+  // constants go and where symbolic dims are found.
+  GraphScope* boundary() const;
   GraphScope* begin_graph(const std::string& name, const void* opener);
   // Closes the innermost scope with `outputs` (handles).
   GraphScope* end_graph(const std::vector<ir::ValueId>& outputs, Scope& env);
@@ -86,6 +91,12 @@ class Converter {
 
  private:
   void lower_eqn(const Eqn& eqn, Scope& scope);
+  // An `onnx_fn::` equation (function_lowering.cpp): the body once per key
+  // into model.functions, then a call-site node.
+  void lower_function_call(const Eqn& eqn, Scope& scope);
+  std::vector<std::pair<std::string, ir::ValueId>> function_symbol_sources(const Eqn& eqn);
+  size_t lower_function_body(const Eqn& eqn, const std::string& key,
+                             const std::vector<std::pair<std::string, ir::ValueId>>& sources);
   void bind_outputs(const Jaxpr& jaxpr, Scope& scope);
   ir::ValueId add_local(GraphScope* s, const std::string& name, const Aval* type);
   ir::ValueId copy_value(ir::ValueId h, Scope& env, int64_t salt);
@@ -102,8 +113,12 @@ class Converter {
   const ConvertOptions& options_;
   std::map<std::string, int64_t> name_counts_;
   std::vector<std::string> output_names_;
-  std::map<std::string, ir::ValueId> literal_cache_;
-  std::map<const Tensor*, ir::ValueId> const_cache_;
+  std::map<std::string, ir::ValueId> literal_cache_;  // of the current boundary
+  std::map<const Tensor*, ir::ValueId> const_cache_;  // of the current boundary
+  std::map<std::string, size_t> function_index_;      // function key -> model.functions
+  std::map<std::string, int64_t> function_names_;     // domain + base name -> definitions
+  std::set<std::string> function_taken_;              // domain + name of each definition
+  std::map<const ClosedJaxpr*, std::set<std::string>> body_symbols_;  // symbols a body needs
 };
 
 }  // namespace jaxonnx

@@ -7,6 +7,7 @@
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/error.hpp"
 #include "onnx.pb.h"
+#include "passes/onnx_ops.hpp"
 
 namespace jaxonnx {
 namespace {
@@ -36,6 +37,7 @@ void set_tensor(onnx::TensorProto* t, const Tensor& src, const std::string& name
 
 using Names = std::vector<std::string>;
 void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer);
+void set_node(onnx::NodeProto* node, const ir::Node& n, const Names& names);
 
 void set_attribute(onnx::AttributeProto* a, const ir::Attribute& src, const Names& names) {
   a->set_name(src.name);
@@ -72,19 +74,69 @@ void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer) 
     set_tensor(graph->add_initializer(), *init.tensor, names[init.value]);
 
   std::set<ir::ValueId> interface(g.outputs.begin(), g.outputs.end());
-  for (const ir::Node& n : g.nodes) {
-    onnx::NodeProto* node = graph->add_node();
-    node->set_name(n.name);
-    node->set_op_type(n.op_type);
-    if (!n.domain.empty()) node->set_domain(n.domain);
-    for (ir::ValueId v : n.inputs) node->add_input(v == ir::kNoValue ? "" : names[v]);
-    for (ir::ValueId v : n.outputs) node->add_output(names[v]);
-    for (const ir::Attribute& a : n.attrs) set_attribute(node->add_attribute(), a, names);
-  }
+  for (const ir::Node& n : g.nodes) set_node(graph->add_node(), n, names);
   // Intermediate types, in node order.
   for (const ir::Node& n : g.nodes)
     for (ir::ValueId v : n.outputs)
       if (g.values[v].has_type && !interface.count(v)) typed(graph->add_value_info(), v);
+}
+
+void set_node(onnx::NodeProto* node, const ir::Node& n, const Names& names) {
+  node->set_name(n.name);
+  node->set_op_type(n.op_type);
+  if (!n.domain.empty()) node->set_domain(n.domain);
+  for (ir::ValueId v : n.inputs) node->add_input(v == ir::kNoValue ? "" : names[v]);
+  for (ir::ValueId v : n.outputs) node->add_output(names[v]);
+  for (const ir::Attribute& a : n.attrs) set_attribute(node->add_attribute(), a, names);
+}
+
+void collect_domains(const ir::Graph& g, std::set<std::string>& out) {
+  for (const ir::Node& n : g.nodes) {
+    if (!n.domain.empty() && n.domain != "ai.onnx") out.insert(n.domain);
+    for (const ir::Attribute& a : n.attrs)
+      if (a.graph) collect_domains(*a.graph, out);
+  }
+}
+
+// A FunctionProto holds no initializers: the body's are written as Constant
+// nodes ahead of its nodes. Types go to value_info (IR version 10).
+void set_function(onnx::FunctionProto* f, const ir::Function& fn, const ir::Model& model) {
+  const ir::Graph& g = *fn.body;
+  Names names;
+  names.reserve(g.values.size());
+  for (const ir::Value& v : g.values) names.push_back(v.name);
+  f->set_name(fn.name);
+  f->set_domain(fn.domain);
+  for (ir::ValueId v : g.inputs) f->add_input(names[v]);
+  for (ir::ValueId v : g.outputs) f->add_output(names[v]);
+  onnx::OperatorSetIdProto* op = f->add_opset_import();
+  op->set_domain("");
+  op->set_version(model.opset);
+  std::set<std::string> domains;
+  collect_domains(g, domains);
+  for (const std::string& d : domains) {
+    auto it = model.domain_opsets.find(d);
+    onnx::OperatorSetIdProto* custom = f->add_opset_import();
+    custom->set_domain(d);
+    custom->set_version(it == model.domain_opsets.end() ? 1 : it->second);
+  }
+  for (const ir::Initializer& init : g.initializers) {
+    onnx::NodeProto* node = f->add_node();
+    node->set_name(names[init.value]);
+    node->set_op_type(passes::onnx_ops::op_name(passes::onnx_ops::Op::Constant));
+    node->add_output(names[init.value]);
+    onnx::AttributeProto* a = node->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    set_tensor(a->mutable_t(), *init.tensor, "");
+  }
+  for (const ir::Node& n : g.nodes) set_node(f->add_node(), n, names);
+  for (ir::ValueId v : g.inputs) set_type(f->add_value_info(), g.values[v]);
+  for (ir::ValueId v : g.outputs) set_type(f->add_value_info(), g.values[v]);
+  std::set<ir::ValueId> interface(g.outputs.begin(), g.outputs.end());
+  for (const ir::Node& n : g.nodes)
+    for (ir::ValueId v : n.outputs)
+      if (g.values[v].has_type && !interface.count(v)) set_type(f->add_value_info(), g.values[v]);
 }
 
 }  // namespace
@@ -105,6 +157,7 @@ std::string export_onnx(const ir::Model& model) {
   }
 
   set_graph(m.mutable_graph(), model.graph, nullptr);
+  for (const ir::Function& fn : model.functions) set_function(m.add_functions(), fn, model);
 
   std::string bytes;
   if (!m.SerializeToString(&bytes))

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import _core, _keys, _plugins, _source, _specs
+from jaxonnx import _core, _functions, _keys, _plugins, _source, _specs
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "bytes", "file")
@@ -46,7 +46,7 @@ def _write_atomically(path, data: bytes):
 
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             enable_double_precision=False, return_mode="proto", output_path=None,
-            plugin_dirs=None, optimize=True, plugin_overrides=None):
+            plugin_dirs=None, optimize=True, plugin_overrides=None, inline_functions=False):
     """Converts `fn` to an ONNX model.
 
     fn: a callable (a function, or a flax nnx module) taking one positional argument per
@@ -74,6 +74,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         lowers a primitive several plugins claim (a bundled one included); on top of
         $JAXONNX_PLUGIN_OVERRIDES ("prim=plugin,..."). Without a choice a double
         claim is an error naming both plugins.
+    inline_functions: replace every @onnx_function call by its body before the
+        passes (no model.functions), for whole-graph optimization.
 
     Raises ConversionError (a ValueError) with a message naming what went wrong.
     """
@@ -93,14 +95,16 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         param_specs = _specs.normalize_inputs(
             [np.asarray(v) for v in params.values()], enable_double_precision)
         traced = _with_params(fn, len(specs), list(params)) if params else fn
-        closed = jax.make_jaxpr(traced)(*specs, *param_specs)
+        with _functions.tracing():
+            closed = jax.make_jaxpr(traced)(*specs, *param_specs)
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
         input_names = [f"in_{i}" for i in range(len(specs))] + list(params)
         reg = _plugins.registry(plugin_dirs, plugin_overrides)
         data = _core.convert(reg, closed, int(opset), model_name, input_names, [],
                              _source.describe, _version(), bool(optimize),
-                             os.environ.get("JAXONNX_DUMP_IR", ""))
+                             os.environ.get("JAXONNX_DUMP_IR", ""),
+                             inline_functions=bool(inline_functions))
 
     if return_mode == "bytes":
         return data

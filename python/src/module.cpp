@@ -41,7 +41,7 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
                   const std::string& model_name, std::vector<std::string> input_names,
                   std::vector<std::string> output_names, pb::object describe_source,
                   const std::string& producer_version, bool optimize,
-                  const std::string& dump_ir_dir, pb::object times) {
+                  const std::string& dump_ir_dir, pb::object times, bool inline_functions) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
@@ -56,6 +56,7 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   options.producer_version = producer_version;
   options.optimize = optimize;
   options.dump_ir_dir = dump_ir_dir;
+  options.inline_functions = inline_functions;
   options.times = &phases;
   if (!describe_source.is_none())
     options.describe_source = [&](int64_t source) {
@@ -139,7 +140,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
-        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none());
+        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(),
+        pb::arg("inline_functions") = false);
   m.def(
       "load_plugin",
       [](const std::string& path) {

@@ -62,4 +62,10 @@ void prune(ir::Graph& graph) {
   passes::PassManager(std::move(dce)).run(graph);
 }
 
+void prune(ir::Model& model) {
+  for (ir::Function& f : model.functions) prune(*f.body);
+  prune(model.graph);
+  ir::drop_uncalled_functions(model);
+}
+
 }  // namespace jaxonnx

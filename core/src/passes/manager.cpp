@@ -70,10 +70,14 @@ Pipeline default_pipeline() {
   return p;
 }
 
-// Functions, when the IR grows them, are optimized here too, each body on its
-// own; a call site is an opaque node of the function's domain everywhere.
+// Each function body is optimized on its own, then the main graph; a call
+// site is an opaque node of the function's domain everywhere. Functions no
+// call reaches any more are dropped.
 void optimize(ir::Model& model, const ManagerOptions& options) {
-  PassManager(default_pipeline(), options).run(model.graph);
+  PassManager manager(default_pipeline(), options);
+  for (ir::Function& f : model.functions) manager.run(*f.body);
+  manager.run(model.graph);
+  ir::drop_uncalled_functions(model);
 }
 
 }  // namespace jaxonnx::passes

@@ -15,6 +15,11 @@ namespace jaxonnx {
 
 constexpr int64_t kMinOpset = 18;
 
+// A primitive named `onnx_fn::<qualified name>` (jaxonnx.onnx_function) is a
+// function call: the core lowers its `body` param once per key into
+// model.functions and emits a call-site node (docs/functions.md).
+constexpr char kFunctionPrefix[] = "onnx_fn::";
+
 // Seconds spent in each phase of convert(), for benchmarks.
 struct PhaseTimes {
   double lower = 0;   // lower_to_ir: every equation through its plugin
@@ -38,6 +43,9 @@ struct ConvertOptions {
   std::string dump_ir_dir;
   // When set, convert() fills it.
   PhaseTimes* times = nullptr;
+  // Replace every function call by its body before the passes
+  // (passes::inline_functions), for whole-graph optimization.
+  bool inline_functions = false;
 };
 
 // Lowers every equation through the plugin that claims its primitive.
@@ -49,6 +57,9 @@ ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
 // and its subgraphs: nodes no output depends on, unread initializers and
 // captures.
 void prune(ir::Graph& graph);
+// prune over the main graph and every function body, then drops the
+// functions no graph calls any more.
+void prune(ir::Model& model);
 
 // Serializes to an ONNX ModelProto (IR version 10).
 std::string export_onnx(const ir::Model& model);

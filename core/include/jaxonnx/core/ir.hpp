@@ -91,11 +91,30 @@ inline std::vector<ValueId> captured_inputs(const Node& node) {
 // name, small constants by content), for dumps and tests.
 std::string to_text(const Graph& graph);
 
+// A model-local function (an ONNX FunctionProto): `body`'s inputs and outputs
+// are its signature, and a node with op_type `name` in `domain` calls it.
+// The body is an ordinary graph, so passes run inside it; it captures
+// nothing, and its initializers are written as Constant nodes (a
+// FunctionProto holds none).
+struct Function {
+  std::string name, domain;
+  std::shared_ptr<Graph> body;
+};
+
+// The function a node calls, or null for an op.
+const Function* called_function(const std::vector<Function>& functions, const Node& node);
+
 struct Model {
   Graph graph;
+  std::vector<Function> functions;  // callees before callers
   int64_t opset = 23;
   std::map<std::string, int64_t> domain_opsets;  // custom domains used
   std::string producer_version;
 };
+
+// Drops the functions the main graph no longer calls (directly, through its
+// subgraphs or through other functions), and the domains no node uses any
+// more.
+void drop_uncalled_functions(Model& model);
 
 }  // namespace jaxonnx::ir

@@ -75,7 +75,12 @@ class PassManager {
   int dumps_ = 0;
 };
 
-// The default pipeline over the model's graph.
+// The default pipeline over every function body and the model's graph.
 void optimize(ir::Model& model, const ManagerOptions& options = {});
+
+// Opt-in (ConvertOptions::inline_functions): replaces every call of a model
+// function, in the main graph, its subgraphs and other function bodies, by a
+// copy of the callee's body, and drops the functions (passes/inline.cpp).
+void inline_functions(ir::Model& model);
 
 }  // namespace jaxonnx::passes
