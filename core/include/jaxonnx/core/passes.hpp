@@ -15,6 +15,7 @@
 // and a pass never changes what the model computes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,8 @@ struct ManagerOptions {
   std::string dump_dir;
   // When set, receives each pass's seconds, summed over rounds and graphs.
   std::vector<std::pair<std::string, double>>* pass_seconds = nullptr;
+  // When set, called before every pass run; it may throw to stop.
+  std::function<void()> poll;
 };
 
 class PassManager {
@@ -74,6 +77,16 @@ class PassManager {
   ManagerOptions options_;
   int dumps_ = 0;
 };
+
+// Checks the IR invariants above (and that attributes are well formed and
+// elementwise ops' declared shapes follow from their inputs') over `graph`
+// and its subgraphs; throws ConversionError naming `where` ("after lowering",
+// "after pass 'cse'") on the first violation.
+void verify(const ir::Graph& graph, const std::string& where);
+// Whether conversions verify the IR after lowering and after every pass:
+// always in debug builds, else when JAXONNX_VERIFY_IR is set (the test suite
+// sets it).
+bool verify_enabled();
 
 // The default pipeline over the model's graph.
 void optimize(ir::Model& model, const ManagerOptions& options = {});
