@@ -38,6 +38,9 @@ struct ConvertOptions {
   std::string dump_ir_dir;
   // When set, convert() fills it.
   PhaseTimes* times = nullptr;
+  // When set, called between equations and between passes; it may throw to
+  // abandon the conversion (the Python binding raises KeyboardInterrupt).
+  std::function<void()> poll;
 };
 
 // Lowers every equation through the plugin that claims its primitive.
