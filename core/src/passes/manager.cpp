@@ -51,9 +51,14 @@ int PassManager::run(ir::Graph& graph) {
       dump(round, "before", pass);
       auto start = std::chrono::steady_clock::now();
       changed = run_everywhere(*pipeline_[k], graph) || changed;
-      if (verify_enabled())
-        verify(graph, "after pass '" + std::string(pass.name()) + "' (round " +
-                          std::to_string(round) + ")");
+      if (verify_enabled()) {
+        std::string where =
+            "after pass '" + std::string(pass.name()) + "' (round " + std::to_string(round) + ")";
+        verify(graph, where);
+        if (std::string unmet = pass.unmet_guarantee(graph); !unmet.empty())
+          throw ConversionError("internal error: " + where + ", its guarantee does not hold: " +
+                                unmet + " (a jaxonnx bug; please report it)");
+      }
       if (seconds)
         (*seconds)[seconds->size() - pipeline_.size() + k].second +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -33,6 +33,11 @@ class Pass {
   // the graph after it runs (documentation, printed by dumps and docs).
   virtual const char* needs() const = 0;
   virtual const char* guarantees() const = 0;
+  // Checks, where that is cheap, that guarantees() holds for `graph` after
+  // run(): an empty string, or what does not hold. The manager calls it when
+  // the IR verifier is on; the verifier itself checks the invariants above,
+  // which every pass needs.
+  virtual std::string unmet_guarantee(const ir::Graph& /*graph*/) const { return {}; }
   // Rewrites `graph` (not its subgraphs: the manager visits those). Returns
   // whether anything changed.
   virtual bool run(ir::Graph& graph) = 0;
