@@ -1,18 +1,61 @@
 // The jxo_api table: the host functions plugins call. Each one converts and
 // forwards to the Converter; nothing thrown here may cross into a plugin.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <set>
 
 #include "lowering.hpp"
+#include "onnx_schema.hpp"
 
 namespace jaxonnx {
 namespace {
 
-std::string str(jxo_str s) { return s.size ? std::string(s.data, s.size) : std::string(); }
+std::string str(jxo_str s) {
+  if (s.size && !s.data)
+    throw std::runtime_error("a string argument is a NULL pointer with size " +
+                             std::to_string(s.size));
+  return s.size ? std::string(s.data, s.size) : std::string();
+}
 jxo_str view(const std::string& s) { return jxo_str{s.data(), s.size()}; }
 
 jxo_status* fail(std::string msg) { return new jxo_status{std::move(msg)}; }
+
+// The element count of `rank` dims, refusing a negative dim or a count whose
+// byte size overflows (checked arithmetic: UBSan flagged the plain product).
+size_t checked_elements(const int64_t* dims, int64_t rank, size_t elem, const std::string& what) {
+  if (rank < 0) throw std::runtime_error(what + " has a negative rank " + std::to_string(rank));
+  if (rank > 0 && !dims) throw std::runtime_error(what + " has rank " + std::to_string(rank) +
+                                                   " but no dims");
+  uint64_t n = 1;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (dims[k] < 0)
+      throw std::runtime_error(what + " has a negative dim " + std::to_string(dims[k]));
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(dims[k]), &n))
+      throw std::runtime_error(what + "'s dims overflow");
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<uint64_t>(elem), &bytes) ||
+      bytes > static_cast<uint64_t>(PTRDIFF_MAX))
+    throw std::runtime_error(what + "'s dims overflow");
+  return static_cast<size_t>(n);
+}
+
+// A tensor a plugin hands over (constant() or a tensor attribute): a known
+// dtype, dims that are sizes, and exactly the bytes those dims need.
+std::shared_ptr<const Tensor> checked_tensor(const jxo_tensor* t, const std::string& what) {
+  if (!t) throw std::runtime_error(what + ": no tensor (NULL)");
+  size_t elem = dtype_size(t->dtype);
+  if (elem == 0) throw std::runtime_error(what + ": unsupported dtype " + std::to_string(t->dtype));
+  size_t n = checked_elements(t->dims, t->rank, elem, what);
+  if (elem * n != t->nbytes)
+    throw std::runtime_error(what + ": " + std::to_string(t->nbytes) + " bytes do not fit a " +
+                             dtype_name(t->dtype) + " tensor of " + std::to_string(n) +
+                             " elements (" + std::to_string(elem * n) + " bytes)");
+  if (t->nbytes && !t->data) throw std::runtime_error(what + ": data is NULL");
+  return Tensor::copy_of(t->dtype, std::vector<int64_t>(t->dims, t->dims + t->rank), t->data,
+                         t->nbytes);
+}
 
 // Runs `body`, turning any exception into a status.
 template <typename F>
@@ -69,6 +112,19 @@ jxo_status* input(jxo_lowering* ctx, size_t i, jxo_value* out) {
   });
 }
 
+// A declared type agrees with JAX's aval: same rank, equal static dims. A
+// symbolic dim may be spelled differently ("2*B", "B*2") or be a static dim
+// the plugin could not know, so only static-vs-static disagreements count.
+bool same_shape(const Aval& declared, const Aval& jax) {
+  if (!declared.known_rank || !jax.known_rank) return true;
+  if (declared.dims.size() != jax.dims.size()) return false;
+  for (size_t k = 0; k < jax.dims.size(); ++k)
+    if (declared.dims[k].is_static() && jax.dims[k].is_static() &&
+        declared.dims[k].value != jax.dims[k].value)
+      return false;
+  return true;
+}
+
 jxo_status* bind_output(jxo_lowering* ctx, size_t i, jxo_value v) {
   return guarded([&]() -> jxo_status* {
     if (i >= ctx->eqn->outputs.size())
@@ -85,6 +141,9 @@ jxo_status* bind_output(jxo_lowering* ctx, size_t i, jxo_value v) {
     if (value.has_type && value.type.dtype != out.aval.dtype)
       return fail("output " + std::to_string(i) + " was bound to a " +
                   dtype_name(value.type.dtype) + " value, but JAX's output is " + out.aval.str());
+    if (value.has_type && !same_shape(value.type, out.aval))
+      return fail("output " + std::to_string(i) + " was bound to value '" + value.name +
+                  "' declared " + value.type.str() + ", but JAX's output is " + out.aval.str());
     if (!value.has_type) {
       value.has_type = true;
       value.type = out.aval;
@@ -98,23 +157,29 @@ jxo_status* bind_output(jxo_lowering* ctx, size_t i, jxo_value v) {
 ir::Attribute to_attribute(const jxo_attr& a, Converter& conv, std::vector<GraphScope*>& graphs) {
   ir::Attribute out;
   out.name = str(a.name);
+  if (out.name.empty()) throw std::runtime_error("an attribute has no name");
   out.type = a.type;
+  auto array = [&](const void* p) {
+    if (a.count && !p)
+      throw std::runtime_error("attribute '" + out.name + "' has " + std::to_string(a.count) +
+                               " entries but a NULL array");
+  };
   switch (a.type) {
     case JXO_ATTR_INT: out.i = a.i; break;
     case JXO_ATTR_FLOAT: out.f = a.f; break;
     case JXO_ATTR_STRING: out.s = str(a.s); break;
-    case JXO_ATTR_INTS: out.ints.assign(a.ints, a.ints + a.count); break;
-    case JXO_ATTR_FLOATS: out.floats.assign(a.floats, a.floats + a.count); break;
+    case JXO_ATTR_INTS: array(a.ints); if (a.count) out.ints.assign(a.ints, a.ints + a.count); break;
+    case JXO_ATTR_FLOATS:
+      array(a.floats);
+      if (a.count) out.floats.assign(a.floats, a.floats + a.count);
+      break;
     case JXO_ATTR_STRINGS:
+      array(a.strings);
       for (size_t k = 0; k < a.count; ++k) out.strings.push_back(str(a.strings[k]));
       break;
-    case JXO_ATTR_TENSOR: {
-      if (!a.tensor) throw std::runtime_error("tensor attribute '" + out.name + "' has no tensor");
-      const jxo_tensor& t = *a.tensor;
-      out.tensor = Tensor::copy_of(t.dtype, std::vector<int64_t>(t.dims, t.dims + t.rank), t.data,
-                                   t.nbytes);
+    case JXO_ATTR_TENSOR:
+      out.tensor = checked_tensor(a.tensor, "tensor attribute '" + out.name + "'");
       break;
-    }
     case JXO_ATTR_GRAPH: {
       // A plugin built against minor 0 has no `graph` field: read it as absent.
       const jxo_graph* handle = JXO_HAS_FIELD(&a, jxo_attr, graph) ? a.graph : nullptr;
@@ -150,10 +215,26 @@ ir::Attribute to_attribute(const jxo_attr& a, Converter& conv, std::vector<Graph
 jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* outputs) {
   return guarded([&]() -> jxo_status* {
     Converter& conv = *ctx->conv;
+    if (!node) return fail("emit_node: no node (NULL)");
     ir::Node n;
     n.op_type = str(node->op_type);
     if (n.op_type.empty()) return fail("emit_node: empty op_type");
     n.domain = str(node->domain);
+    if (n.domain.empty() || n.domain == "ai.onnx") {
+      int64_t since = onnx_op_since(n.op_type);
+      if (since == 0)
+        return fail("emit_node: '" + n.op_type + "' is not an operator of the default ONNX "
+                    "domain (a custom op needs its own domain)");
+      if (since > conv.model.opset)
+        return fail("emit_node: '" + n.op_type + "' exists from opset " + std::to_string(since) +
+                    ", but the model targets opset " + std::to_string(conv.model.opset));
+    }
+    if ((node->num_inputs && !node->inputs) || (node->num_attrs && !node->attrs))
+      return fail("emit_node(" + n.op_type + "): a NULL input or attribute array");
+    if (!outputs) return fail("emit_node(" + n.op_type + "): no array for the output handles");
+    for (size_t k = 0; k < node->num_attrs; ++k)
+      if (!node->attrs[k])
+        return fail("emit_node(" + n.op_type + "): attribute " + std::to_string(k) + " is NULL");
     for (size_t k = 0; k < node->num_inputs; ++k) {
       jxo_value v = node->inputs[k];
       if (v != JXO_NO_VALUE && !valid_value(ctx, v))
@@ -166,14 +247,33 @@ jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* output
       }
     }
     std::vector<GraphScope*> graphs;
-    for (size_t k = 0; k < node->num_attrs; ++k)
-      n.attrs.push_back(to_attribute(*node->attrs[k], conv, graphs));
+    for (size_t k = 0; k < node->num_attrs; ++k) {
+      try {
+        n.attrs.push_back(to_attribute(*node->attrs[k], conv, graphs));
+      } catch (const std::exception& e) {
+        return fail("emit_node(" + n.op_type + "): " + e.what());
+      }
+    }
     // Only now, with every check passed, are the subgraphs consumed.
     for (GraphScope* g : graphs) g->used = true;
+    std::vector<Aval> types(node->num_outputs);
     for (size_t k = 0; k < node->num_outputs; ++k) {
       const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;
-      Aval type;
-      if (t) type = Aval::from_c(*t);
+      if (!t) continue;
+      std::string what = "emit_node(" + n.op_type + "): output " + std::to_string(k);
+      if (t->rank > 0 && !t->dims) return fail(what + " has rank " + std::to_string(t->rank) +
+                                                " but no dims");
+      for (int64_t d = 0; d < t->rank; ++d)
+        if (!t->dims[d].symbol.size && t->dims[d].value < 0)
+          return fail(what + " has a negative dim " + std::to_string(t->dims[d].value));
+      types[k] = Aval::from_c(*t);
+      if (types[k].dtype != JXO_DTYPE_UNDEFINED && dtype_size(types[k].dtype) == 0 &&
+          types[k].dtype != JXO_DTYPE_STRING)
+        return fail(what + " has unknown dtype " + std::to_string(types[k].dtype));
+    }
+    for (size_t k = 0; k < node->num_outputs; ++k) {
+      const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;
+      const Aval& type = types[k];
       ir::ValueId v = conv.new_value(ctx->eqn->primitive, t ? &type : nullptr);
       n.outputs.push_back(conv.use(v));
       outputs[k] = v;
@@ -190,16 +290,8 @@ jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* output
 
 jxo_status* constant(jxo_lowering* ctx, const jxo_tensor* t, jxo_value* out) {
   return guarded([&]() -> jxo_status* {
-    size_t expected = dtype_size(t->dtype);
-    int64_t n = 1;
-    for (int64_t k = 0; k < t->rank; ++k) n *= t->dims[k];
-    if (expected == 0 || expected * static_cast<size_t>(n) != t->nbytes)
-      return fail("constant: " + std::to_string(t->nbytes) + " bytes do not fit a " +
-                  dtype_name(t->dtype) + " tensor of " + std::to_string(n) + " elements");
-    *out = ctx->conv->constant(
-        Tensor::copy_of(t->dtype, std::vector<int64_t>(t->dims, t->dims + t->rank), t->data,
-                        t->nbytes),
-        "const");
+    if (!out) return fail("constant: no place for the value handle (NULL)");
+    *out = ctx->conv->constant(checked_tensor(t, "constant"), "const");
     return nullptr;
   });
 }

@@ -194,9 +194,15 @@ const std::unordered_set<int64_t>* Converter::reads_of(const Jaxpr& j) {
   return &r;
 }
 
+// A name no other value, node or graph has: `hint`, else hint_1, hint_2, ...
+// skipping any taken, since a user's name (an input called "add_1") may look
+// like a generated one.
 std::string Converter::unique_name(const std::string& hint) {
   int64_t& n = name_counts_[hint];
-  return n++ == 0 ? hint : hint + "_" + std::to_string(n - 1);
+  std::string name = hint;
+  while (taken_names_.count(name)) name = hint + "_" + std::to_string(++n);
+  taken_names_.insert(name);
+  return name;
 }
 
 ir::ValueId Converter::new_value(const std::string& hint, const Aval* type) {
@@ -322,12 +328,22 @@ ir::Model Converter::run(const ClosedJaxpr& program) {
   auto name_of = [](const std::vector<std::string>& names, size_t i, const char* prefix) {
     return i < names.size() && !names[i].empty() ? names[i] : prefix + std::to_string(i);
   };
-  // Reserve the interface names so no intermediate value takes one.
-  std::vector<std::string> in_names;
-  for (size_t i = 0; i < jaxpr.invars.size(); ++i)
-    in_names.push_back(unique_name(name_of(options_.input_names, i, "in_")));
-  for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
-    output_names_.push_back(unique_name(name_of(options_.output_names, i, "out_")));
+  // Reserve the interface names so no intermediate value takes one; the
+  // user's own names first, so a generated name (in_0, add_1) never takes
+  // one of them.
+  auto given = [](const std::vector<std::string>& names, size_t i) {
+    return i < names.size() && !names[i].empty();
+  };
+  std::vector<std::string> in_names(jaxpr.invars.size());
+  output_names_.resize(jaxpr.outvars.size());
+  for (int user = 1; user >= 0; --user) {
+    for (size_t i = 0; i < jaxpr.invars.size(); ++i)
+      if (given(options_.input_names, i) == bool(user))
+        in_names[i] = unique_name(name_of(options_.input_names, i, "in_"));
+    for (size_t i = 0; i < jaxpr.outvars.size(); ++i)
+      if (given(options_.output_names, i) == bool(user))
+        output_names_[i] = unique_name(name_of(options_.output_names, i, "out_"));
+  }
 
   std::vector<ir::ValueId> ins;
   for (size_t i = 0; i < jaxpr.invars.size(); ++i) {
@@ -346,7 +362,10 @@ ir::Model Converter::run(const ClosedJaxpr& program) {
   for (size_t i = 0; i < jaxpr.invars.size(); ++i) scope.env[jaxpr.invars[i].var] = ins[i];
   for (size_t i = 0; i < jaxpr.constvars.size(); ++i)
     scope.env[jaxpr.constvars[i].var] = constant(program.consts[i], "const");
-  for (const Eqn& eqn : jaxpr.eqns) lower_eqn(eqn, scope);
+  for (const Eqn& eqn : jaxpr.eqns) {
+    if (options_.poll) options_.poll();  // top level only: never inside a plugin's call
+    lower_eqn(eqn, scope);
+  }
   bind_outputs(jaxpr, scope);
   return std::move(model);
 }
@@ -395,6 +414,7 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
   PhaseTimes& times = options.times ? *options.times : ignored;
   auto start = Clock::now();
   ir::Model model = lower_to_ir(program, registry, options);
+  if (passes::verify_enabled()) passes::verify(model.graph, "after lowering");
   times.lower = since(start);
   start = Clock::now();
   if (options.inline_functions) passes::inline_functions(model);
@@ -402,6 +422,7 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
     passes::ManagerOptions passes_options;
     passes_options.dump_dir = options.dump_ir_dir;
     passes_options.pass_seconds = &times.per_pass;
+    passes_options.poll = options.poll;
     passes::optimize(model, passes_options);
   } else {
     prune(model);

@@ -112,6 +112,7 @@ class Converter {
   const Registry& registry_;
   const ConvertOptions& options_;
   std::map<std::string, int64_t> name_counts_;
+  std::unordered_set<std::string> taken_names_;
   std::vector<std::string> output_names_;
   std::map<std::string, ir::ValueId> literal_cache_;  // of the current boundary
   std::map<const Tensor*, ir::ValueId> const_cache_;  // of the current boundary

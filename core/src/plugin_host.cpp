@@ -2,12 +2,18 @@
 #include "jaxonnx/core/plugin_host.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <mutex>
 
 #if defined(__linux__)
 #include <elf.h>
+#endif
+#if !defined(_WIN32)
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #endif
 
 #include <boost/dll/shared_library.hpp>
@@ -20,7 +26,58 @@ namespace fs = boost::filesystem;
 namespace jaxonnx {
 namespace {
 
-std::string str(jxo_str s) { return s.size ? std::string(s.data, s.size) : std::string(); }
+std::string str(jxo_str s) { return s.size && s.data ? std::string(s.data, s.size) : std::string(); }
+
+// Whether `s` is valid UTF-8 as Python decodes it (no overlong forms, no
+// surrogates, nothing past U+10FFFF): plugin names and paths reach Python.
+bool is_utf8(const std::string& s) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = byte(i);
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+    if (c < 0x80) n = 0;
+    else if (c >= 0xC2 && c <= 0xDF) n = 1;
+    else if (c >= 0xE0 && c <= 0xEF) n = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) n = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else return false;
+    if (n && i + n >= s.size()) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      unsigned char b = byte(i + k);
+      if (k == 1 ? (b < lo || b > hi) : (b >> 6) != 0x2) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+// `s` with every byte that is not part of valid UTF-8 written as \xNN, for
+// messages about file names that are not UTF-8.
+std::string printable(const std::string& s) {
+  if (is_utf8(s)) return s;
+  std::string out;
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x80) {
+      out += ch;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// A string a plugin hands over in its descriptor: a NULL pointer with a
+// nonzero size, or bytes that are not UTF-8, make the plugin invalid.
+std::string checked_str(jxo_str s, const std::string& what) {
+  if (s.size && !s.data) throw PluginLoadError(what + " is a NULL pointer with size " +
+                                               std::to_string(s.size));
+  std::string out = str(s);
+  if (!is_utf8(out)) throw PluginLoadError(what + " is not UTF-8");
+  return out;
+}
 
 // Copies what the host keeps from a plugin's descriptor, validating as it goes.
 LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
@@ -31,9 +88,9 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
   p.path = path;
   p.abi_major = d->abi_major;
   p.abi_minor = d->abi_minor;
-  p.name = str(d->name);
-  p.version = str(d->version);
-  p.sdk_version = str(d->sdk_version);
+  p.name = checked_str(d->name, "its name");
+  p.version = checked_str(d->version, "its version");
+  p.sdk_version = checked_str(d->sdk_version, "its SDK version");
   if (d->abi_major != JXO_ABI_MAJOR)
     throw PluginLoadError("it was built for jaxonnx ABI " + std::to_string(d->abi_major) + "." +
                           std::to_string(d->abi_minor) + "; this host speaks ABI major " +
@@ -43,21 +100,31 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
                           std::to_string(d->abi_minor) + "; this host serves ABI 1.0 to 1." +
                           std::to_string(JXO_ABI_MINOR) + " (upgrade jaxonnx)");
   if (p.name.empty()) throw PluginLoadError("its descriptor has no name");
+  if (d->num_primitives && !d->primitives)
+    throw PluginLoadError("it declares " + std::to_string(d->num_primitives) +
+                          " primitives but no primitive table");
   for (size_t i = 0; i < d->num_primitives; ++i) {
     const jxo_primitive_desc* pd = d->primitives[i];
     if (!pd || pd->struct_size < offsetof(jxo_primitive_desc, user_data) + sizeof(void*))
       throw PluginLoadError("primitive #" + std::to_string(i) + " has a truncated descriptor");
     PrimitiveInfo info;
-    info.name = str(pd->name);
+    const std::string what = "primitive #" + std::to_string(i);
+    info.name = checked_str(pd->name, what + "'s name");
     info.lower = pd->lower;
     info.abstract_eval = pd->abstract_eval;
     info.user_data = pd->user_data;
     if (info.name.empty() || !info.lower)
       throw PluginLoadError("primitive #" + std::to_string(i) + " has no name or no lowering");
-    if (JXO_HAS_FIELD(pd, jxo_primitive_desc, num_onnx_ops))
-      for (size_t k = 0; k < pd->num_onnx_ops; ++k) info.onnx_ops.push_back(str(pd->onnx_ops[k]));
-    if (JXO_HAS_FIELD(pd, jxo_primitive_desc, doc_url)) info.doc_url = str(pd->doc_url);
-    if (JXO_HAS_FIELD(pd, jxo_primitive_desc, summary)) info.summary = str(pd->summary);
+    if (JXO_HAS_FIELD(pd, jxo_primitive_desc, num_onnx_ops)) {
+      if (pd->num_onnx_ops && !pd->onnx_ops)
+        throw PluginLoadError(what + " ('" + info.name + "') lists ONNX ops but no table");
+      for (size_t k = 0; k < pd->num_onnx_ops; ++k)
+        info.onnx_ops.push_back(checked_str(pd->onnx_ops[k], what + "'s ONNX op"));
+    }
+    if (JXO_HAS_FIELD(pd, jxo_primitive_desc, doc_url))
+      info.doc_url = checked_str(pd->doc_url, what + "'s doc URL");
+    if (JXO_HAS_FIELD(pd, jxo_primitive_desc, summary))
+      info.summary = checked_str(pd->summary, what + "'s summary");
     p.primitives.push_back(std::move(info));
   }
   return p;
@@ -74,16 +141,75 @@ std::string missing_entry_reason(const boost::dll::shared_library& lib) {
   return std::string("it exports no ") + JXO_ENTRY_SYMBOL + " (not a jaxonnx plugin)";
 }
 
+#if !defined(_WIN32)
+// Whether a plugin file or folder may be trusted: code loaded from it runs in
+// this process, so anyone able to replace it could run code as the user.
+// Refused: world-writable, or owned by another user than the caller and root.
+std::string untrusted_reason(const struct stat& st, const char* what) {
+  char mode[16];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  if (st.st_mode & S_IWOTH)
+    return std::string("the ") + what + " is world-writable (mode " + mode +
+           "), so anyone could replace the code it holds; refused (chmod o-w to allow it)";
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    return std::string("the ") + what + " is owned by user id " + std::to_string(st.st_uid) +
+           ", neither you nor root; refused (chown it to allow it)";
+  return "";
+}
+#endif
+
 #if defined(__linux__)
+// The ELF machine this process runs, as e_machine.
+constexpr int kHostMachine =
+#if defined(__x86_64__)
+    EM_X86_64;
+#elif defined(__aarch64__)
+    EM_AARCH64;
+#elif defined(__i386__)
+    EM_386;
+#elif defined(__arm__)
+    EM_ARM;
+#elif defined(__powerpc64__)
+    EM_PPC64;
+#elif defined(__s390x__)
+    EM_S390;
+#elif defined(__riscv)
+    EM_RISCV;
+#else
+    -1;  // unknown: leave the check to dlopen
+#endif
+
+std::string machine_name(int m) {
+  switch (m) {
+    case EM_X86_64: return "x86-64";
+    case EM_AARCH64: return "AArch64";
+    case EM_386: return "x86 (32-bit)";
+    case EM_ARM: return "ARM (32-bit)";
+    case EM_PPC64: return "PowerPC 64";
+    case EM_S390: return "s390x";
+    case EM_RISCV: return "RISC-V";
+    default: return "ELF machine " + std::to_string(m);
+  }
+}
+
+bool read_at(int fd, void* buf, size_t n, uint64_t offset) {
+  return pread(fd, buf, n, static_cast<off_t>(offset)) == static_cast<ssize_t>(n);
+}
+
 // dlopen maps an ELF file's segments without checking that they lie inside the
 // file, and touching a page past the end raises SIGBUS: a truncated plugin
-// (an interrupted copy) would kill the process. Refuse such files up front;
-// anything that is not ELF is left to dlopen, whose message is better.
+// (an interrupted copy) would kill the process. Refuse such files up front,
+// and name a wrong architecture (glibc reports it as "No such file or
+// directory"); anything that is not ELF is left to dlopen, whose message is better.
 template <typename Ehdr, typename Phdr>
-std::string elf_truncation(std::ifstream& f, uint64_t size) {
+std::string elf_problem(int fd, uint64_t size, bool host_class) {
   Ehdr eh{};
-  f.seekg(0);
-  if (!f.read(reinterpret_cast<char*>(&eh), sizeof eh)) return "";  // dlopen: "file too short"
+  if (!read_at(fd, &eh, sizeof eh, 0)) return "";  // dlopen: "file too short"
+  if (kHostMachine >= 0 && (eh.e_machine != kHostMachine || !host_class))
+    return "it is built for " + machine_name(eh.e_machine) +
+           (sizeof(Ehdr) == sizeof(Elf64_Ehdr) ? " (64-bit)" : " (32-bit)") +
+           ", but this process runs on " + machine_name(kHostMachine) + " (" +
+           std::to_string(8 * sizeof(void*)) + "-bit); rebuild the plugin for this platform";
   if (eh.e_phentsize != sizeof(Phdr)) return "";
   uint64_t end = uint64_t(eh.e_phoff) + uint64_t(eh.e_phnum) * sizeof(Phdr);
   if (end > size)
@@ -91,8 +217,7 @@ std::string elf_truncation(std::ifstream& f, uint64_t size) {
            std::to_string(size) + " bytes (truncated?)";
   for (uint16_t i = 0; i < eh.e_phnum; ++i) {
     Phdr ph{};
-    f.seekg(static_cast<std::streamoff>(eh.e_phoff + uint64_t(i) * sizeof(Phdr)));
-    if (!f.read(reinterpret_cast<char*>(&ph), sizeof ph)) return "";
+    if (!read_at(fd, &ph, sizeof ph, eh.e_phoff + uint64_t(i) * sizeof(Phdr))) return "";
     uint64_t seg_end = uint64_t(ph.p_offset) + uint64_t(ph.p_filesz);
     if (ph.p_type == PT_LOAD && seg_end > size)
       return "an ELF segment ends at byte " + std::to_string(seg_end) + " but the file has " +
@@ -100,21 +225,57 @@ std::string elf_truncation(std::ifstream& f, uint64_t size) {
   }
   return "";
 }
-
-std::string truncated_elf_reason(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  unsigned char ident[EI_NIDENT] = {};
-  if (!f || !f.read(reinterpret_cast<char*>(ident), EI_NIDENT)) return "";
-  if (std::memcmp(ident, ELFMAG, SELFMAG) != 0) return "";
-  f.seekg(0, std::ios::end);
-  uint64_t size = static_cast<uint64_t>(f.tellg());
-  if (ident[EI_CLASS] == ELFCLASS64) return elf_truncation<Elf64_Ehdr, Elf64_Phdr>(f, size);
-  if (ident[EI_CLASS] == ELFCLASS32) return elf_truncation<Elf32_Ehdr, Elf32_Phdr>(f, size);
-  return "";
-}
-#else
-std::string truncated_elf_reason(const std::string&) { return ""; }
 #endif
+
+// Why `path` must not be handed to dlopen, or "": it is not a regular file
+// (a FIFO would block the open forever, a device could do anything), it is
+// not trusted, or it is a truncated or foreign ELF file. Opened without
+// blocking and checked on the open descriptor, so what is checked is what
+// was opened.
+std::string file_problem(const std::string& path) {
+#if defined(_WIN32)
+  boost::system::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return "it is not a regular file";
+  return "";
+#else
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::string("it cannot be opened: ") + std::strerror(errno);
+  struct Closer { int fd; ~Closer() { ::close(fd); } } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return std::string("it cannot be inspected: ") + std::strerror(errno);
+  if (!S_ISREG(st.st_mode))
+    return std::string("it is not a regular file (") +
+           (S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder"
+            : S_ISSOCK(st.st_mode) ? "a socket" : "a device") + "); only regular files are loaded";
+  if (std::string why = untrusted_reason(st, "file"); !why.empty()) return why;
+#if defined(__linux__)
+  unsigned char ident[EI_NIDENT] = {};
+  if (!read_at(fd, ident, EI_NIDENT, 0) || std::memcmp(ident, ELFMAG, SELFMAG) != 0) return "";
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  std::string why;
+  if (ident[EI_CLASS] == ELFCLASS64)
+    why = elf_problem<Elf64_Ehdr, Elf64_Phdr>(fd, size, sizeof(void*) == 8);
+  if (ident[EI_CLASS] == ELFCLASS32)
+    why = elf_problem<Elf32_Ehdr, Elf32_Phdr>(fd, size, sizeof(void*) == 4);
+  if (!why.empty()) return "it could not be loaded: " + printable(path) + ": " + why;
+#endif
+  return "";
+#endif
+}
+
+// dlerror's own text from Boost.DLL's message, which wraps it as
+// "boost::dll::shared_library::load() failed (dlerror system message: TEXT): "
+// followed by an unrelated errno string ("Bad file descriptor").
+std::string dlerror_text(const std::string& what) {
+  const std::string tag = "dlerror system message: ";
+  size_t at = what.find(tag);
+  if (at == std::string::npos) return what;
+  at += tag.size();
+  size_t end = what.rfind("): ");
+  if (end == std::string::npos || end < at) end = what.rfind(')');
+  if (end == std::string::npos || end < at) return what.substr(at);
+  return what.substr(at, end - at);
+}
 
 std::mutex& host_mutex() {
   static std::mutex m;
@@ -151,14 +312,13 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
   if (auto it = failed->find(path); it != failed->end()) throw PluginLoadError(it->second);
 
   try {
-    if (std::string why = truncated_elf_reason(path); !why.empty())
-      throw PluginLoadError("it could not be loaded: " + path + ": " + why);
+    if (std::string why = file_problem(path); !why.empty()) throw PluginLoadError(why);
     auto* lib = new boost::dll::shared_library();
     try {
       lib->load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
     } catch (const std::exception& e) {
       delete lib;
-      throw PluginLoadError(std::string("it could not be loaded: ") + e.what());
+      throw PluginLoadError("it could not be loaded (dlerror: " + printable(dlerror_text(e.what())) + ")");
     }
     if (!lib->has(JXO_ENTRY_SYMBOL)) {
       std::string why = missing_entry_reason(*lib);
@@ -167,10 +327,19 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
     }
     auto init = lib->get<const jxo_plugin_desc*(const jxo_host*, jxo_str*)>(JXO_ENTRY_SYMBOL);
     jxo_str err{nullptr, 0};
-    const jxo_plugin_desc* desc = init(host_info(), &err);
+    const jxo_plugin_desc* desc = nullptr;
+    // The entry point is C, but a C++ plugin may still let an exception out.
+    try {
+      desc = init(host_info(), &err);
+    } catch (const std::exception& e) {
+      throw PluginLoadError("its " + std::string(JXO_ENTRY_SYMBOL) + " threw: " +
+                            printable(e.what()));
+    } catch (...) {
+      throw PluginLoadError("its " + std::string(JXO_ENTRY_SYMBOL) + " threw a non-standard exception");
+    }
     if (!desc)
       throw PluginLoadError("its " + std::string(JXO_ENTRY_SYMBOL) + " failed: " +
-                            (err.size ? str(err) : std::string("(no message)")));
+                            (err.size && err.data ? printable(str(err)) : std::string("(no message)")));
     auto* plugin = new LoadedPlugin(describe(path, desc));
     for (PrimitiveInfo& prim : plugin->primitives) prim.plugin = plugin;
     (*loaded)[path] = plugin;
@@ -248,18 +417,48 @@ void Registry::resolve_overrides() {
 Registry Registry::scan(const std::vector<std::string>& dirs, const Overrides& overrides,
                         bool keep_conflicts) {
   Registry reg;
-  reg.dirs_ = dirs;
   reg.overrides_ = overrides;
   reg.keep_conflicts_ = keep_conflicts;
-  for (const std::string& dir : dirs) {
+  for (const std::string& given : dirs) {
+    // A relative folder is resolved once, here, against the current folder:
+    // the files found and the folder reported are the same ones.
     boost::system::error_code ec;
+    fs::path abs = fs::absolute(fs::path(given), ec);
+    std::string dir = ec ? given : fs::path(abs).lexically_normal().string();
+    if (!dir.empty() && dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    reg.dirs_.push_back(printable(dir));
+    if (!is_utf8(dir)) {
+      reg.diagnostics_.push_back({printable(dir), "the folder's name is not UTF-8; not searched"});
+      continue;
+    }
     if (!fs::is_directory(dir, ec)) {
       reg.diagnostics_.push_back({dir, "not a folder"});
       continue;
     }
+#if !defined(_WIN32)
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0) {
+      if (std::string why = untrusted_reason(st, "folder"); !why.empty()) {
+        reg.diagnostics_.push_back({dir, why});
+        continue;
+      }
+    }
+#endif
     std::vector<std::string> files;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-      if (is_plugin_file_name(it->path().filename().string())) files.push_back(it->path().string());
+    fs::directory_iterator it(dir, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (!is_plugin_file_name(name)) continue;
+      if (!is_utf8(name)) {
+        reg.diagnostics_.push_back({printable(it->path().string()), "its name is not UTF-8"});
+        continue;
+      }
+      files.push_back(it->path().string());
+    }
+    if (ec) {
+      reg.diagnostics_.push_back({dir, "the folder cannot be read (" + ec.message() + ")" +
+                                           (files.empty() ? "" : "; searched in part")});
+    }
     std::sort(files.begin(), files.end());  // deterministic order, whatever the file system says
     for (const std::string& f : files) {
       try {

@@ -99,7 +99,6 @@ struct OneOp {
 constexpr OneOp kOneOp[] = {
     {"add", "Add"},
     {"sub", "Sub"},
-    {"div", "Div"},  // integer Div truncates toward zero, as lax.div does
     {"eq", "Equal"},  // Equal takes bool too
     {"exp", "Exp"},
     {"log", "Log"},
@@ -135,6 +134,34 @@ void lower_neg(Lowering& L) {
   } else {
     L.bind(0, emit(L, "Neg", {x}, a.dtype, L.out_aval(0)));
   }
+}
+
+// div: floats are one Div. Integer Div truncates toward zero as lax.div
+// does, but onnxruntime traps (SIGFPE, or an error) where XLA defines a
+// result: x / 0 = -1 (all bits set, so the maximum for unsigned) and
+// INT_MIN / -1 = INT_MIN (wraps). The divisor is made safe (0, and -1 for
+// signed types, become 1) and those results are selected afterwards; 0 - q
+// wraps INT_MIN to itself as XLA does.
+void lower_div(Lowering& L) {
+  Aval b = L.in_aval(1), out = L.out_aval(0);
+  int32_t t = L.in_aval(0).dtype;
+  if (!dtype::is_int(t)) {
+    L.bind(0, emit(L, "Div", L.inputs(), t, out));
+    return;
+  }
+  Value x = L.input(0), y = L.input(1);
+  Aval mask = b.with_dtype(dtype::boolean);
+  Value zero = L.op("Equal", {y, L.scalar(t, 0)}, mask);
+  Value unsafe = zero, minus_one = kNoValue;
+  if (dtype::is_signed_int(t)) {
+    minus_one = L.op("Equal", {y, L.scalar(t, -1)}, mask);
+    unsafe = L.op("Or", {zero, minus_one}, mask);
+  }
+  Value q = emit(L, "Div", {x, L.where(unsafe, L.scalar(t, 1), y, b)}, t, out);
+  if (minus_one != kNoValue)
+    q = L.where(minus_one, emit(L, "Sub", {L.scalar(t, 0), q}, t, out), q, out);
+  Value all_ones = dtype::is_signed_int(t) ? L.scalar(t, -1) : int_limit(L, t, true);
+  L.bind(0, L.where(zero, all_ones, q, out));
 }
 
 // max / min: on bool they are or / and (ONNX Max has no bool). onnxruntime's
@@ -413,6 +440,10 @@ JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
     prim.emits({onnx}).doc(onnx_doc(onnx));
     if (compute_type(onnx, dtype::bf16) != dtype::bf16) prim.emits({"Cast"});  // bfloat16 via float32
   }
+  plugin.primitive("div", lower_div)
+      .emits({"Div", "Equal", "Or", "Where", "Sub", "Cast"})
+      .doc(onnx_doc("Div"))
+      .summary("Div; integer divisors 0 and -1 are made safe and give XLA's results");
   plugin.primitive("mul", lower_mul).emits({"Mul", "Cast"}).doc(onnx_doc("Mul"));
   plugin.primitive("neg", lower_neg).emits({"Neg", "Sub", "Cast"}).doc(onnx_doc("Neg"));
   plugin.primitive("max", [](Lowering& L) { lower_max_min(L, "Max", "Or"); })

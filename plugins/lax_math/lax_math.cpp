@@ -42,21 +42,23 @@ constexpr double kLn2 = 0.693147180559945309417;
 // ------------------------------------------------------------------ builder --
 
 // Emits elementwise ops in one floating working dtype. The shape of a result
-// is that of its highest-rank operand: JAX has broadcast every operand except
-// rank-0 literals, and the constants made here are rank 0.
+// is its operands' shapes broadcast: JAX's binary primitives broadcast size-1
+// dims implicitly (atan2 of (3, 1) and (3, 4)), and the constants made here
+// are rank 0.
 struct Ops {
   Lowering& L;
   int32_t t;  // working float dtype
 
   bool f64() const { return t == dtype::f64; }
   Shape shape_of(const std::vector<Value>& ins) const {
-    Aval best;
-    int64_t rank = -1;
+    Shape out;
     for (Value v : ins) {
-      Aval a = L.aval_of(v);
-      if (a.rank() > rank) { rank = a.rank(); best = a; }
+      Shape s = L.aval_of(v).shape;
+      if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), Dim(1));
+      for (size_t i = 0, off = out.size() - s.size(); i < s.size(); ++i)
+        if (out[off + i] == Dim(1)) out[off + i] = s[i];
     }
-    return best.shape;
+    return out;
   }
   Value op(std::string_view type, const std::vector<Value>& ins, int32_t dt, std::vector<Attr> attrs = {}) {
     return L.op(type, ins, Aval(dt, shape_of(ins)), attrs);

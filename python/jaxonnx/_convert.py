@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import _core, _functions, _keys, _plugins, _source, _specs
+from jaxonnx import _core, _functions, _keys, _plugins, _source, _specs, _supported
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "bytes", "file")
@@ -99,7 +99,9 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             closed = jax.make_jaxpr(traced)(*specs, *param_specs)
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
-        input_names = [f"in_{i}" for i in range(len(specs))] + list(params)
+        # "": the core names positional inputs in_0, ... after the user's names.
+        input_names = [""] * len(specs) + list(params)
+        _supported.check_program(closed, input_names)
         reg = _plugins.registry(plugin_dirs, plugin_overrides)
         data = _core.convert(reg, closed, int(opset), model_name, input_names, [],
                              _source.describe, _version(), bool(optimize),

@@ -60,9 +60,26 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   options.times = &phases;
   if (!describe_source.is_none())
     options.describe_source = [&](int64_t source) {
+      pb::gil_scoped_acquire gil;
       return describe_source(importer.sources().at(static_cast<size_t>(source))).cast<std::string>();
     };
-  pb::bytes bytes(jaxonnx::convert(*program, registry, options));
+  // Ctrl-C: the signal handler only sets a flag, which Python code checks;
+  // look at it now and then (each look takes the GIL) and stop by raising.
+  using Clock = std::chrono::steady_clock;
+  options.poll = [last = Clock::now()]() mutable {
+    if (Clock::now() - last < std::chrono::milliseconds(50)) return;
+    last = Clock::now();
+    pb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw pb::error_already_set();
+  };
+  std::string model;
+  {
+    // The conversion touches no Python object (constants are buffers kept
+    // alive by `program`; source lines take the GIL back): other threads run.
+    pb::gil_scoped_release release;
+    model = jaxonnx::convert(*program, registry, options);
+  }
+  pb::bytes bytes(model);
   if (!times.is_none()) {  // a dict the caller wants filled: phase -> seconds
     times["import"] = import_seconds;
     times["lower"] = phases.lower;

@@ -109,6 +109,7 @@ class Deduplication : public Pass {
 
   bool run(ir::Graph& g) override {
     std::set<ir::ValueId> outputs(g.outputs.begin(), g.outputs.end());
+    Uses uses(g);  // kept current, so each merge costs its readers, not the graph
     bool changed = false;
 
     // Weights can be large: contents are hashed only within a group of
@@ -134,7 +135,7 @@ class Deduplication : public Pass {
           same.push_back(k);
           continue;
         }
-        replace_reads(g, init.value, g.initializers[*first].value);
+        uses.replace(g, init.value, g.initializers[*first].value);
         drop[k] = changed = true;
       }
     }
@@ -157,8 +158,8 @@ class Deduplication : public Pass {
       if (interface) continue;
       std::vector<ir::ValueId> dups = n.outputs;
       const std::vector<ir::ValueId>& keep = g.nodes[it->second].outputs;
-      mark_erased(n);
-      for (size_t i = 0; i < dups.size(); ++i) replace_reads(g, dups[i], keep[i]);
+      uses.erase(g, k);
+      for (size_t i = 0; i < dups.size(); ++i) uses.replace(g, dups[i], keep[i]);
       changed = true;
     }
     erase_marked(g);

@@ -18,6 +18,16 @@ class DeadCodeElimination : public Pass {
     return "no dead node, no unread initializer, no unread capture";
   }
 
+  // Run again on a copy, nothing may go (subgraphs are cleaned by their own runs).
+  std::string unmet_guarantee(const ir::Graph& g) const override {
+    ir::Graph copy = g;
+    if (DeadCodeElimination().run(copy))
+      return std::to_string(g.nodes.size() - copy.nodes.size()) + " dead node(s), " +
+             std::to_string(g.initializers.size() - copy.initializers.size()) +
+             " unread initializer(s) remain";
+    return {};
+  }
+
   bool run(ir::Graph& g) override {
     std::vector<bool> live(g.values.size(), false);
     for (ir::ValueId v : g.outputs) live[v] = true;

@@ -47,9 +47,18 @@ int PassManager::run(ir::Graph& graph) {
     bool changed = false;
     for (size_t k = 0; k < pipeline_.size(); ++k) {
       const Pass& pass = *pipeline_[k];
+      if (options_.poll) options_.poll();
       dump(round, "before", pass);
       auto start = std::chrono::steady_clock::now();
       changed = run_everywhere(*pipeline_[k], graph) || changed;
+      if (verify_enabled()) {
+        std::string where =
+            "after pass '" + std::string(pass.name()) + "' (round " + std::to_string(round) + ")";
+        verify(graph, where);
+        if (std::string unmet = pass.unmet_guarantee(graph); !unmet.empty())
+          throw ConversionError("internal error: " + where + ", its guarantee does not hold: " +
+                                unmet + " (a jaxonnx bug; please report it)");
+      }
       if (seconds)
         (*seconds)[seconds->size() - pipeline_.size() + k].second +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

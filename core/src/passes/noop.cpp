@@ -41,58 +41,69 @@ class NoOpElimination : public Pass {
            "reshape chain that could be bypassed; Reshape reads past other reshapes";
   }
 
-  bool run(ir::Graph& g) override { return rewrite_to_fixed_point(g, rewrite_one); }
+  // One sweep in node (topological) order with the use lists kept current:
+  // a node's producers are final when it is reached, so each node is tried
+  // until it no longer changes and never again (linear in the graph).
+  bool run(ir::Graph& g) override {
+    Uses uses(g);
+    bool changed = false;
+    for (size_t k = 0; k < g.nodes.size(); ++k)
+      while (!is_erased(g.nodes[k]) && rewrite_at(g, uses, k)) changed = true;
+    erase_marked(g);
+    return changed;
+  }
 
  private:
-  static bool rewrite_one(ir::Graph& g) {
-    Uses uses(g);
-    for (size_t k = 0; k < g.nodes.size(); ++k) {
-      ir::Node& n = g.nodes[k];
-      if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == ir::kNoValue) continue;
-      ir::ValueId x = n.inputs[0], y = n.outputs[0];
-      const ir::Value &in = g.values[x], &out = g.values[y];
-      switch (onnx_ops::kind(n)) {
-        case Op::Identity:
-          if (bypass(g, uses, k, x)) return true;
-          break;
-        case Op::Cast: {
-          const ir::Attribute* to = attribute(n, "to");
-          if (to && in.has_type && to->i == in.type.dtype && bypass(g, uses, k, x)) return true;
-          break;
-        }
-        case Op::Transpose:
-          if (identity_perm(n, in) && bypass(g, uses, k, x)) return true;
-          break;
-        case Op::Expand:
-          if (same_type(in, out) && bypass(g, uses, k, x)) return true;
-          break;
-        default:
-          break;
+  // How far back a reshape chain is searched for a value of the output's
+  // type: bounded so a long Squeeze/Unsqueeze chain stays linear.
+  static constexpr int kMaxReshapeHops = 64;
+
+  static bool rewrite_at(ir::Graph& g, Uses& uses, size_t k) {
+    ir::Node& n = g.nodes[k];
+    if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == ir::kNoValue) return false;
+    ir::ValueId x = n.inputs[0], y = n.outputs[0];
+    const ir::Value &in = g.values[x], &out = g.values[y];
+    switch (onnx_ops::kind(n)) {
+      case Op::Identity:
+        if (bypass(g, uses, k, x)) return true;
+        break;
+      case Op::Cast: {
+        const ir::Attribute* to = attribute(n, "to");
+        if (to && in.has_type && to->i == in.type.dtype && bypass(g, uses, k, x)) return true;
+        break;
       }
-      if (!onnx_ops::is_layout_preserving_reshape(n)) continue;
-      // Walk back through reshapes to a value of the output's type.
-      for (ir::ValueId v = x;;) {
-        if (same_type(g.values[v], out)) {
-          if (bypass(g, uses, k, v)) return true;
-          break;
-        }
-        int64_t p = uses.producer[v];
-        if (p < 0 || !onnx_ops::is_layout_preserving_reshape(g.nodes[p])) break;
-        v = g.nodes[p].inputs[0];
+      case Op::Transpose:
+        if (identity_perm(n, in) && bypass(g, uses, k, x)) return true;
+        break;
+      case Op::Expand:
+        if (same_type(in, out) && bypass(g, uses, k, x)) return true;
+        break;
+      default:
+        break;
+    }
+    if (!onnx_ops::is_layout_preserving_reshape(n)) return false;
+    // Walk back through reshapes to a value of the output's type.
+    ir::ValueId v = x;
+    for (int hops = 0; hops < kMaxReshapeHops; ++hops) {
+      if (same_type(g.values[v], out)) {
+        if (bypass(g, uses, k, v)) return true;
+        break;
       }
-      // Reshape(reshape(x), s) -> Reshape(x, s).
-      int64_t p = uses.producer[x];
-      if (onnx_ops::kind(n) == Op::Reshape && n.inputs.size() == 2 && p >= 0 &&
-          onnx_ops::is_layout_preserving_reshape(g.nodes[p])) {
-        const Tensor* shape = uses.constant(g, n.inputs[1]);
-        std::vector<int64_t> dims;
-        if (!shape || !to_ints(*shape, &dims)) continue;
-        bool has_zero = false;
-        for (int64_t d : dims) has_zero = has_zero || d == 0;
-        if (has_zero) continue;
-        n.inputs[0] = g.nodes[p].inputs[0];
-        return true;
-      }
+      int64_t p = uses.producer[v];
+      if (p < 0 || !onnx_ops::is_layout_preserving_reshape(g.nodes[p])) break;
+      v = g.nodes[p].inputs[0];
+    }
+    // Reshape(reshape(x), s) -> Reshape(x, s).
+    int64_t p = uses.producer[x];
+    if (onnx_ops::kind(n) == Op::Reshape && n.inputs.size() == 2 && p >= 0 &&
+        onnx_ops::is_layout_preserving_reshape(g.nodes[p])) {
+      const Tensor* shape = uses.constant(g, n.inputs[1]);
+      std::vector<int64_t> dims;
+      if (!shape || !to_ints(*shape, &dims)) return false;
+      for (int64_t d : dims)
+        if (d == 0) return false;
+      uses.set_input(g, k, 0, g.nodes[p].inputs[0]);
+      return true;
     }
     return false;
   }

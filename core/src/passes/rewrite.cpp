@@ -1,5 +1,7 @@
 #include "rewrite.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "onnx_ops.hpp"
@@ -35,6 +37,87 @@ const Tensor* Uses::constant(const ir::Graph& g, ir::ValueId v) const {
   if (onnx_ops::kind(n) != onnx_ops::Op::Constant) return nullptr;
   const ir::Attribute* value = attribute(n, "value");
   return value && value->type == JXO_ATTR_TENSOR ? value->tensor.get() : nullptr;
+}
+
+int64_t Uses::first_consumer(const ir::Graph& g, ir::ValueId v) const {
+  for (size_t c : consumers[v]) {
+    const ir::Node& n = g.nodes[c];
+    if (is_erased(n)) continue;
+    for (ir::ValueId in : n.inputs)
+      if (in == v) return static_cast<int64_t>(c);
+    for (ir::ValueId in : ir::captured_inputs(n))
+      if (in == v) return static_cast<int64_t>(c);
+  }
+  return -1;
+}
+
+void Uses::set_input(ir::Graph& g, size_t node, size_t slot, ir::ValueId v) {
+  ir::ValueId& in = g.nodes[node].inputs[slot];
+  if (in == v) return;
+  if (in != ir::kNoValue) --reads[in];
+  in = v;
+  if (v != ir::kNoValue) {
+    ++reads[v];
+    consumers[v].push_back(node);
+  }
+}
+
+void Uses::replace(ir::Graph& g, ir::ValueId from, ir::ValueId to) {
+  if (from == to) return;
+  std::vector<size_t> readers;
+  readers.swap(consumers[from]);
+  // A node listed twice finds nothing to change the second time.
+  for (size_t c : readers) {
+    ir::Node& n = g.nodes[c];
+    if (is_erased(n)) continue;
+    int count = 0;
+    for (ir::ValueId& v : n.inputs)
+      if (v == from) v = to, ++count;
+    for (ir::Attribute& a : n.attrs)
+      if (a.graph)
+        for (ir::Capture& cap : a.graph->captures)
+          if (cap.outer == from) cap.outer = to, ++count;
+    if (!count) continue;
+    reads[from] -= count;
+    reads[to] += count;
+    consumers[to].push_back(c);
+  }
+}
+
+void Uses::erase(ir::Graph& g, size_t node) {
+  ir::Node& n = g.nodes[node];
+  for (ir::ValueId v : n.inputs)
+    if (v != ir::kNoValue) --reads[v];
+  for (ir::ValueId v : ir::captured_inputs(n)) --reads[v];
+  for (ir::ValueId v : n.outputs)
+    if (producer[v] == static_cast<int64_t>(node)) producer[v] = -1;
+  mark_erased(n);
+}
+
+void Uses::add_node(const ir::Graph& g, size_t node) {
+  const ir::Node& n = g.nodes[node];
+  for (ir::ValueId v : n.outputs) producer[v] = static_cast<int64_t>(node);
+  for (ir::ValueId v : n.inputs)
+    if (v != ir::kNoValue) ++reads[v], consumers[v].push_back(node);
+  for (ir::ValueId v : ir::captured_inputs(n)) ++reads[v], consumers[v].push_back(node);
+}
+
+bool bypass(ir::Graph& g, Uses& uses, size_t index, ir::ValueId replacement) {
+  ir::ValueId out = g.nodes[index].outputs.at(0);
+  if (!uses.is_output[out]) {
+    uses.erase(g, index);
+    uses.replace(g, out, replacement);
+    return true;
+  }
+  int64_t maker = uses.producer[replacement];
+  if (maker < 0 || uses.is_output[replacement]) return false;
+  uses.erase(g, index);
+  for (ir::ValueId& v : g.nodes[maker].outputs)
+    if (v == replacement) v = out;
+  uses.producer[out] = maker;
+  uses.producer[replacement] = -1;
+  uses.replace(g, replacement, out);
+  return true;
 }
 
 void replace_reads(ir::Graph& g, ir::ValueId from, ir::ValueId to) {
@@ -100,7 +183,7 @@ bool to_ints(const Tensor& t, std::vector<int64_t>* out) {
   int64_t n = t.num_elements();
   out->assign(static_cast<size_t>(n), 0);
   if (t.dtype == JXO_DTYPE_INT64 && t.nbytes == n * sizeof(int64_t)) {
-    std::memcpy(out->data(), t.data, t.nbytes);
+    if (n > 0) std::memcpy(out->data(), t.data, t.nbytes);  // an empty vector's data() is null
     return true;
   }
   if (t.dtype == JXO_DTYPE_INT32 && t.nbytes == n * sizeof(int32_t)) {

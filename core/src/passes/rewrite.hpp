@@ -11,8 +11,12 @@
 
 namespace jaxonnx::passes {
 
-// A snapshot of one graph's def-use structure. Stale after any rewrite:
-// passes rebuild it rather than patch it.
+// One graph's def-use structure. Built once per pass run (linear), then kept
+// current by the rewrites below that take a non-const Uses (set_input,
+// replace, erase, bypass), so a pass never rebuilds it after a rewrite and
+// stays linear in the graph. Node indices stay stable: erased nodes are
+// only marked until erase_marked at the end of the pass, and a pass that
+// needs a new node reuses an erased node's slot.
 struct Uses {
   explicit Uses(const ir::Graph& graph);
 
@@ -28,6 +32,20 @@ struct Uses {
   // Read exactly once, by a node, and not part of the graph's interface: a
   // rewrite may change it without anyone else noticing.
   bool single_consumer(ir::ValueId v) const { return reads[v] == 1 && !is_output[v]; }
+  // The first live node reading `v` (consumers may hold stale entries: nodes
+  // since erased or rewired), or -1.
+  int64_t first_consumer(const ir::Graph& graph, ir::ValueId v) const;
+
+  // Node `node`'s input `slot` now reads `v`.
+  void set_input(ir::Graph& graph, size_t node, size_t slot, ir::ValueId v);
+  // Every read of `from` (node inputs, captures) now reads `to`; graph
+  // outputs are left alone. Costs what `from`'s readers are, not the graph.
+  void replace(ir::Graph& graph, ir::ValueId from, ir::ValueId to);
+  // Marks node `node` erased and forgets its reads and definitions.
+  void erase(ir::Graph& graph, size_t node);
+  // Node `node` now defines its outputs (after a rewrite moved outputs
+  // between nodes or into a reused slot) and reads its inputs.
+  void add_node(const ir::Graph& graph, size_t node);
   // The tensor of an initializer or of a Constant node's `value`, else null.
   const Tensor* constant(const ir::Graph& graph, ir::ValueId v) const;
 };
@@ -42,6 +60,8 @@ void replace_reads(ir::Graph& graph, ir::ValueId from, ir::ValueId to);
 // refused (returns false, nothing changed) when `replacement` is not made by
 // a node of this graph or is itself a graph output.
 bool bypass(ir::Graph& graph, const Uses& uses, size_t index, ir::ValueId replacement);
+// The same, keeping `uses` current.
+bool bypass(ir::Graph& graph, Uses& uses, size_t index, ir::ValueId replacement);
 
 // Marks a node for removal (passes erase in bulk, keeping indices stable).
 void mark_erased(ir::Node& node);

@@ -9,11 +9,14 @@
 //      Transpose(x, p∘q).
 //   3. op(Transpose(a, p), Transpose(b, p)) for an elementwise binary op:
 //      Transpose(op(a, b), p), one Transpose instead of two.
+//   4. Cast(Transpose(x, p)) with x bool: Transpose(Cast(x), p), the form
+//      onnxruntime 1.31 does not crash on (see cast_first).
 // Refuses: any hop whose value has another reader or is a graph output (a
 // branching consumer would still see the permuted layout), a
 // non-elementwise op in the chain, permutations that do not cancel (1), a
 // missing permutation on a value of unknown rank.
 // Guarantees: none of these patterns remains.
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -111,24 +114,33 @@ class TransposeFolding : public Pass {
   const char* needs() const override { return "typed values; topological order"; }
   const char* guarantees() const override {
     return "no cancelling Transpose pair across a single-consumer elementwise chain, no "
-           "Transpose of a Transpose, no elementwise binary op of two equal Transposes";
+           "Transpose of a Transpose, no elementwise binary op of two equal Transposes, no "
+           "Cast of a bool Transpose";
   }
 
-  bool run(ir::Graph& g) override { return rewrite_to_fixed_point(g, rewrite_one); }
+  // One sweep in node order with the use lists kept current; a node is
+  // retried while it changes (sink_pair leaves a Transpose in its slot that
+  // may fold further). What a rewrite enables upstream waits for the
+  // manager's next round, so every run is linear in the graph.
+  bool run(ir::Graph& g) override {
+    Uses uses(g);
+    bool changed = false;
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      for (bool again = true; again && !is_erased(g.nodes[k]);) {
+        const ir::Node& n = g.nodes[k];
+        again = (onnx_ops::kind(n) == Op::Transpose &&
+                 (fold_from(g, uses, k) || cast_first(g, uses, k))) ||
+                (onnx_ops::is_elementwise_binary(n) && sink_pair(g, uses, k));
+        changed = changed || again;
+      }
+    }
+    erase_marked(g);
+    return changed;
+  }
 
  private:
-  static bool rewrite_one(ir::Graph& g) {
-    Uses uses(g);
-    for (size_t k = 0; k < g.nodes.size(); ++k) {
-      const ir::Node& n = g.nodes[k];
-      if (onnx_ops::kind(n) == Op::Transpose && fold_from(g, uses, k)) return true;
-      if (onnx_ops::is_elementwise_binary(n) && sink_pair(g, uses, k)) return true;
-    }
-    return false;
-  }
-
   // Patterns 1 and 2, starting at the Transpose `first`.
-  static bool fold_from(ir::Graph& g, const Uses& uses, size_t first) {
+  static bool fold_from(ir::Graph& g, Uses& uses, size_t first) {
     Perm p;
     if (!perm_of(g, g.nodes[first], &p) || !valid_perm(p)) return false;
     const ir::ValueId x = g.nodes[first].inputs[0];
@@ -137,7 +149,9 @@ class TransposeFolding : public Pass {
     std::vector<std::pair<size_t, size_t>> constants;  // (chain index, initializer index)
     for (ir::ValueId v = g.nodes[first].outputs[0];;) {
       if (!uses.single_consumer(v)) return false;
-      size_t c = uses.consumers[v][0];
+      int64_t reader = uses.first_consumer(g, v);
+      if (reader < 0) return false;
+      size_t c = static_cast<size_t>(reader);
       ir::Node& next = g.nodes[c];
       if (onnx_ops::kind(next) == Op::Transpose) {
         Perm q;
@@ -145,14 +159,14 @@ class TransposeFolding : public Pass {
         Perm r = compose(p, q);
         if (!is_identity(r)) {
           if (!chain.empty()) return false;  // pattern 1 refuses; pattern 2:
-          return merge(g, first, next, r);
+          return merge(g, uses, first, c, r);
         }
         ir::ValueId last = chain.empty() ? x : g.nodes[chain.back().node].outputs[0];
         ir::ValueId z = next.outputs[0];
         if (uses.is_output[z] && (uses.producer[last] < 0 || uses.is_output[last])) {
           if (!chain.empty()) return false;
           // x is an interface value: keep one (identity) Transpose for the name.
-          return merge(g, first, next, r);
+          return merge(g, uses, first, c, r);
         }
         Perm inv = inverse(p);
         for (const auto& [hop, init] : constants) {
@@ -164,8 +178,8 @@ class TransposeFolding : public Pass {
           g.values[i.value].type = Aval(i.tensor->dtype, std::move(dims));
         }
         for (const Hop& h : chain) permute_type(g.values[g.nodes[h.node].outputs[0]], inv);
-        if (!chain.empty()) g.nodes[chain[0].node].inputs[chain[0].slot] = x;
-        mark_erased(g.nodes[first]);
+        if (!chain.empty()) uses.set_input(g, chain[0].node, chain[0].slot, x);
+        uses.erase(g, first);
         bypass(g, uses, c, last);
         return true;
       }
@@ -192,19 +206,46 @@ class TransposeFolding : public Pass {
   }
 
   // `second` (reading `first`'s output) becomes Transpose(first's input, r).
-  static bool merge(ir::Graph& g, size_t first, ir::Node& second, const Perm& r) {
-    second.inputs[0] = g.nodes[first].inputs[0];
+  static bool merge(ir::Graph& g, Uses& uses, size_t first, size_t second, const Perm& r) {
+    uses.set_input(g, second, 0, g.nodes[first].inputs[0]);
     ir::Attribute perm;
     perm.name = "perm";
     perm.type = JXO_ATTR_INTS;
     perm.ints = r;
-    second.attrs = {perm};
-    mark_erased(g.nodes[first]);
+    g.nodes[second].attrs = {perm};
+    uses.erase(g, first);
+    return true;
+  }
+
+  // Pattern 4 at the Transpose `t`: Transpose(bool x) read only by a Cast
+  // becomes Cast(x) then Transpose. onnxruntime 1.31's default
+  // optimizations crash (SIGSEGV at session creation) on Transpose -> Cast
+  // from bool -> MatMul; the swapped form is equivalent and runs.
+  static bool cast_first(ir::Graph& g, Uses& uses, size_t t) {
+    ir::Node& tr = g.nodes[t];
+    if (tr.inputs.empty() || tr.inputs[0] == ir::kNoValue || tr.outputs.size() != 1) return false;
+    ir::ValueId x = tr.inputs[0], u = tr.outputs[0];
+    const ir::Value& in = g.values[x];
+    if (!in.has_type || !in.type.known_rank || in.type.dtype != JXO_DTYPE_BOOL ||
+        !uses.single_consumer(u))
+      return false;
+    int64_t c = uses.first_consumer(g, u);
+    if (c < 0 || onnx_ops::kind(g.nodes[c]) != Op::Cast) return false;
+    ir::Node& cast = g.nodes[c];
+    const ir::Attribute* to = attribute(cast, "to");
+    if (!to || cast.inputs.size() != 1) return false;
+    // Same slots, same values: node t now casts x into u, node c transposes u into y.
+    ir::Value& mid = g.values[u];
+    mid.has_type = true;
+    mid.type = Aval(static_cast<int32_t>(to->i), in.type.dims);
+    std::swap(tr.op_type, cast.op_type);
+    std::swap(tr.attrs, cast.attrs);
+    std::swap(tr.name, cast.name);
     return true;
   }
 
   // Pattern 3 at the binary op `k`.
-  static bool sink_pair(ir::Graph& g, const Uses& uses, size_t k) {
+  static bool sink_pair(ir::Graph& g, Uses& uses, size_t k) {
     ir::Node& op = g.nodes[k];
     ir::ValueId a = op.inputs[0], b = op.inputs[1], y = op.outputs[0];
     if (a == b || a == ir::kNoValue || b == ir::kNoValue) return false;
@@ -220,18 +261,25 @@ class TransposeFolding : public Pass {
     const ir::Value& out = g.values[y];
     if (!out.has_type || !out.type.known_rank || out.type.dims.size() != pa.size()) return false;
     // op(a', b') -> a (reusing a's value, read only here), then Transpose(a) -> y.
-    ir::Node transpose = g.nodes[ta];
-    op.inputs = {g.nodes[ta].inputs[0], g.nodes[tb].inputs[0]};
-    op.outputs = {a};
+    // The op takes the later Transpose's slot (after a' and b' are made),
+    // the Transpose the op's (before y's readers): no node moves.
+    ir::Node moved = op, transpose = g.nodes[ta];
+    moved.inputs = {g.nodes[ta].inputs[0], g.nodes[tb].inputs[0]};
+    moved.outputs = {a};
+    transpose.inputs = {a};
+    transpose.outputs = {y};
     ir::Value& mid = g.values[a];
     mid.has_type = true;
     mid.type = out.type;
     permute_type(mid, inverse(pa));
-    transpose.inputs = {a};
-    transpose.outputs = {y};
-    mark_erased(g.nodes[ta]);
-    mark_erased(g.nodes[tb]);
-    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(k) + 1, std::move(transpose));
+    size_t slot = static_cast<size_t>(std::max(ta, tb));
+    uses.erase(g, static_cast<size_t>(ta));
+    uses.erase(g, static_cast<size_t>(tb));
+    uses.erase(g, k);
+    g.nodes[slot] = std::move(moved);
+    uses.add_node(g, slot);
+    g.nodes[k] = std::move(transpose);
+    uses.add_node(g, k);
     return true;
   }
 };

@@ -255,9 +255,27 @@ class Param {
     if (!p_) throw Error("param '" + path_ + "' is missing");
     int32_t k = kind();
     if (k != k1 && k != k2) {
-      std::string got = k == JXO_PARAM_OPAQUE ? "a " + std::string(from_jxo(api_->param_string(p_)))
-                                              : "kind " + std::to_string(k);
-      throw Error("param '" + path_ + "' is " + got + ", expected " + what);
+      throw Error("param '" + path_ + "' is " + describe(k) + ", expected " + what +
+                  (k == JXO_PARAM_SYMBOL ? " (this lowering needs it static, not shape-dependent)"
+                                         : ""));
+    }
+  }
+  // What a param of kind `k` is, in words (for messages).
+  std::string describe(int32_t k) const {
+    switch (k) {
+      case JXO_PARAM_NONE: return "None";
+      case JXO_PARAM_BOOL: return "a bool";
+      case JXO_PARAM_INT: return "an int";
+      case JXO_PARAM_FLOAT: return "a float";
+      case JXO_PARAM_STRING: return "a string";
+      case JXO_PARAM_DTYPE: return "a dtype";
+      case JXO_PARAM_SYMBOL:
+        return "the symbolic dim expression '" + std::string(from_jxo(api_->param_string(p_))) + "'";
+      case JXO_PARAM_LIST: return "a list";
+      case JXO_PARAM_RECORD: return "a record";
+      case JXO_PARAM_JAXPR: return "a jaxpr";
+      case JXO_PARAM_OPAQUE: return "a " + std::string(from_jxo(api_->param_string(p_)));
+      default: return "of kind " + std::to_string(k);
     }
   }
   const jxo_api* api_;

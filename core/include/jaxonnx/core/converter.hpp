@@ -46,6 +46,9 @@ struct ConvertOptions {
   // Replace every function call by its body before the passes
   // (passes::inline_functions), for whole-graph optimization.
   bool inline_functions = false;
+  // When set, called between equations and between passes; it may throw to
+  // abandon the conversion (the Python binding raises KeyboardInterrupt).
+  std::function<void()> poll;
 };
 
 // Lowers every equation through the plugin that claims its primitive.

@@ -15,6 +15,7 @@
 // and a pass never changes what the model computes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ class Pass {
   // the graph after it runs (documentation, printed by dumps and docs).
   virtual const char* needs() const = 0;
   virtual const char* guarantees() const = 0;
+  // Checks, where that is cheap, that guarantees() holds for `graph` after
+  // run(): an empty string, or what does not hold. The manager calls it when
+  // the IR verifier is on; the verifier itself checks the invariants above,
+  // which every pass needs.
+  virtual std::string unmet_guarantee(const ir::Graph& /*graph*/) const { return {}; }
   // Rewrites `graph` (not its subgraphs: the manager visits those). Returns
   // whether anything changed.
   virtual bool run(ir::Graph& graph) = 0;
@@ -57,6 +63,8 @@ struct ManagerOptions {
   std::string dump_dir;
   // When set, receives each pass's seconds, summed over rounds and graphs.
   std::vector<std::pair<std::string, double>>* pass_seconds = nullptr;
+  // When set, called before every pass run; it may throw to stop.
+  std::function<void()> poll;
 };
 
 class PassManager {
@@ -74,6 +82,16 @@ class PassManager {
   ManagerOptions options_;
   int dumps_ = 0;
 };
+
+// Checks the IR invariants above (and that attributes are well formed and
+// elementwise ops' declared shapes follow from their inputs') over `graph`
+// and its subgraphs; throws ConversionError naming `where` ("after lowering",
+// "after pass 'cse'") on the first violation.
+void verify(const ir::Graph& graph, const std::string& where);
+// Whether conversions verify the IR after lowering and after every pass:
+// always in debug builds, else when JAXONNX_VERIFY_IR is set (the test suite
+// sets it).
+bool verify_enabled();
 
 // The default pipeline over every function body and the model's graph.
 void optimize(ir::Model& model, const ManagerOptions& options = {});

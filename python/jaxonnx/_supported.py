@@ -1,0 +1,71 @@
+"""Refuses, before lowering, programs no ONNX model can carry: values of dtypes
+ONNX or onnxruntime cannot hold (complex, float8, int4, string, ...) and
+functions that return no array."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax.extend import core as jax_core
+
+from jaxonnx import _source
+from jaxonnx._core import ConversionError
+
+# The dtypes the core maps to ONNX element types that onnxruntime runs.
+SUPPORTED = frozenset(
+    ["float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+     "uint8", "uint16", "uint32", "uint64", "bool"])
+_SUPPORTED_TEXT = "float16/bfloat16/float32/float64, int8-int64, uint8-uint64 and bool"
+
+
+def _unsupported(aval) -> str | None:
+    """The name of `aval`'s dtype if no model can hold it, else None."""
+    dt = getattr(aval, "dtype", None)
+    if dt is None:
+        return None  # tokens and other non-array values
+    try:
+        if jax.dtypes.issubdtype(dt, jax.dtypes.prng_key):
+            return None  # typed PRNG keys are lowered as their uint32 data
+    except TypeError:
+        pass
+    name = np.dtype(dt).name if not hasattr(dt, "name") else dt.name
+    return None if name in SUPPORTED else name
+
+
+def _why(dtype_name: str) -> str:
+    extra = " (ONNX has no complex dtypes)" if dtype_name.startswith("complex") else ""
+    return f"which ONNX models cannot carry{extra}; jaxonnx exports {_SUPPORTED_TEXT}"
+
+
+def _jaxprs(jaxpr):
+    """`jaxpr` and every jaxpr nested in its equations' params."""
+    yield jaxpr
+    for eqn in jaxpr.eqns:
+        for sub in jax_core.jaxprs_in_params(eqn.params):
+            yield from _jaxprs(sub)
+
+
+def check_program(closed, input_names) -> None:
+    """Raises ConversionError naming the first value that cannot be exported."""
+    jaxpr = closed.jaxpr
+    if not jaxpr.outvars:
+        raise ConversionError(
+            "the function returned no arrays (None or an empty structure); an ONNX model needs "
+            "at least one output")
+    for i, (v, name) in enumerate(zip(jaxpr.invars, input_names)):
+        if (dt := _unsupported(v.aval)):
+            label = f"'{name}'" if name else f"{i}"
+            raise ConversionError(
+                f"input {label} has dtype {dt} ({v.aval.str_short()}), {_why(dt)}")
+    for i, v in enumerate(jaxpr.outvars):
+        if (dt := _unsupported(v.aval)):
+            raise ConversionError(
+                f"output {i} has dtype {dt} ({v.aval.str_short()}), {_why(dt)}")
+    for j in _jaxprs(jaxpr):
+        for eqn in j.eqns:
+            for v in list(eqn.invars) + list(eqn.outvars):
+                if (dt := _unsupported(v.aval)):
+                    raise ConversionError(
+                        f"'{eqn.primitive.name}' {'reads' if v in eqn.invars else 'makes'} a "
+                        f"{dt} value ({v.aval.str_short()}) at {_source.describe(eqn.source_info)}"
+                        f", {_why(dt)}")
