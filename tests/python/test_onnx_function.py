@@ -413,9 +413,13 @@ def test_the_user_page_example_runs_as_written():
 
 
 def test_an_error_in_a_body_names_the_function_and_its_call():
+    # A primitive JAX can trace but no plugin lowers.
+    unknown = jax.extend.core.Primitive("test_only.no_plugin_lowers_this")
+    unknown.def_abstract_eval(lambda aval: aval)
+
     @onnx_function
     def needs_unknown(x):
-        return jnp.fft.fft(x).real  # no plugin lowers fft
+        return unknown.bind(x) + 1
 
     with pytest.raises(jaxonnx.ConversionError) as info:
         jaxonnx.to_onnx(lambda x: needs_unknown(x), [(2, 4)])
