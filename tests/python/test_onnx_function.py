@@ -436,3 +436,19 @@ def test_a_numbered_name_never_takes_a_given_one():
     model = check(lambda a, b: (other(a), blk(a), blk(b)), [(2, 4), (3, 4)])
     assert functions(model) == ["blk", "blk_2", "blk_3"]
     assert [n.op_type for n in model.graph.node] == ["blk_2", "blk", "blk_3"]
+
+
+def test_a_module_passed_as_an_argument_feeds_its_weights_as_inputs():
+    @onnx_function
+    def apply(layer, x):
+        return nnx.relu(layer(x))
+
+    layer = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
+    model = check(lambda x: apply(layer, x), [("B", 4)])
+    assert functions(model) == ["apply"]
+    f = function(model, "apply")
+    assert len(f.input) == 3  # x, kernel, bias
+    kept = [list(a.t.dims) for n in f.node if n.op_type == "Constant" for a in n.attribute]
+    assert [4, 4] not in kept and [4] not in kept
+    call = calls(model.graph, "apply")[0]
+    assert set(call.input) - {"in_0"} <= {i.name for i in model.graph.initializer}
