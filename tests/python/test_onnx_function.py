@@ -452,3 +452,12 @@ def test_a_module_passed_as_an_argument_feeds_its_weights_as_inputs():
     assert [4, 4] not in kept and [4] not in kept
     call = calls(model.graph, "apply")[0]
     assert set(call.input) - {"in_0"} <= {i.name for i in model.graph.initializer}
+
+
+def test_a_jitted_function_converted_first_still_runs_eagerly():
+    g = jax.jit(lambda x: cell(x) + 2)
+    model = jaxonnx.to_onnx(g, [(2, 4)])
+    assert functions(model) == ["cell"]
+    x = np.ones((2, 4), np.float32)
+    # The jit cache now holds the trace with the function primitive: XLA runs its body.
+    np.testing.assert_allclose(g(x), np.tanh(x @ W) + 2, rtol=1e-6)
