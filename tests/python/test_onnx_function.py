@@ -440,3 +440,28 @@ def test_a_numbered_name_never_takes_a_given_one():
     model = check(lambda a, b: (other(a), blk(a), blk(b)), [(2, 4), (3, 4)])
     assert functions(model) == ["blk", "blk_2", "blk_3"]
     assert [n.op_type for n in model.graph.node] == ["blk_2", "blk", "blk_3"]
+
+
+def test_a_module_passed_as_an_argument_feeds_its_weights_as_inputs():
+    @onnx_function
+    def apply(layer, x):
+        return nnx.relu(layer(x))
+
+    layer = nnx.Linear(4, 4, rngs=nnx.Rngs(0))
+    model = check(lambda x: apply(layer, x), [("B", 4)])
+    assert functions(model) == ["apply"]
+    f = function(model, "apply")
+    assert len(f.input) == 3  # x, kernel, bias
+    kept = [list(a.t.dims) for n in f.node if n.op_type == "Constant" for a in n.attribute]
+    assert [4, 4] not in kept and [4] not in kept
+    call = calls(model.graph, "apply")[0]
+    assert set(call.input) - {"in_0"} <= {i.name for i in model.graph.initializer}
+
+
+def test_a_jitted_function_converted_first_still_runs_eagerly():
+    g = jax.jit(lambda x: cell(x) + 2)
+    model = jaxonnx.to_onnx(g, [(2, 4)])
+    assert functions(model) == ["cell"]
+    x = np.ones((2, 4), np.float32)
+    # The jit cache now holds the trace with the function primitive: XLA runs its body.
+    np.testing.assert_allclose(g(x), np.tanh(x @ W) + 2, rtol=1e-6)
