@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import _core, _keys, _plugins, _source, _specs
+from jaxonnx import _callbacks, _core, _keys, _plugins, _source, _specs
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "bytes", "file")
@@ -92,6 +92,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         closed = jax.make_jaxpr(traced)(*specs, *param_specs)
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
+        _callbacks.warn_dropped(closed)
         input_names = [f"in_{i}" for i in range(len(specs))] + list(params)
         data = _core.convert(_plugins.registry(plugin_dirs), closed, int(opset), model_name,
                              input_names, [], _source.describe, _version(),
