@@ -396,6 +396,70 @@ Value lgamma(Ops& o, Value x) {
   return o.where(o.eq(ax, o.k(kInf)), o.k(kInf), r);
 }
 
+Value digamma(Ops& o, Value x);
+
+// ------------------------------------------------------- zeta / polygamma --
+
+// Hurwitz zeta(x, q) by Euler-Maclaurin summation, as Cephes: the terms
+// q^-x .. (q+9)^-x, the integral and half-term corrections at w = q + 9, and
+// 12 Bernoulli terms (Cephes stops once a term is below machine epsilon;
+// summing them all changes the result by less). Poles and domain as XLA:
+// x == 1 -> inf, x < 1 -> NaN, q a non-positive integer -> inf, q < 0 with
+// a non-integer x -> NaN. Accurate for q > 0 (q < 0 sums from q + 9 < 9).
+constexpr double kZetaA[] = {12.0,
+                             -720.0,
+                             30240.0,
+                             -1209600.0,
+                             47900160.0,
+                             -1.8924375803183791606e9,
+                             7.47242496e10,
+                             -2.950130727918164224e12,
+                             1.1646782814350067249e14,
+                             -4.5979787224074726105e15,
+                             1.8152105401943546773e17,
+                             -7.1661652561756670113e18};
+
+Value zeta(Ops& o, Value x, Value q) {
+  Value negx = o.neg(x);
+  Value a = q, b = o.f("Pow", {q, negx}), s = b;
+  for (int i = 0; i < 9; ++i) {
+    a = o.add(a, o.k(1));
+    b = o.f("Pow", {a, negx});
+    s = o.add(s, b);
+  }
+  Value w = a;
+  s = o.add(s, o.div(o.mul(b, w), o.sub(x, o.k(1))));
+  s = o.sub(s, o.mul(o.k(0.5), b));
+  Value fac = o.k(1);
+  double k = 0;
+  for (double ai : kZetaA) {
+    fac = o.mul(fac, o.add(x, o.k(k)));
+    b = o.div(b, w);
+    s = o.add(s, o.div(o.mul(fac, b), o.k(ai)));
+    k += 1;
+    fac = o.mul(fac, o.add(x, o.k(k)));
+    b = o.div(b, w);
+    k += 1;
+  }
+  Value q_int = o.eq(q, o.floor(q)), x_int = o.eq(x, o.floor(x));
+  s = o.where(o.and_(o.lt(q, o.k(0)), o.b("Not", {x_int})), o.k(NAN), s);
+  s = o.where(o.and_(o.le(q, o.k(0)), q_int), o.k(kInf), s);
+  s = o.where(o.lt(x, o.k(1)), o.k(NAN), s);
+  return o.where(o.eq(x, o.k(1)), o.k(kInf), s);
+}
+
+// polygamma(n, x): digamma for n == 0; else (-1)^(n+1) n! zeta(n+1, x), n!
+// as exp(lgamma(n+1)) as XLA; NaN unless n is a non-negative integer.
+Value polygamma(Ops& o, Value n, Value x) {
+  Value n1 = o.add(n, o.k(1));
+  Value odd = o.sub(n, o.mul(o.k(2), o.floor(o.mul(n, o.k(0.5)))));  // 1 for odd n
+  Value sign = o.sub(o.mul(o.k(2), odd), o.k(1));
+  Value r = o.mul(o.mul(sign, o.exp(lgamma(o, n1))), zeta(o, n1, x));
+  r = o.where(o.eq(n, o.k(0)), digamma(o, x), r);
+  Value bad = o.or_(o.lt(n, o.k(0)), o.b("Not", {o.eq(n, o.floor(n))}));
+  return o.where(bad, o.k(NAN), r);
+}
+
 // digamma(z + 1) = log t + A'(z)/A(z) - g/t; x < 0.5: digamma(1 - x) -
 // pi cot(pi x) on x shifted into [-0.5, 0.5]; NaN at 0 and negative integers.
 Value digamma(Ops& o, Value x) {
@@ -658,6 +722,14 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
   add(plugin, "lgamma", unary(lgamma),
       {LOG1P_OPS, "Neg", "Less", "Greater", "Abs", "Floor", "Sin", "Cast"}, "Log",
       "Lanczos approximation with reflection, as XLA");
+  add(plugin, "zeta", [](Lowering& L) { lower_binary(L, zeta); },
+      {"Pow", "Neg", "Add", "Sub", "Mul", "Div", "Floor", "Equal", "Less", "LessOrEqual", "And", "Not",
+       "Where", "Cast"},
+      "Pow", "Hurwitz zeta by Euler-Maclaurin summation, as Cephes");
+  add(plugin, "polygamma", [](Lowering& L) { lower_binary(L, polygamma); },
+      {"Pow", "Neg", "Add", "Sub", "Mul", "Div", "Floor", "Equal", "Less", "LessOrEqual", "And", "Not",
+       "Or", "Exp", "Log", "Greater", "Abs", "Sin", "Cos", "Where", "Cast"},
+      "Pow", "(-1)^(n+1) n! zeta(n+1, x); digamma for n = 0");
   add(plugin, "digamma", unary(digamma),
       {LOG1P_OPS, "Neg", "Less", "LessOrEqual", "And", "Abs", "Floor", "Sin", "Cos", "Cast"}, "Log",
       "Lanczos approximation with reflection, as XLA");

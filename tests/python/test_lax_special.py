@@ -36,3 +36,37 @@ def test_scipy_bessel_and_grad():
 
 def test_bessel_f16():
     check(lambda x: (lax.bessel_i0e(x), lax.bessel_i1e(x)), [("B", 6)], [np.float16])
+
+
+# ------------------------------------------------- zeta / polygamma (lax_math) --
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=IDS)
+def test_zeta(dtype, x64):
+    # x in (1.05, 8) and q in (0.05, 20): zeta(x, q) = zeta(x, exp(log q)).
+    f = lambda x, lq: lax.zeta(x, jnp.exp(lq))
+    gen = lambda s, d, rng: rng.uniform(1.05, 3.0, size=s).astype(d)
+    check(f, [("B", 10), ("B", 10)], x64=x64, make_inputs=gen, rtol=1e-5 if not x64 else 1e-12)
+
+
+def test_zeta_poles_and_domain():
+    x = np.array([1.0, 0.5, 2.0, 2.0, 2.5, 3.0, 2.0, 4.0], np.float64)
+    q = np.array([2.0, 2.0, 0.0, -2.0, -1.5, -1.5, 1e-3, 1e3], np.float64)
+    args = iter([x, q] * 2)
+    check(lambda a, b: lax.zeta(a, b), [(8,), (8,)], x64=True, make_inputs=lambda s, d, r: next(args),
+          rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=IDS)
+def test_polygamma_and_digamma_gradient(dtype, x64):
+    def f(x):
+        n = jnp.broadcast_to(jnp.array([0, 1, 2, 3]), x.shape)
+        return (jax.scipy.special.polygamma(n, x),
+                jax.grad(lambda y: jnp.sum(jax.scipy.special.digamma(y)))(x),  # polygamma(1, .)
+                jax.scipy.special.zeta(x + 1.0, x))
+    check(f, [("B", 4)], x64=x64, make_inputs=lambda s, d, rng: rng.uniform(0.2, 9, size=s).astype(d),
+          rtol=1e-4 if not x64 else 1e-10)
+
+
+def test_polygamma_bad_order_is_nan():
+    check(lambda n, x: lax.polygamma(n, x), [(4,), (4,)], x64=True,
+          make_inputs=lambda s, d, rng: np.array([-1.0, 0.5, 1.0, 2.0], d))
