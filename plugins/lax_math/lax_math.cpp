@@ -460,6 +460,139 @@ Value polygamma(Ops& o, Value n, Value x) {
   return o.where(bad, o.k(NAN), r);
 }
 
+// ---------------------------------------------------------- igamma / igammac --
+
+// The regularized incomplete gamma functions P(a, x) (igamma) and Q(a, x)
+// (igammac), as JAX's igamma_impl / igammac_impl: Cephes' power series for
+// P where x < 1 or x < a, else the continued fraction for Q, each iterated
+// per element until its term falls below machine epsilon. The iterations are
+// ONNX Loops over the whole tensor with a per-element `enabled` mask (the
+// series runs while any element is enabled; the continued fraction at most
+// 2000 times, as JAX), so every element takes JAX's steps.
+
+// Any element of the bool tensor v, as a bool scalar.
+Value any_of(Ops& o, Value v) {
+  Aval a = o.L.aval_of(v);
+  Value u = o.L.cast(v, a, dtype::u8);
+  Value m = o.L.op("ReduceMax", {u}, Aval(dtype::u8, {}), {Attr::i("keepdims", 0)});
+  return o.L.cast(m, Aval(dtype::u8, {}), dtype::boolean);
+}
+
+// Runs `step` (state -> next state, state[0] the bool mask) in a Loop of at
+// most `trips` iterations (kNoValue: unbounded) while any element is enabled;
+// disabled elements keep their values. `step` gets the iteration number too.
+template <typename Step>
+std::vector<Value> masked_loop(Ops& o, const std::vector<Value>& init, Value trips, Step step) {
+  Lowering& L = o.L;
+  std::vector<Aval> avals;
+  for (Value v : init) avals.push_back(L.aval_of(v));
+  Value cond0 = any_of(o, init[0]);
+  Subgraph g = L.begin_subgraph("igamma_body");
+  Value iter = g.input(Aval(dtype::i64, {}), "iter");
+  g.input(Aval(dtype::boolean, {}), "cond_in");
+  std::vector<Value> state;
+  for (const Aval& a : avals) state.push_back(g.input(a, "carry"));
+  std::vector<Value> next = step(iter, state);
+  for (size_t j = 1; j < next.size(); ++j) next[j] = o.where(state[0], next[j], state[j]);
+  std::vector<Value> outs{any_of(o, next[0])};
+  outs.insert(outs.end(), next.begin(), next.end());
+  GraphRef gr = g.end(outs);
+  std::vector<Value> ins{trips, cond0};
+  ins.insert(ins.end(), init.begin(), init.end());
+  return L.op_n("Loop", ins, avals, {Attr::graph("body", gr)});
+}
+
+double eps_of(Ops& o) { return o.f64() ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon(); }
+
+// `v` (a scalar constant) expanded to the shape of `like`.
+Value full_like(Ops& o, Value like, double v) {
+  Aval a = o.L.aval_of(like);
+  return o.L.op("Expand", {o.k(v), o.L.shape_value(a.shape)}, a.with_dtype(o.t));
+}
+
+// Cephes' series for P(a, x): ans * ax / a.
+Value igamma_series(Ops& o, Value ax, Value x, Value a, Value enabled) {
+  const double eps = eps_of(o);
+  std::vector<Value> out = masked_loop(
+      o, {enabled, a, full_like(o, x, 1), full_like(o, x, 1)}, kNoValue,
+      [&](Value, const std::vector<Value>& s) {
+        Value r = o.add(s[1], o.k(1));
+        Value c = o.mul(s[2], o.div(x, r));
+        Value ans = o.add(s[3], c);
+        Value more = o.and_(s[0], o.gt(o.div(c, ans), o.k(eps)));
+        return std::vector<Value>{more, r, c, ans};
+      });
+  return o.div(o.mul(out[3], ax), a);
+}
+
+// Cephes' continued fraction for Q(a, x): ans * ax.
+Value igammac_fraction(Ops& o, Value ax, Value x, Value a, Value enabled) {
+  const double eps = eps_of(o);
+  Value y = o.sub(o.k(1), a);
+  Value z = o.add(o.add(x, y), o.k(1));
+  Value pkm2 = full_like(o, x, 1), qkm2 = x, pkm1 = o.add(x, o.k(1)), qkm1 = o.mul(z, x);
+  Value ans = o.div(pkm1, qkm1);
+  std::vector<Value> out = masked_loop(
+      o, {enabled, ans, y, z, pkm1, qkm1, pkm2, qkm2}, o.L.scalar(dtype::i64, 2000),
+      [&](Value iter, const std::vector<Value>& s) {
+        Value c = o.L.cast(o.L.op("Add", {iter, o.L.scalar(dtype::i64, 1)}, Aval(dtype::i64, {})),
+                           Aval(dtype::i64, {}), o.t);
+        Value y1 = o.add(s[2], o.k(1)), z1 = o.add(s[3], o.k(2));
+        Value yc = o.mul(y1, c);
+        Value pk = o.sub(o.mul(s[4], z1), o.mul(s[6], yc));
+        Value qk = o.sub(o.mul(s[5], z1), o.mul(s[7], yc));
+        Value nz = o.b("Not", {o.eq(qk, o.k(0))});
+        Value r = o.div(pk, qk);
+        Value t = o.where(nz, o.abs(o.div(o.sub(s[1], r), r)), o.k(1));
+        Value ans1 = o.where(nz, r, s[1]);
+        Value rescale = o.gt(o.abs(pk), o.k(1 / eps));
+        auto scaled = [&](Value v) { return o.where(rescale, o.mul(v, o.k(eps)), v); };
+        Value more = o.and_(s[0], o.gt(t, o.k(eps)));
+        return std::vector<Value>{more, ans1, y1, z1, scaled(pk), scaled(qk), scaled(s[4]), scaled(s[5])};
+      });
+  return o.mul(out[1], ax);
+}
+
+struct GammaCommon {
+  Value domain, x_inf, a0, x0, underflow, ax;
+};
+GammaCommon gamma_common(Ops& o, Value a, Value x) {
+  GammaCommon g;
+  Value is_nan = o.or_(o.b("IsNaN", {a}), o.b("IsNaN", {x}));
+  g.x_inf = o.eq(x, o.k(kInf));
+  g.a0 = o.eq(a, o.k(0));
+  g.x0 = o.eq(x, o.k(0));
+  g.domain = o.or_(o.or_(o.lt(x, o.k(0)), o.lt(a, o.k(0))), o.or_(o.and_(g.a0, g.x0), is_nan));
+  Value ax = o.sub(o.sub(o.mul(a, o.log(x)), x), lgamma(o, a));
+  const double log_max = o.f64() ? std::log(std::numeric_limits<double>::max())
+                                 : std::log(std::numeric_limits<float>::max());
+  g.underflow = o.lt(ax, o.k(-log_max));
+  g.ax = o.exp(ax);
+  return g;
+}
+
+Value igamma(Ops& o, Value a, Value x) {
+  GammaCommon g = gamma_common(o, a, x);
+  Value use_c = o.and_(o.b("GreaterOrEqual", {x, o.k(1)}), o.gt(x, a));
+  Value enabled = o.b("Not", {o.or_(o.or_(g.x0, g.domain), o.or_(g.underflow, g.x_inf))});
+  Value not_c = o.b("Not", {use_c});
+  Value r = o.where(use_c, o.sub(o.k(1), igammac_fraction(o, g.ax, x, a, o.and_(enabled, use_c))),
+                    igamma_series(o, g.ax, x, a, o.and_(enabled, not_c)));
+  r = o.where(g.x0, o.k(0), r);
+  r = o.where(g.x_inf, o.k(1), r);
+  return o.where(g.domain, o.k(NAN), r);
+}
+
+Value igammac(Ops& o, Value a, Value x) {
+  GammaCommon g = gamma_common(o, a, x);
+  Value use_p = o.or_(o.lt(x, o.k(1)), o.lt(x, a));
+  Value enabled = o.b("Not", {o.or_(o.or_(g.domain, g.underflow), o.or_(g.x_inf, g.a0))});
+  Value r = o.where(use_p, o.sub(o.k(1), igamma_series(o, g.ax, x, a, o.and_(enabled, use_p))),
+                    igammac_fraction(o, g.ax, x, a, o.and_(enabled, o.b("Not", {use_p}))));
+  r = o.where(o.or_(g.x_inf, g.a0), o.k(0), r);
+  return o.where(g.domain, o.k(NAN), r);
+}
+
 // digamma(z + 1) = log t + A'(z)/A(z) - g/t; x < 0.5: digamma(1 - x) -
 // pi cot(pi x) on x shifted into [-0.5, 0.5]; NaN at 0 and negative integers.
 Value digamma(Ops& o, Value x) {
@@ -730,6 +863,11 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
       {"Pow", "Neg", "Add", "Sub", "Mul", "Div", "Floor", "Equal", "Less", "LessOrEqual", "And", "Not",
        "Or", "Exp", "Log", "Greater", "Abs", "Sin", "Cos", "Where", "Cast"},
       "Pow", "(-1)^(n+1) n! zeta(n+1, x); digamma for n = 0");
+  for (auto [name, fn] : {std::pair<const char*, Fn2>{"igamma", igamma}, {"igammac", igammac}})
+    add(plugin, name, [fn = fn](Lowering& L) { lower_binary(L, fn); },
+        {"Loop", "ReduceMax", "Expand", LOG1P_OPS, "IsNaN", "Or", "And", "Not", "Less", "Greater",
+         "GreaterOrEqual", "Abs", "Floor", "Sin", "Neg", "Exp", "Cast", "Shape", "Concat"},
+        "Loop", "Cephes' series / continued fraction in masked Loops, as JAX");
   add(plugin, "digamma", unary(digamma),
       {LOG1P_OPS, "Neg", "Less", "LessOrEqual", "And", "Abs", "Floor", "Sin", "Cos", "Cast"}, "Log",
       "Lanczos approximation with reflection, as XLA");

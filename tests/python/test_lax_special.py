@@ -70,3 +70,34 @@ def test_polygamma_and_digamma_gradient(dtype, x64):
 def test_polygamma_bad_order_is_nan():
     check(lambda n, x: lax.polygamma(n, x), [(4,), (4,)], x64=True,
           make_inputs=lambda s, d, rng: np.array([-1.0, 0.5, 1.0, 2.0], d))
+
+
+# ----------------------------------------------- igamma / igammac (lax_math) --
+
+def gamma_args(shape, dtype, rng):
+    """a and x over both branches (series, continued fraction), with exact zeros."""
+    v = rng.gamma(2.0, 3.0, size=shape)
+    v.reshape(-1)[::7] = 0.0
+    return v.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=IDS)
+def test_igamma_igammac(dtype, x64):
+    f = lambda a, x: (lax.igamma(a, x), lax.igammac(a, x))
+    check(f, [("B", 16), ("B", 16)], x64=x64, make_inputs=gamma_args,
+          rtol=1e-4 if not x64 else 1e-11, atol=1e-6 if not x64 else 1e-13)
+
+
+def test_igamma_edges():
+    a = np.array([0.0, 0.0, -1.0, 2.0, 2.0, np.nan, 1e-3, 50.0, 3.0], np.float64)
+    x = np.array([0.0, 1.0, 1.0, np.inf, -1.0, 1.0, 1e3, 49.0, 1e-300], np.float64)
+    args = iter([a, x])
+    check(lambda p, q: (lax.igamma(p, q), lax.igammac(p, q)), [(9,), (9,)], x64=True,
+          make_inputs=lambda s, d, r: next(args), rtol=1e-11, atol=1e-13)
+
+
+def test_gamma_distribution_cdf():
+    f = lambda x: (jax.scipy.stats.gamma.cdf(x, 2.5), jax.scipy.special.gammaincc(3.0, x),
+                   jax.scipy.stats.chi2.cdf(x, 4.0))
+    check(f, [("B", 8)], make_inputs=lambda s, d, rng: rng.uniform(0, 12, size=s).astype(d), rtol=1e-4,
+          atol=1e-6)
