@@ -101,3 +101,25 @@ def test_gamma_distribution_cdf():
                    jax.scipy.stats.chi2.cdf(x, 4.0))
     check(f, [("B", 8)], make_inputs=lambda s, d, rng: rng.uniform(0, 12, size=s).astype(d), rtol=1e-4,
           atol=1e-6)
+
+
+# ------------------------------------- regularized_incomplete_beta (lax_math) --
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=IDS)
+def test_betainc(dtype, x64):
+    def gen(s, d, rng):
+        return rng.uniform(0.05, 0.95, size=s).astype(d)
+    f = lambda a, b, x: lax.betainc(a * 5, b * 3, x)
+    check(f, [("B", 12)] * 3, x64=x64, make_inputs=gen, rtol=1e-4 if not x64 else 1e-10,
+          atol=1e-6 if not x64 else 1e-12)
+
+
+def test_betainc_edges_and_beta_cdf():
+    a = np.array([0.0, 1.0, 2.0, -1.0, 2.0, 2.0, np.inf, 1e-3], np.float64)
+    b = np.array([1.0, 0.0, 3.0, 1.0, 3.0, 3.0, 1.0, 2.0], np.float64)
+    x = np.array([0.5, 0.5, 0.0, 0.5, 1.0, 1.5, 0.5, 0.3], np.float64)
+    args = iter([a, b, x])
+    check(lambda p, q, r: lax.betainc(p, q, r), [(8,)] * 3, x64=True, make_inputs=lambda s, d, g: next(args),
+          rtol=1e-10)
+    check(lambda v: jax.scipy.stats.beta.cdf(v, 2.0, 5.0), [("B", 6)],
+          make_inputs=lambda s, d, rng: rng.uniform(0, 1, size=s).astype(d), rtol=1e-4, atol=1e-6)
