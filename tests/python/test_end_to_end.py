@@ -30,4 +30,6 @@ def test_cnn_with_avg_and_max_pool(batch, dtype, x64):
         model = SmallCNN(nnx.Rngs(0), dtype)
     m = check(model, [(batch, 16, 16, 1)], [dtype], x64=x64, rtol=1e-4, atol=1e-5)
     ops = set(op_types(m))
-    assert {"Conv", "MatMul"} <= ops and "Einsum" not in ops
+    # float64 convolutions are exact im2col MatMuls (onnxruntime has no float64 Conv).
+    assert {"Conv" if dtype == np.float32 else "MatMul", "MatMul"} <= ops and "Einsum" not in ops
+    assert dtype == np.float32 or "Conv" not in ops
