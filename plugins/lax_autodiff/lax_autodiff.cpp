@@ -190,27 +190,36 @@ void lower_select_and_scatter_add(Lowering& L) {
   Value choice = pick(L, ops, src.shape, w.is_max, r);  // [src..., 1]
   const auto offs = offsets(w);
   const Aval idx1(dtype::i64, [&] { Shape s = src.shape; s.push_back(1); return s; }());
-  Value src_shape = L.shape_value(src.shape);
+  Shape full = src.shape;
+  full.push_back(1);
+  Value full_shape = L.shape_value(full);  // [src..., 1]
   std::vector<Value> coords;
   for (int64_t d = 0; d < r; ++d) {
     // i along axis d, shaped [1, .., n_d, .., 1, 1] to broadcast against [src..., 1].
     const Dim n = src.shape[d];
-    Value len = n.is_static() ? L.scalar(dtype::i64, static_cast<double>(n.value))
-                              : L.op("Squeeze", {L.dim_value(n), L.i64s({0})}, Aval(dtype::i64, {}));
-    Value i = L.op("Range", {L.scalar(dtype::i64, 0), len, L.scalar(dtype::i64, 1)}, Aval(dtype::i64, {n}));
     std::vector<int64_t> others;
     Shape bs;
+    std::vector<int64_t> bdims;
     for (int64_t e = 0; e <= r; ++e) {
       if (e != d) others.push_back(e);
       bs.push_back(e == d ? n : Dim(1));
+      bdims.push_back(e == d ? (n.is_static() ? n.value : -1) : 1);
     }
-    i = L.op("Unsqueeze", {i, L.i64s(others)}, Aval(dtype::i64, bs));
-    if (w.strides[d] != 1) i = L.op("Mul", {i, L.scalar(dtype::i64, static_cast<double>(w.strides[d]))},
-                                    Aval(dtype::i64, bs));
+    Value i;
+    if (n.is_static()) {  // a constant: i * stride
+      std::vector<int64_t> iota(static_cast<size_t>(n.value));
+      for (int64_t k = 0; k < n.value; ++k) iota[static_cast<size_t>(k)] = k * w.strides[d];
+      i = L.constant(iota, bdims);
+    } else {
+      Value len = L.op("Squeeze", {L.dim_value(n), L.i64s({0})}, Aval(dtype::i64, {}));
+      i = L.op("Range", {L.scalar(dtype::i64, 0), len, L.scalar(dtype::i64, 1)}, Aval(dtype::i64, {n}));
+      i = L.op("Unsqueeze", {i, L.i64s(others)}, Aval(dtype::i64, bs));
+      if (w.strides[d] != 1)
+        i = L.op("Mul", {i, L.scalar(dtype::i64, static_cast<double>(w.strides[d]))}, Aval(dtype::i64, bs));
+    }
     Value p;
     if (w.dims[d] == 1) {
-      p = L.op("Expand", {i, L.op("Concat", {src_shape, L.i64s({1})}, Aval(dtype::i64, {r + 1}),
-                                            {Attr::i("axis", 0)})}, idx1);
+      p = L.op("Expand", {i, full_shape}, idx1);
     } else {
       std::vector<int64_t> table;
       for (const auto& o : offs) table.push_back(o[d]);
