@@ -29,9 +29,14 @@
 // grouped Conv with group = G.
 //
 // dtypes: onnxruntime's Conv/ConvTranspose have float32 and float16 kernels
-// only, so float64 and bfloat16 compute in float32 (float64 results carry
-// float32 rounding) and cast back. preferred_element_type sets the output
-// dtype. Integer convolutions are refused.
+// only, so bfloat16 computes in float32 and is cast back. float64 is exact
+// instead, as im2col + MatMul in float64 (onnxruntime has float64 MatMul):
+// Pad, one strided Slice per kernel offset of the input (unsqueezed at axis
+// 2) Concatenated to [N, C, K, out...], Reshaped to [N, G, C/G*K, P] and
+// multiplied by the kernel as [G, M/G, C/G*K]; K = prod(kernel), P =
+// prod(out spatial). It needs static kernel and feature dims.
+// preferred_element_type sets the output dtype. Integer convolutions are
+// refused.
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -184,9 +189,68 @@ Tensor crop(Lowering& L, Tensor x, size_t n, Ints& lo, Ints& hi) {
 // The dtype the Conv runs in: onnxruntime has float32/float16 kernels only.
 int32_t compute_dtype(Lowering& L, int32_t in, int32_t out) {
   if (in == dtype::f16 && out == dtype::f16) return dtype::f16;
+  if (in == dtype::f64 || out == dtype::f64) return dtype::f64;
   if (dtype::is_float(in)) return dtype::f32;
   L.fail(std::string("conv_general_dilated: ") + dtype::name(in) +
          " operands are not supported (onnxruntime's Conv takes floats only)");
+}
+
+// The float64 convolution of x ([N, C, spatial...], pads >= 0) with w
+// ([M, C/G, k...], aval `wa`) as im2col + MatMul (see the header).
+Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const ConvParams& p,
+                  const Ints& lo, const Ints& hi, int64_t group, const Aval& y_aval) {
+  const size_t n = p.n;
+  const int32_t t = x.a.dtype;
+  // The kernel's spatial dims must be static; one of M and C/G may be
+  // symbolic (the weight gradient's "kernel" is a cotangent with the batch in it).
+  for (size_t i = 0; i < n; ++i)
+    if (!wa.shape[2 + i].is_static())
+      L.fail("conv_general_dilated: float64 needs static kernel spatial dims, got " + wa.str());
+  const Dim md = wa.shape[0], cgd = wa.shape[1];
+  Ints k(n);
+  int64_t kk = 1;
+  for (size_t i = 0; i < n; ++i) kk *= (k[i] = wa.shape[2 + i].value);
+  int64_t p_static = 1;
+  for (size_t i = 0; i < n; ++i)
+    p_static = y_aval.shape[2 + i].is_static() && p_static >= 0 ? p_static * y_aval.shape[2 + i].value : -1;
+  if ((!md.is_static() && !cgd.is_static()) || (!cgd.is_static() && p_static < 0))
+    L.fail("conv_general_dilated: float64 needs static feature dims or output spatial dims, got kernel " +
+           wa.str() + " and output " + y_aval.str());
+  const int64_t cols_k = cgd.is_static() ? cgd.value * kk : -1;
+  const int64_t w_m = md.is_static() ? md.value / group : -1;
+  Value v = x.v;
+  if (std::any_of(lo.begin(), lo.end(), [](int64_t e) { return e; }) ||
+      std::any_of(hi.begin(), hi.end(), [](int64_t e) { return e; })) {
+    Ints pads = {0, 0};
+    pads.insert(pads.end(), lo.begin(), lo.end());
+    pads.push_back(0);
+    pads.push_back(0);
+    pads.insert(pads.end(), hi.begin(), hi.end());
+    v = L.op("Pad", {v, L.i64s(pads), L.scalar(t, 0)}, Aval::of_unknown_shape(t), {Attr::s("mode", "constant")});
+  }
+  v = L.op("Unsqueeze", {v, L.i64s({2})}, Aval::of_unknown_shape(t));
+  Ints axes;
+  for (size_t i = 0; i < n; ++i) axes.push_back(static_cast<int64_t>(3 + i));
+  std::vector<Value> cols;
+  for (int64_t o = 0; o < kk; ++o) {
+    Ints starts(n), ends(n);
+    int64_t rest = o;
+    for (size_t i = n; i-- > 0;) {  // row-major: the last spatial axis varies fastest
+      const int64_t j = rest % k[i];
+      rest /= k[i];
+      const int64_t eff = (k[i] - 1) * p.rhs_dil[i] + 1, from_end = eff - 1 - j * p.rhs_dil[i];
+      starts[i] = j * p.rhs_dil[i];
+      ends[i] = from_end == 0 ? INT64_MAX : -from_end;
+    }
+    cols.push_back(n == 0 ? v : L.op("Slice", {v, L.i64s(starts), L.i64s(ends), L.i64s(axes), L.i64s(p.strides)},
+                                     Aval::of_unknown_shape(t)));
+  }
+  Value c = cols.size() == 1 ? cols[0] : L.op("Concat", cols, Aval::of_unknown_shape(t), {Attr::i("axis", 2)});
+  // [N, C, K, out...] -> [N, G, C/G*K, P]; w [M, C/G, k...] -> [G, M/G, C/G*K].
+  c = L.op("Reshape", {c, L.i64s({0, group, cols_k, cols_k < 0 ? p_static : -1})}, Aval::of_unknown_shape(t));
+  Value wm = L.op("Reshape", {L.cast(w, wa, t), L.i64s({group, w_m, cols_k})}, Aval::of_unknown_shape(t));
+  Value y = L.op("MatMul", {wm, c}, Aval::of_unknown_shape(t));
+  return L.op("Reshape", {y, L.shape_value(y_aval.shape)}, y_aval);
 }
 
 // Tries the ConvTranspose form of an lhs-dilated convolution (see the header).
@@ -249,7 +313,7 @@ void lower_conv(Lowering& L) {
 
   Value y = kNoValue;
   const bool dilated = std::any_of(p.lhs_dil.begin(), p.lhs_dil.end(), [](int64_t d) { return d != 1; });
-  if (!(dilated && conv_transpose(L, p, x, L.input(1), rhs_a, cd, y_aval, y))) {
+  if (!(dilated && cd != dtype::f64 && conv_transpose(L, p, x, L.input(1), rhs_a, cd, y_aval, y))) {
     int64_t group = p.fgc;
     if (p.bgc > 1) {
       // [N, C, s...] -> [G, N/G, C, s...] -> [N/G, G, C, s...] -> [N/G, G*C, s...]
@@ -273,6 +337,12 @@ void lower_conv(Lowering& L) {
     Ints lo = p.lo, hi = p.hi;
     x = crop(L, x, n, lo, hi);
     Value w = L.cast(L.transpose(L.input(1), rhs_a, p.rhs_spec), permuted(rhs_a, p.rhs_spec), cd);
+    if (cd == dtype::f64) {
+      y = im2col_conv(L, x, w, permuted(rhs_a, p.rhs_spec).with_dtype(cd), p, lo, hi, group, y_aval);
+      y = L.cast(y, y_aval, out_a.dtype);
+      L.bind(0, L.transpose(y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec)));
+      return;
+    }
     Ints pads = lo;
     pads.insert(pads.end(), hi.begin(), hi.end());
     y = L.op("Conv", {x.v, w}, y_aval,
@@ -287,7 +357,8 @@ void lower_conv(Lowering& L) {
 
 JAXONNX_PLUGIN("lax_conv", "0.1.0") {
   plugin.primitive("conv_general_dilated", lower_conv)
-      .emits({"Conv", "ConvTranspose", "Transpose", "Cast", "Slice", "Pad", "Unsqueeze", "Reshape"})
+      .emits({"Conv", "ConvTranspose", "Transpose", "Cast", "Slice", "Pad", "Unsqueeze", "Reshape", "Concat",
+              "MatMul"})
       .emits_shape_ops()
       .doc(onnx_doc("Conv"));
 }

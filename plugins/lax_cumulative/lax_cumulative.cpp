@@ -1,36 +1,30 @@
 // lax_cumulative: cumsum / cumprod / cummax / cummin / cumlogsumexp (params
-// `axis`, `reverse`) as ONNX CumSum or a masked pairwise reduction.
+// `axis`, `reverse`) as ONNX CumSum or a log-depth scan.
 //
 // cumsum is CumSum (axis as an input, exclusive=0, reverse as given).
 //
-// ONNX has no cumulative product / max / min / logsumexp, and no Loop is
-// available to plugins yet. Those are built exactly, for static and symbolic
-// lengths n along the axis, from the n x n pairwise tensor
-//   P[.., i, j, ..] = x[.., j, ..] if j <= i (j >= i when reverse) else fill
-// reduced over j with ReduceProd / ReduceMax / ReduceMin. The mask comes from
-// Range(0, n) compared with itself. This costs O(n^2) memory and work along
-// the axis (times the other dims): fine for moderate n, a Loop would be
-// O(n) once the ABI offers subgraphs.
-//
-// Semantics kept from JAX:
-// - cummax/cummin: once a NaN is seen the running value stays NaN, while
-//   onnxruntime's ReduceMax/ReduceMin skip NaN; a running "NaN seen" flag
-//   (CumSum of IsNaN) restores it. The fill of masked-out cells is x[i] itself
-//   (always part of the prefix), so no dtype-specific identity is needed.
-// - cumlogsumexp: computed as m + log(sum(exp(x_j - m))) with m the running
-//   max, so 1000.0 does not overflow; m is replaced by 0 where it is +-inf or
-//   NaN so that all -inf gives -inf, +inf gives +inf and NaN gives NaN.
-// - integer cumsum/cumprod wrap: types without onnxruntime kernels (all but
-//   int32/int64) are computed in int64, which truncates to the same bits.
-//   onnxruntime's integer ReduceProd goes through double and saturates, so an
-//   integer cumprod is instead a log-depth scan of Mul (Hillis-Steele):
-//   y *= y shifted by 1, 2, 4, ... along the axis (Pad with 1s, then Slice).
-//   ceil(log2 n) steps for a static n; for a symbolic n, 32 steps, exact for
-//   n < 2^32.
+// ONNX has no cumulative product / max / min / logsumexp. Those are
+// Hillis-Steele inclusive scans along the axis: y = combine(y, y shifted by
+// 1, 2, 4, ...), the shift a Pad with the combine's identity and a Slice.
+// ceil(log2 n) steps for a static n, 32 for a symbolic n (exact for
+// n < 2^32); O(n) memory (each step holds two tensors of x's size).
+// - cumprod: Mul (SDK Lowering::inclusive_scan). Integers wrap: types
+//   without onnxruntime kernels (all but int32/int64) run in int64, which
+//   truncates to the same bits. Floats multiply in a different association
+//   than JAX's sequential product: equal within float rounding.
+// - cummax/cummin: Max/Min with identity -inf/+inf or the integer type's
+//   limit. onnxruntime's elementwise Max/Min propagate NaN, so once a NaN
+//   is seen the running value stays NaN, as in JAX (tested). Max/Min lack
+//   16-bit and uint64 kernels (and Pad int16): those widen to int32, or map
+//   uint64 onto int64 by flipping the top bit (order kept).
+// - cumlogsumexp: combine(a, b) = max + log(1 + exp(min - max)), with
+//   min - max taken as 0 where min == max so that -inf/-inf gives -inf and
+//   +inf/+inf gives +inf; 1000.0 does not overflow. f16/bf16 run in f32.
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -74,57 +68,6 @@ Value from_order(Lowering& L, Value x, const Aval& in) {
   return L.cast(x, w, in.dtype);
 }
 
-Shape inserted(Shape s, int64_t at, Dim d) {
-  s.insert(s.begin() + at, d);
-  return s;
-}
-
-// The pairwise layout of one cumulative equation: x of rank r, cumulative
-// axis a, turned into [.., i, j, ..] with i at a and j at a + 1.
-struct Pairwise {
-  Lowering& L;
-  Aval in;
-  int64_t axis;
-  bool reverse;
-  Value mask;  // bool [n, n, 1, ...] broadcasting against [.., n, n, ..]
-
-  Pairwise(Lowering& L_, const Aval& in_, int64_t axis_, bool reverse_)
-      : L(L_), in(in_), axis(axis_), reverse(reverse_) {
-    const Dim n = in.shape[static_cast<size_t>(axis)];
-    Value len = n.is_static() ? L.scalar(dtype::i64, static_cast<double>(n.value))
-                              : L.op("Squeeze", {L.dim_value(n), L.i64s({0})}, Aval(dtype::i64, {}));
-    Value r = L.op("Range", {L.scalar(dtype::i64, 0), len, L.scalar(dtype::i64, 1)},
-                   Aval(dtype::i64, {n}));
-    Value col = L.op("Unsqueeze", {r, L.i64s({1})}, Aval(dtype::i64, {n, 1}));
-    // mask[i, j] = j <= i (prefix) or j >= i (suffix when reverse).
-    mask = L.op(reverse ? "GreaterOrEqual" : "LessOrEqual", {r, col}, Aval(dtype::boolean, {n, n}));
-    std::vector<int64_t> trailing;
-    for (int64_t k = axis + 1; k < in.rank(); ++k) trailing.push_back(k - axis + 1);
-    if (!trailing.empty()) {
-      Shape s = {n, n};
-      s.resize(2 + trailing.size(), Dim(1));
-      mask = L.op("Unsqueeze", {mask, L.i64s(trailing)}, Aval(dtype::boolean, s));
-    }
-  }
-
-  Shape pair_shape() const { return inserted(in.shape, axis, in.shape[static_cast<size_t>(axis)]); }
-  // v as the j operand [.., 1, n, ..] or the i operand [.., n, 1, ..].
-  Value as_j(Value v, int32_t dt) {
-    return L.op("Unsqueeze", {v, L.i64s({axis})}, Aval(dt, inserted(in.shape, axis, 1)));
-  }
-  Value as_i(Value v, int32_t dt) {
-    return L.op("Unsqueeze", {v, L.i64s({axis + 1})}, Aval(dt, inserted(in.shape, axis + 1, 1)));
-  }
-  // Where(mask, vj, fill) over the pairwise shape.
-  Value select(Value vj, Value fill, int32_t dt) {
-    return L.op("Where", {mask, vj, fill}, Aval(dt, pair_shape()));
-  }
-  // Reduces the pairwise tensor over j back to x's shape.
-  Value reduce_j(const char* op, Value p, int32_t dt) {
-    return L.op(op, {p, L.i64s({axis + 1})}, Aval(dt, in.shape), {Attr::i("keepdims", 0)});
-  }
-};
-
 struct Params {
   int64_t axis;
   bool reverse;
@@ -154,45 +97,60 @@ void lower_cumsum(Lowering& L) {
   L.bind(0, L.cast(r, in.with_dtype(w), in.dtype));
 }
 
+// The smallest (max) or largest (min) value of order dtype `t`: Max's / Min's identity.
+Value extreme(Lowering& L, int32_t t, bool smallest) {
+  switch (t) {
+    case dtype::f32: case dtype::f64: return L.scalar(t, smallest ? -INFINITY : INFINITY);
+#define JXO_LIMIT(DT, T) \
+    case DT: return L.constant(std::vector<T>{smallest ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max()}, {});
+    JXO_LIMIT(dtype::i8, int8_t) JXO_LIMIT(dtype::i32, int32_t) JXO_LIMIT(dtype::i64, int64_t)
+    JXO_LIMIT(dtype::u8, uint8_t)
+#undef JXO_LIMIT
+    case dtype::boolean: return L.scalar(t, smallest ? 0 : 1);
+    default: throw Error(std::string("lax_cumulative: no order identity for ") + dtype::name(t));
+  }
+}
+
 // ----------------------------------------------------------------- cumprod --
 
 void lower_cumprod(Lowering& L) {
   Aval in = L.in_aval(0);
   Params p = cum_params(L, in);
   int32_t w = wrap_dtype(in.dtype);
+  Aval wa = in.with_dtype(w);
   Value x = L.cast(L.input(0), in, w);
-  if (dtype::is_int(in.dtype)) {
-    Aval wa = in.with_dtype(w);
-    L.bind(0, L.cast(L.inclusive_scan("Mul", x, wa, p.axis, p.reverse, L.scalar(w, 1)), wa, in.dtype));
-    return;
-  }
-  Pairwise pw(L, in, p.axis, p.reverse);
-  Value prod = pw.reduce_j("ReduceProd", pw.select(pw.as_j(x, w), L.scalar(w, 1), w), w);
-  L.bind(0, L.cast(prod, in.with_dtype(w), in.dtype));
+  L.bind(0, L.cast(L.inclusive_scan("Mul", x, wa, p.axis, p.reverse, L.scalar(w, 1)), wa, in.dtype));
 }
 
 // ---------------------------------------------------------- cummax/cummin --
 
-void lower_cumextremum(Lowering& L, const char* op) {
+void lower_cumextremum(Lowering& L, bool is_max) {
   Aval in = L.in_aval(0);
   Params p = cum_params(L, in);
   int32_t w = order_dtype(in.dtype);
+  if (in.dtype == dtype::f16) w = dtype::f32;  // Pad has no float16 kernel
+  if (in.dtype == dtype::boolean) w = dtype::u8;
   Aval wa = in.with_dtype(w);
-  Pairwise pw(L, in, p.axis, p.reverse);
-  Value x = to_order(L, L.input(0), in);
-  Value r = pw.reduce_j(op, pw.select(pw.as_j(x, w), pw.as_i(x, w), w), w);
-  if (dtype::is_float(in.dtype)) {
-    // NaN seen so far (in the scan direction) -> NaN.
-    Aval flags = in.with_dtype(dtype::boolean);
-    Value isnan = L.cast(L.op("IsNaN", {x}, flags), flags, dtype::i32);
-    Value seen = L.op("Greater", {cumsum(L, isnan, in.with_dtype(dtype::i32), p.axis, p.reverse),
-                                  L.scalar(dtype::i32, 0)}, flags);
-    r = L.op("Where", {seen, L.scalar(w, NAN), r}, wa);
+  Value x = in.dtype == dtype::f16 || in.dtype == dtype::boolean ? L.cast(L.input(0), in, w)
+                                                                  : to_order(L, L.input(0), in);
+  Value r = L.inclusive_scan(is_max ? "Max" : "Min", x, wa, p.axis, p.reverse, extreme(L, w, is_max));
+  if (in.dtype == dtype::f16 || in.dtype == dtype::boolean) {
+    L.bind(0, L.cast(r, wa, in.dtype));
+    return;
   }
   L.bind(0, from_order(L, r, in));
 }
 
 // ------------------------------------------------------------ cumlogsumexp --
+
+// logaddexp of a and b (aval `a`), exact at infinities (see the header).
+Value logaddexp(Lowering& L, Value x, Value y, const Aval& a) {
+  const Aval b = a.with_dtype(dtype::boolean);
+  Value hi = L.op("Max", {x, y}, a), lo = L.op("Min", {x, y}, a);
+  Value d = L.op("Where", {L.op("Equal", {hi, lo}, b), L.scalar(a.dtype, 0), L.op("Sub", {lo, hi}, a)}, a);
+  Value l = L.op("Log", {L.op("Add", {L.scalar(a.dtype, 1), L.op("Exp", {d}, a)}, a)}, a);
+  return L.op("Add", {hi, l}, a);
+}
 
 void lower_cumlogsumexp(Lowering& L) {
   Aval in = L.in_aval(0);
@@ -202,19 +160,33 @@ void lower_cumlogsumexp(Lowering& L) {
   // f16/bf16 accumulate in float32.
   int32_t w = (in.dtype == dtype::f64) ? dtype::f64 : dtype::f32;
   Aval wa = in.with_dtype(w);
-  Aval pair(w, inserted(in.shape, p.axis, in.shape[static_cast<size_t>(p.axis)]));
-  Pairwise pw(L, in, p.axis, p.reverse);
   Value x = L.cast(L.input(0), in, w);
-  Value xj = pw.as_j(x, w);
-  // Running max m; use 0 where m is not finite (m - m is 0 only for finite m).
-  Value m = pw.reduce_j("ReduceMax", pw.select(xj, pw.as_i(x, w), w), w);
-  Value finite =
-      L.op("Equal", {L.op("Sub", {m, m}, wa), L.scalar(w, 0)}, in.with_dtype(dtype::boolean));
-  Value shift = L.op("Where", {finite, m, L.scalar(w, 0)}, wa);
-  Value e = L.op("Exp", {L.op("Sub", {xj, pw.as_i(shift, w)}, pair)}, pair);
-  Value sum = pw.reduce_j("ReduceSum", pw.select(e, L.scalar(w, 0), w), w);
-  Value r = L.op("Add", {L.op("Log", {sum}, wa), shift}, wa);
-  L.bind(0, L.cast(r, wa, in.dtype));
+  // The Hillis-Steele steps of Lowering::inclusive_scan, with logaddexp as
+  // the combine (several ops, so not a single ONNX op type).
+  const Dim n = in.shape[static_cast<size_t>(p.axis)];
+  int64_t steps = 32;
+  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
+  Value axes = L.i64s({p.axis}), identity = L.scalar(w, -INFINITY);
+  for (int64_t k = 0; k < steps; ++k) {
+    const int64_t s = int64_t{1} << k;
+    Value m, pads, neg_m;
+    if (n.is_static()) {
+      m = L.i64s({s});
+      pads = L.i64s(p.reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
+      neg_m = L.i64s({-s});
+    } else {
+      m = L.op("Min", {L.i64s({s}), L.dim_value(n)}, Aval(dtype::i64, {1}));
+      Value zero = L.i64s({0});
+      pads = L.op("Concat", {p.reverse ? zero : m, p.reverse ? m : zero}, Aval(dtype::i64, {2}),
+                  {Attr::i("axis", 0)});
+      neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
+    }
+    Value padded = L.op("Pad", {x, pads, identity, axes}, Aval::of_unknown_shape(w), {Attr::s("mode", "constant")});
+    Value shifted = p.reverse ? L.op("Slice", {padded, m, L.i64s({INT64_MAX}), axes}, wa)
+                              : L.op("Slice", {padded, L.i64s({0}), neg_m, axes}, wa);
+    x = logaddexp(L, x, shifted, wa);
+  }
+  L.bind(0, L.cast(x, wa, in.dtype));
 }
 
 }  // namespace
@@ -222,23 +194,20 @@ void lower_cumlogsumexp(Lowering& L) {
 JAXONNX_PLUGIN("lax_cumulative", "0.1.0") {
   plugin.primitive("cumsum", lower_cumsum).emits({"CumSum", "Cast"}).doc(onnx_doc("CumSum"));
   plugin.primitive("cumprod", lower_cumprod)
-      .emits({"Range", "Unsqueeze", "Squeeze", "LessOrEqual", "GreaterOrEqual", "Where", "ReduceProd",
-              "Pad", "Slice", "Mul", "Concat", "Neg", "Cast"})
+      .emits({"Pad", "Slice", "Mul", "Concat", "Neg", "Cast"})
       .emits_shape_ops()
-      .doc(onnx_doc("ReduceProd"));
-  plugin.primitive("cummax", [](Lowering& L) { lower_cumextremum(L, "ReduceMax"); })
-      .emits({"Range", "Unsqueeze", "Squeeze", "LessOrEqual", "GreaterOrEqual", "Where", "ReduceMax",
-              "IsNaN", "CumSum", "Greater", "Cast", "BitwiseXor"})
+      .summary("log-depth scan of Mul (Pad, Slice)");
+  plugin.primitive("cummax", [](Lowering& L) { lower_cumextremum(L, true); })
+      .emits({"Pad", "Slice", "Max", "Concat", "Neg", "Cast", "BitwiseXor"})
       .emits_shape_ops()
-      .doc(onnx_doc("ReduceMax"));
-  plugin.primitive("cummin", [](Lowering& L) { lower_cumextremum(L, "ReduceMin"); })
-      .emits({"Range", "Unsqueeze", "Squeeze", "LessOrEqual", "GreaterOrEqual", "Where", "ReduceMin",
-              "IsNaN", "CumSum", "Greater", "Cast", "BitwiseXor"})
+      .summary("log-depth scan of Max (Pad, Slice)");
+  plugin.primitive("cummin", [](Lowering& L) { lower_cumextremum(L, false); })
+      .emits({"Pad", "Slice", "Min", "Concat", "Neg", "Cast", "BitwiseXor"})
       .emits_shape_ops()
-      .doc(onnx_doc("ReduceMin"));
+      .summary("log-depth scan of Min (Pad, Slice)");
   plugin.primitive("cumlogsumexp", lower_cumlogsumexp)
-      .emits({"Range", "Unsqueeze", "Squeeze", "LessOrEqual", "GreaterOrEqual", "Where", "ReduceMax",
-              "ReduceSum", "Equal", "Sub", "Exp", "Log", "Add", "Cast"})
+      .emits({"Pad", "Slice", "Max", "Min", "Equal", "Sub", "Where", "Exp", "Add", "Log", "Concat", "Neg",
+              "Cast"})
       .emits_shape_ops()
-      .doc(onnx_doc("ReduceLogSumExp"));
+      .summary("log-depth scan of logaddexp (Pad, Slice)");
 }

@@ -398,6 +398,281 @@ Value lgamma(Ops& o, Value x) {
   return o.where(o.eq(ax, o.k(kInf)), o.k(kInf), r);
 }
 
+Value digamma(Ops& o, Value x);
+
+// ------------------------------------------------------- zeta / polygamma --
+
+// Hurwitz zeta(x, q) by Euler-Maclaurin summation, as Cephes: the terms
+// q^-x .. (q+9)^-x, the integral and half-term corrections at w = q + 9, and
+// 12 Bernoulli terms (Cephes stops once a term is below machine epsilon;
+// summing them all changes the result by less). Poles and domain as XLA:
+// x == 1 -> inf, x < 1 -> NaN, q a non-positive integer -> inf, q < 0 with
+// a non-integer x -> NaN. Accurate for q > 0 (q < 0 sums from q + 9 < 9).
+constexpr double kZetaA[] = {12.0,
+                             -720.0,
+                             30240.0,
+                             -1209600.0,
+                             47900160.0,
+                             -1.8924375803183791606e9,
+                             7.47242496e10,
+                             -2.950130727918164224e12,
+                             1.1646782814350067249e14,
+                             -4.5979787224074726105e15,
+                             1.8152105401943546773e17,
+                             -7.1661652561756670113e18};
+
+Value zeta(Ops& o, Value x, Value q) {
+  Value negx = o.neg(x);
+  Value a = q, b = o.f("Pow", {q, negx}), s = b;
+  for (int i = 0; i < 9; ++i) {
+    a = o.add(a, o.k(1));
+    b = o.f("Pow", {a, negx});
+    s = o.add(s, b);
+  }
+  Value w = a;
+  s = o.add(s, o.div(o.mul(b, w), o.sub(x, o.k(1))));
+  s = o.sub(s, o.mul(o.k(0.5), b));
+  Value fac = o.k(1);
+  double k = 0;
+  for (double ai : kZetaA) {
+    fac = o.mul(fac, o.add(x, o.k(k)));
+    b = o.div(b, w);
+    s = o.add(s, o.div(o.mul(fac, b), o.k(ai)));
+    k += 1;
+    fac = o.mul(fac, o.add(x, o.k(k)));
+    b = o.div(b, w);
+    k += 1;
+  }
+  Value q_int = o.eq(q, o.floor(q)), x_int = o.eq(x, o.floor(x));
+  s = o.where(o.and_(o.lt(q, o.k(0)), o.b("Not", {x_int})), o.k(NAN), s);
+  s = o.where(o.and_(o.le(q, o.k(0)), q_int), o.k(kInf), s);
+  s = o.where(o.lt(x, o.k(1)), o.k(NAN), s);
+  return o.where(o.eq(x, o.k(1)), o.k(kInf), s);
+}
+
+// polygamma(n, x): digamma for n == 0; else (-1)^(n+1) n! zeta(n+1, x), n!
+// as exp(lgamma(n+1)) as XLA; NaN unless n is a non-negative integer.
+Value polygamma(Ops& o, Value n, Value x) {
+  Value n1 = o.add(n, o.k(1));
+  Value odd = o.sub(n, o.mul(o.k(2), o.floor(o.mul(n, o.k(0.5)))));  // 1 for odd n
+  Value sign = o.sub(o.mul(o.k(2), odd), o.k(1));
+  Value r = o.mul(o.mul(sign, o.exp(lgamma(o, n1))), zeta(o, n1, x));
+  r = o.where(o.eq(n, o.k(0)), digamma(o, x), r);
+  Value bad = o.or_(o.lt(n, o.k(0)), o.b("Not", {o.eq(n, o.floor(n))}));
+  return o.where(bad, o.k(NAN), r);
+}
+
+// ---------------------------------------------------------- igamma / igammac --
+
+// The regularized incomplete gamma functions P(a, x) (igamma) and Q(a, x)
+// (igammac), as JAX's igamma_impl / igammac_impl: Cephes' power series for
+// P where x < 1 or x < a, else the continued fraction for Q, each iterated
+// per element until its term falls below machine epsilon. The iterations are
+// ONNX Loops over the whole tensor with a per-element `enabled` mask (the
+// series runs while any element is enabled; the continued fraction at most
+// 2000 times, as JAX), so every element takes JAX's steps.
+
+// Any element of the bool tensor v, as a bool scalar.
+Value any_of(Ops& o, Value v) {
+  Aval a = o.L.aval_of(v);
+  Value u = o.L.cast(v, a, dtype::u8);
+  Value m = o.L.op("ReduceMax", {u}, Aval(dtype::u8, {}), {Attr::i("keepdims", 0)});
+  return o.L.cast(m, Aval(dtype::u8, {}), dtype::boolean);
+}
+
+// Runs `step` (state -> next state, state[0] the bool mask) in a Loop of at
+// most `trips` iterations (kNoValue: unbounded) while any element is enabled;
+// disabled elements keep their values. `step` gets the iteration number too.
+template <typename Step>
+std::vector<Value> masked_loop(Ops& o, const std::vector<Value>& init, Value trips, Step step) {
+  Lowering& L = o.L;
+  std::vector<Aval> avals;
+  for (Value v : init) avals.push_back(L.aval_of(v));
+  Value cond0 = any_of(o, init[0]);
+  Subgraph g = L.begin_subgraph("igamma_body");
+  Value iter = g.input(Aval(dtype::i64, {}), "iter");
+  g.input(Aval(dtype::boolean, {}), "cond_in");
+  std::vector<Value> state;
+  for (const Aval& a : avals) state.push_back(g.input(a, "carry"));
+  std::vector<Value> next = step(iter, state);
+  for (size_t j = 1; j < next.size(); ++j) next[j] = o.where(state[0], next[j], state[j]);
+  std::vector<Value> outs{any_of(o, next[0])};
+  outs.insert(outs.end(), next.begin(), next.end());
+  GraphRef gr = g.end(outs);
+  std::vector<Value> ins{trips, cond0};
+  ins.insert(ins.end(), init.begin(), init.end());
+  return L.op_n("Loop", ins, avals, {Attr::graph("body", gr)});
+}
+
+double eps_of(Ops& o) { return o.f64() ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon(); }
+
+// `v` (a scalar constant) expanded to the shape of `like`.
+Value full_like(Ops& o, Value like, double v) {
+  Aval a = o.L.aval_of(like);
+  return o.L.op("Expand", {o.k(v), o.L.shape_value(a.shape)}, a.with_dtype(o.t));
+}
+
+// Cephes' series for P(a, x): ans * ax / a.
+Value igamma_series(Ops& o, Value ax, Value x, Value a, Value enabled) {
+  const double eps = eps_of(o);
+  std::vector<Value> out = masked_loop(
+      o, {enabled, a, full_like(o, x, 1), full_like(o, x, 1)}, kNoValue,
+      [&](Value, const std::vector<Value>& s) {
+        Value r = o.add(s[1], o.k(1));
+        Value c = o.mul(s[2], o.div(x, r));
+        Value ans = o.add(s[3], c);
+        Value more = o.and_(s[0], o.gt(o.div(c, ans), o.k(eps)));
+        return std::vector<Value>{more, r, c, ans};
+      });
+  return o.div(o.mul(out[3], ax), a);
+}
+
+// Cephes' continued fraction for Q(a, x): ans * ax.
+Value igammac_fraction(Ops& o, Value ax, Value x, Value a, Value enabled) {
+  const double eps = eps_of(o);
+  Value y = o.sub(o.k(1), a);
+  Value z = o.add(o.add(x, y), o.k(1));
+  Value pkm2 = full_like(o, x, 1), qkm2 = x, pkm1 = o.add(x, o.k(1)), qkm1 = o.mul(z, x);
+  Value ans = o.div(pkm1, qkm1);
+  std::vector<Value> out = masked_loop(
+      o, {enabled, ans, y, z, pkm1, qkm1, pkm2, qkm2}, o.L.scalar(dtype::i64, 2000),
+      [&](Value iter, const std::vector<Value>& s) {
+        Value c = o.L.cast(o.L.op("Add", {iter, o.L.scalar(dtype::i64, 1)}, Aval(dtype::i64, {})),
+                           Aval(dtype::i64, {}), o.t);
+        Value y1 = o.add(s[2], o.k(1)), z1 = o.add(s[3], o.k(2));
+        Value yc = o.mul(y1, c);
+        Value pk = o.sub(o.mul(s[4], z1), o.mul(s[6], yc));
+        Value qk = o.sub(o.mul(s[5], z1), o.mul(s[7], yc));
+        Value nz = o.b("Not", {o.eq(qk, o.k(0))});
+        Value r = o.div(pk, qk);
+        Value t = o.where(nz, o.abs(o.div(o.sub(s[1], r), r)), o.k(1));
+        Value ans1 = o.where(nz, r, s[1]);
+        Value rescale = o.gt(o.abs(pk), o.k(1 / eps));
+        auto scaled = [&](Value v) { return o.where(rescale, o.mul(v, o.k(eps)), v); };
+        Value more = o.and_(s[0], o.gt(t, o.k(eps)));
+        return std::vector<Value>{more, ans1, y1, z1, scaled(pk), scaled(qk), scaled(s[4]), scaled(s[5])};
+      });
+  return o.mul(out[1], ax);
+}
+
+struct GammaCommon {
+  Value domain, x_inf, a0, x0, underflow, ax;
+};
+GammaCommon gamma_common(Ops& o, Value a, Value x) {
+  GammaCommon g;
+  Value is_nan = o.or_(o.b("IsNaN", {a}), o.b("IsNaN", {x}));
+  g.x_inf = o.eq(x, o.k(kInf));
+  g.a0 = o.eq(a, o.k(0));
+  g.x0 = o.eq(x, o.k(0));
+  g.domain = o.or_(o.or_(o.lt(x, o.k(0)), o.lt(a, o.k(0))), o.or_(o.and_(g.a0, g.x0), is_nan));
+  Value ax = o.sub(o.sub(o.mul(a, o.log(x)), x), lgamma(o, a));
+  const double log_max = o.f64() ? std::log(std::numeric_limits<double>::max())
+                                 : std::log(std::numeric_limits<float>::max());
+  g.underflow = o.lt(ax, o.k(-log_max));
+  g.ax = o.exp(ax);
+  return g;
+}
+
+Value igamma(Ops& o, Value a, Value x) {
+  GammaCommon g = gamma_common(o, a, x);
+  Value use_c = o.and_(o.b("GreaterOrEqual", {x, o.k(1)}), o.gt(x, a));
+  Value enabled = o.b("Not", {o.or_(o.or_(g.x0, g.domain), o.or_(g.underflow, g.x_inf))});
+  Value not_c = o.b("Not", {use_c});
+  Value r = o.where(use_c, o.sub(o.k(1), igammac_fraction(o, g.ax, x, a, o.and_(enabled, use_c))),
+                    igamma_series(o, g.ax, x, a, o.and_(enabled, not_c)));
+  r = o.where(g.x0, o.k(0), r);
+  r = o.where(g.x_inf, o.k(1), r);
+  return o.where(g.domain, o.k(NAN), r);
+}
+
+Value igammac(Ops& o, Value a, Value x) {
+  GammaCommon g = gamma_common(o, a, x);
+  Value use_p = o.or_(o.lt(x, o.k(1)), o.lt(x, a));
+  Value enabled = o.b("Not", {o.or_(o.or_(g.domain, g.underflow), o.or_(g.x_inf, g.a0))});
+  Value r = o.where(use_p, o.sub(o.k(1), igamma_series(o, g.ax, x, a, o.and_(enabled, use_p))),
+                    igammac_fraction(o, g.ax, x, a, o.and_(enabled, o.b("Not", {use_p}))));
+  r = o.where(o.or_(g.x_inf, g.a0), o.k(0), r);
+  return o.where(g.domain, o.k(NAN), r);
+}
+
+// ------------------------------------------------ regularized_incomplete_beta --
+
+int32_t working_dtype(int32_t t);
+void require_float(Lowering& L, int32_t t);
+
+// I_x(a, b) as JAX's regularized_incomplete_beta_impl: the continued fraction
+// of DLMF 8.17.22 by the Lentz-Thompson-Barnett algorithm (all elements step
+// together until every one has converged; at most 199 / 599 steps for
+// float32 / float64, as JAX), on the symmetric side where it converges fast.
+Value betainc(Ops& o, Value a, Value b, Value x) {
+  Lowering& L = o.L;
+  const double eps = eps_of(o), small = eps / 2;
+  const double tiny = o.f64() ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
+  Value a_zero = o.or_(o.eq(a, o.k(0)), o.eq(b, o.k(kInf)));
+  Value b_zero = o.or_(o.eq(b, o.k(0)), o.eq(a, o.k(kInf)));
+  Value x_zero = o.eq(x, o.k(0)), x_one = o.eq(x, o.k(1));
+  Value is_nan = o.or_(o.or_(o.b("IsNaN", {a}), o.b("IsNaN", {b})), o.b("IsNaN", {x}));
+  Value res_zero = o.or_(o.and_(b_zero, o.b("Not", {x_one})), o.and_(a_zero, x_zero));
+  Value res_one = o.or_(o.and_(a_zero, o.b("Not", {x_zero})), o.and_(b_zero, x_one));
+  Value res_nan = o.or_(o.or_(o.lt(a, o.k(0)), o.lt(b, o.k(0))), o.or_(o.lt(x, o.k(0)), o.gt(x, o.k(1))));
+  res_nan = o.or_(res_nan, o.or_(o.and_(a_zero, b_zero), is_nan));
+  Value fast = o.lt(x, o.div(o.add(a, o.k(1)), o.add(o.add(a, b), o.k(2))));
+  Value a2 = o.where(fast, a, b), b2 = o.where(fast, b, a), x2 = o.where(fast, x, o.sub(o.k(1), x));
+
+  // h0 = small (the 0th partial denominator is 0), c = h0, d = 0.
+  Value h0 = full_like(o, x2, small);
+  const int64_t trips = (o.f64() ? 600 : 200) - 1;
+  Value go = L.scalar(dtype::boolean, 1);
+  std::vector<Value> out = masked_loop(
+      o, {go, h0, full_like(o, x2, 0), h0}, L.scalar(dtype::i64, static_cast<double>(trips)),
+      [&](Value iter, const std::vector<Value>& s) {
+        const Aval i64(dtype::i64, {}), bl(dtype::boolean, {});
+        Value n = L.op("Add", {iter, L.scalar(dtype::i64, 1)}, i64);  // iterations 1, 2, ...
+        Value even = L.op("Equal", {L.op("Mod", {n, L.scalar(dtype::i64, 2)}, i64), L.scalar(dtype::i64, 0)}, bl);
+        Value one = L.op("Equal", {n, L.scalar(dtype::i64, 1)}, bl);
+        Value mi = L.op("Div", {L.op("Sub", {n, L.scalar(dtype::i64, 1)}, i64), L.scalar(dtype::i64, 2)}, i64);
+        Value m_zero = L.op("Equal", {mi, L.scalar(dtype::i64, 0)}, bl);
+        Value m = L.cast(mi, i64, o.t);
+        Value two_m = o.mul(o.k(2), m);
+        Value zero_num = o.div(o.mul(o.neg(o.add(a2, b2)), x2), o.add(a2, o.k(1)));
+        Value even_num = o.div(o.mul(o.mul(o.neg(o.add(a2, m)), o.add(o.add(a2, b2), m)), x2),
+                               o.mul(o.add(a2, two_m), o.add(o.add(a2, two_m), o.k(1))));
+        even_num = o.where(m_zero, zero_num, even_num);
+        Value odd_num = o.div(o.mul(o.mul(m, o.sub(b2, m)), x2),
+                              o.mul(o.sub(o.add(a2, two_m), o.k(1)), o.add(a2, two_m)));
+        Value num = o.where(one, o.k(1), o.where(even, even_num, odd_num));
+        Value c = o.add(o.k(1), o.div(num, s[1]));
+        c = o.where(o.lt(o.abs(c), o.k(small)), o.k(small), c);
+        Value d = o.add(o.k(1), o.mul(num, s[2]));
+        d = o.where(o.lt(o.abs(d), o.k(small)), o.k(small), d);
+        d = o.div(o.k(1), d);
+        Value delta = o.mul(c, d);
+        Value h = o.mul(s[3], delta);
+        Value more = any_of(o, o.b("GreaterOrEqual", {o.abs(o.sub(delta, o.k(1))), o.k(small)}));
+        return std::vector<Value>{more, c, d, h};
+      });
+  Value cf = out[3];
+  Value lbeta_small = o.sub(lgamma(o, b2), lgamma(o, o.add(a2, b2)));
+  Value lbeta = o.add(lgamma(o, a2), lbeta_small);
+  Value l1mx = log1p(o, o.neg(x2));
+  Value factor = o.where(o.lt(a2, o.k(tiny * 2)), o.exp(o.sub(o.mul(l1mx, b2), lbeta_small)),
+                         o.div(o.exp(o.sub(o.add(o.mul(o.log(x2), a2), o.mul(l1mx, b2)), lbeta)), a2));
+  Value r = o.mul(cf, factor);
+  r = o.where(fast, r, o.sub(o.k(1), r));
+  r = o.where(res_zero, o.k(0), r);
+  r = o.where(res_one, o.k(1), r);
+  return o.where(res_nan, o.k(NAN), r);
+}
+
+void lower_betainc(Lowering& L) {
+  Aval a = L.in_aval(0), out = L.out_aval(0);
+  require_float(L, a.dtype);
+  Ops o{L, working_dtype(a.dtype)};
+  Value y = betainc(o, L.cast(L.input(0), a, o.t), L.cast(L.input(1), L.in_aval(1), o.t),
+                    L.cast(L.input(2), L.in_aval(2), o.t));
+  L.bind(0, L.cast(y, L.aval_of(y), out.dtype));
+}
+
 // digamma(z + 1) = log t + A'(z)/A(z) - g/t; x < 0.5: digamma(1 - x) -
 // pi cot(pi x) on x shifted into [-0.5, 0.5]; NaN at 0 and negative integers.
 Value digamma(Ops& o, Value x) {
@@ -660,6 +935,23 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
   add(plugin, "lgamma", unary(lgamma),
       {LOG1P_OPS, "Neg", "Less", "Greater", "Abs", "Floor", "Sin", "Cast"}, "Log",
       "Lanczos approximation with reflection, as XLA");
+  add(plugin, "zeta", [](Lowering& L) { lower_binary(L, zeta); },
+      {"Pow", "Neg", "Add", "Sub", "Mul", "Div", "Floor", "Equal", "Less", "LessOrEqual", "And", "Not",
+       "Where", "Cast"},
+      "Pow", "Hurwitz zeta by Euler-Maclaurin summation, as Cephes");
+  add(plugin, "polygamma", [](Lowering& L) { lower_binary(L, polygamma); },
+      {"Pow", "Neg", "Add", "Sub", "Mul", "Div", "Floor", "Equal", "Less", "LessOrEqual", "And", "Not",
+       "Or", "Exp", "Log", "Greater", "Abs", "Sin", "Cos", "Where", "Cast"},
+      "Pow", "(-1)^(n+1) n! zeta(n+1, x); digamma for n = 0");
+  for (auto [name, fn] : {std::pair<const char*, Fn2>{"igamma", igamma}, {"igammac", igammac}})
+    add(plugin, name, [fn = fn](Lowering& L) { lower_binary(L, fn); },
+        {"Loop", "ReduceMax", "Expand", LOG1P_OPS, "IsNaN", "Or", "And", "Not", "Less", "Greater",
+         "GreaterOrEqual", "Abs", "Floor", "Sin", "Neg", "Exp", "Cast", "Shape", "Concat"},
+        "Loop", "Cephes' series / continued fraction in masked Loops, as JAX");
+  add(plugin, "regularized_incomplete_beta", lower_betainc,
+      {"Loop", "ReduceMax", "Expand", LOG1P_OPS, "IsNaN", "Or", "And", "Not", "Less", "Greater",
+       "GreaterOrEqual", "Abs", "Floor", "Sin", "Neg", "Exp", "Mod", "Cast", "Shape", "Concat"},
+      "Loop", "Lentz's continued fraction in a Loop, as JAX");
   add(plugin, "digamma", unary(digamma),
       {LOG1P_OPS, "Neg", "Less", "LessOrEqual", "And", "Abs", "Floor", "Sin", "Cos", "Cast"}, "Log",
       "Lanczos approximation with reflection, as XLA");

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import _core, _functions, _keys, _plugins, _source, _specs, _supported
+from jaxonnx import _callbacks, _core, _functions, _keys, _plugins, _source, _specs, _supported
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "bytes", "file")
@@ -99,6 +99,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             closed = jax.make_jaxpr(traced)(*specs, *param_specs)
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
+        _callbacks.warn_dropped(closed)
         # "": the core names positional inputs in_0, ... after the user's names.
         input_names = [""] * len(specs) + list(params)
         _supported.check_program(closed, input_names)

@@ -12,6 +12,7 @@ JaxprImporter::JaxprImporter() {
   closed_type_ = core.attr("ClosedJaxpr");
   jaxpr_type_ = core.attr("Jaxpr");
   dropvar_type_ = core.attr("DropVar");
+  primitive_type_ = core.attr("Primitive");
   pb::module_ np = pb::module_::import("numpy");
   np_asarray_ = np.attr("asarray");
   np_dtype_type_ = np.attr("dtype");
@@ -165,6 +166,8 @@ Param JaxprImporter::param(pb::handle v) {
     return p;
   }
   if (pb::isinstance(v, enum_type_)) { p.kind = JXO_PARAM_STRING; p.s = pb::str(v.attr("name")); return p; }
+  // A primitive as a param (select_and_scatter_add's select_prim): its name.
+  if (pb::isinstance(v, primitive_type_)) { p.kind = JXO_PARAM_STRING; p.s = pb::str(v.attr("name")); return p; }
   p.kind = JXO_PARAM_OPAQUE;
   p.s = pb::str(pb::type::handle_of(v).attr("__name__"));
   return p;

@@ -33,7 +33,7 @@ class JaxprImporter {
 
   pb::object literal_type_, dropvar_type_, closed_type_, jaxpr_type_, np_asarray_,
       np_dtype_type_, np_generic_, is_symbolic_, dataclass_fields_, is_dataclass_, enum_type_,
-      is_key_dtype_, key_data_;
+      is_key_dtype_, key_data_, primitive_type_;
   std::unordered_map<PyObject*, int64_t> var_ids_;
   std::unordered_map<PyObject*, std::shared_ptr<const ClosedJaxpr>> jaxprs_;
   std::unordered_map<PyObject*, int32_t> dtypes_;

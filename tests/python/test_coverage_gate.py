@@ -67,6 +67,21 @@ def stats(x):
             jnp.average(x, axis=-1, weights=jnp.arange(1.0, 7.0)))
 
 
+_rng = np.random.default_rng(0)
+_W1, _W2, _W3, _W4 = (_rng.standard_normal(s).astype(np.float32) * 0.5
+                      for s in [(6, 4), (4, 3), (3,), (4, 4)])
+_K = _rng.standard_normal((3, 3, 2, 3)).astype(np.float32) * 0.5
+_EDGES = np.array([-1.5, -0.5, 0.0, 0.5, 2.0], np.float32)
+
+
+def _conv(x):
+    return lax.conv_general_dilated(x, _K, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def _max_pool(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+
+
 # name -> (fn, shapes); shapes use "B" for a symbolic batch; float inputs.
 CORPUS = {
     "activations": (lambda x: (jax.nn.relu(x), jax.nn.gelu(x), jax.nn.gelu(x, approximate=False),
@@ -121,6 +136,23 @@ CORPUS = {
     "bitwise": (lambda x: ((x.astype(jnp.int32) & 3) | (x.astype(jnp.int32) << 1),
                            jnp.invert(x > 0), lax.population_count(x.astype(jnp.int32)),
                            jnp.logical_xor(x > 0, x < 1)), [("B", 6)]),
+    # Gradients (issue 17 section 4): add_any, select_and_scatter_add, scan transposes.
+    "grad_mlp": (jax.grad(lambda x: jnp.sum(jax.nn.softmax(jnp.tanh(x @ _W1) @ _W2) * _W3)),
+                 [("B", 6)]),
+    "grad_cnn_max_pool": (jax.grad(lambda x: jnp.sum(_max_pool(jax.nn.relu(_conv(x))) ** 2)),
+                          [("B", 8, 8, 2)]),
+    "grad_scan_rnn": (jax.grad(lambda xs: jnp.sum(lax.scan(
+        lambda h, x: (jnp.tanh(x @ _W1 + h @ _W4), None), jnp.zeros((xs.shape[1], 4)), xs)[0])),
+        [(5, "B", 6)]),
+    "jvp_max_pool": (lambda x: jax.jvp(_max_pool, (x,), (jnp.sin(x),)), [("B", 6, 6, 2)]),
+    "grad_sort_cumsum_gather": (jax.grad(lambda x: jnp.sum(jnp.sort(x) * jnp.cumsum(x, axis=-1))
+                                         + jnp.sum(x[:, jnp.array([0, 3, 3])] ** 2)), [("B", 6)]),
+    # Bucketing (issue 16): lt_to / le_to via searchsorted, digitize, interp.
+    "bucketize": (lambda x: (jnp.searchsorted(_EDGES, x), jnp.digitize(x, _EDGES),
+                             jnp.interp(x, _EDGES, jnp.cumsum(_EDGES))), [("B", 6)]),
+    "unstack_platform": (lambda x: (*jnp.unstack(x, axis=-1),
+                                    lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)),
+                         [("B", 3)]),
 }
 
 

@@ -21,7 +21,9 @@ def test_every_bundled_primitive_declares_its_onnx_ops():
     # Exempt: pass-throughs (the call family, stop_gradient, the key (un)wrapping that
     # is the identity on key data, custom_linear_solve inlining its solve) and
     # primitives claimed only to refuse them clearly (their summary says "unsupported").
-    passthrough = {"stop_gradient", "random_wrap", "random_unwrap", "custom_linear_solve"}
+    # debug_print / debug_callback are dropped (no outputs); platform_index is a constant.
+    passthrough = {"stop_gradient", "random_wrap", "random_unwrap", "custom_linear_solve",
+                   "debug_print", "debug_callback", "platform_index"}
     undeclared = [p["name"] for plugin in reg.plugins for p in plugin["primitives"]
                   if not p["onnx_ops"] and p["name"] not in passthrough
                   and plugin["name"] != "call" and not p["summary"].startswith("unsupported")]

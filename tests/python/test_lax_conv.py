@@ -10,8 +10,8 @@ import jaxonnx
 from helpers import check, op_types
 from jaxonnx.testing import expect_graph
 
-# f64 runs through float32 Conv kernels (onnxruntime has no double Conv).
-FLOATS = [(np.float32, False, 1e-4), (np.float64, True, 1e-5)]
+# f64 is exact (im2col + float64 MatMul; onnxruntime has no double Conv): default 1e-9.
+FLOATS = [(np.float32, False, 1e-4), (np.float64, True, None)]
 FLOAT_IDS = ["f32", "f64"]
 BATCHES = [2, "B"]
 
@@ -123,7 +123,29 @@ def test_batch_group_count(dtype, x64, rtol):
     # The weight gradient of a convolution binds batch_group_count > 1.
     fn = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", batch_group_count=2)
     model = check(fn, [(4, 3, 6, 6), (6, 3, 3, 3)], [dtype, dtype], x64=x64, rtol=rtol, atol=rtol)
-    assert op_types(model).count("Conv") == 1
+    assert op_types(model).count("Conv" if dtype == np.float32 else "MatMul") == 1
+
+
+def test_float64_is_exact_im2col():
+    # Values whose float32 rounding shows: 1 + 2^-30 is not a float32.
+    def gen(s, d, rng):
+        return (1.0 + rng.integers(1, 8, size=s) * 2.0 ** -30).astype(d)
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (2, 1), ((1, 2), (0, 1)), rhs_dilation=(1, 2),
+                                               feature_group_count=2,
+                                               dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    model = check(fn, [("B", 7, 8, 4), (3, 2, 2, 6)], [np.float64, np.float64], x64=True,
+                  make_inputs=gen, rtol=1e-15, atol=0)
+    ops = op_types(model)
+    assert "Conv" not in ops and "Cast" not in ops and ops.count("MatMul") == 1
+    # The f32 path would be off by ~1e-8 relative here.
+
+
+def test_float64_gradient_of_conv():
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return jnp.sum(jnp.tanh(y))
+
+    check(jax.grad(loss, argnums=(0, 1)), [("B", 6, 6, 3), (3, 3, 3, 4)], x64=True)
 
 
 def test_batch_group_count_from_gradient():

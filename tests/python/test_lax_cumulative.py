@@ -145,3 +145,20 @@ def test_cumlogsumexp_large_and_infinite(dtype, x64):
 
 def test_cumulative_f16():
     check(cum_all(sorted(CUM), 1, False), [("B", 5)], [np.float16], make_inputs=small)
+
+
+# ------------------------------------------------------------ O(n) memory --
+
+def test_float_scans_are_log_depth_not_pairwise():
+    # No n x n construction: no Range mask or Reduce* over a pairwise axis; a
+    # static n takes ceil(log2 n) Pad/Slice steps.
+    for name in ["cumprod", "cummax", "cummin", "cumlogsumexp"]:
+        ops = op_types(check(cum(name, 1, False), [("B", 9)], make_inputs=small))
+        assert not any(o.startswith("Reduce") or o == "Range" for o in ops), ops
+        assert ops.count("Pad") == 4  # ceil(log2 9) steps
+
+
+def test_long_axis():
+    # n = 5000 would need 25M elements per row pairwise; the scan holds 2n.
+    check(cum_all(["cummax", "cumlogsumexp", "cumprod"], 1, True), [(2, 5000)],
+          make_inputs=lambda s, d, rng: rng.uniform(0.9999, 1.0001, size=s).astype(d), rtol=1e-4)

@@ -1,0 +1,281 @@
+// lax_autodiff: the primitives only JAX's differentiation emits -- add_any
+// (summing cotangents), zeros_like, and the window selections behind
+// max_pool's derivatives: select_and_scatter_add (its VJP, the transpose)
+// and select_and_gather_add (its JVP).
+//
+// Window selection. Both pick, per window, the position of the operand's
+// maximum (select_prim ge) or minimum (le): the first such position in
+// row-major window order, as XLA's SelectAndScatter does (it keeps the
+// current pick while select(current, candidate) holds). Built as: Pad the
+// operand with -inf (+inf for min), Unsqueeze a trailing axis, take one
+// strided Slice per window offset, Concat them to [out..., k], and ArgMax
+// (ArgMin) over that axis, which returns the first extremum. Static and
+// symbolic extents alike (slice ends count from the end).
+// - select_and_gather_add: GatherElements of the equally sliced tangents.
+// - select_and_scatter_add: the chosen offset becomes per-axis positions
+//   i * stride + offset (a Gather from a per-axis offset table), stacked to
+//   [out..., rank] indices of a ScatterND(reduction="add") of the source into
+//   zeros of the padded shape, then the padding is sliced off.
+// Known differences, all outside finite inputs: a NaN in a window makes
+// ArgMax's pick onnxruntime's, not XLA's; and where every in-bounds element
+// of a window is -inf (+inf for min) and padding comes first, the pick may
+// fall on the padding (XLA never picks padding), dropping that gradient.
+#include <jaxonnx/plugin.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace jaxonnx::sdk;
+
+// ----------------------------------------------------------------- add_any --
+
+// add_any(x, y): the sum of two cotangents, numeric types only as in JAX;
+// bfloat16 adds in float32 (onnxruntime has no bf16 Add).
+void lower_add_any(Lowering& L) {
+  Aval a = L.out_aval(0);
+  int32_t c = a.dtype == dtype::bf16 ? dtype::f32 : a.dtype;
+  Value x = L.cast(L.input(0), L.in_aval(0), c), y = L.cast(L.input(1), L.in_aval(1), c);
+  L.bind(0, L.cast(L.op("Add", {x, y}, a.with_dtype(c)), a.with_dtype(c), a.dtype));
+}
+
+// zeros_like(x): zeros of x's type, expanded to its (possibly symbolic) shape.
+void lower_zeros_like(Lowering& L) {
+  Aval a = L.out_aval(0);
+  L.bind(0, L.op("Expand", {L.scalar(a.dtype, 0), L.shape_value(a.shape)}, a));
+}
+
+// ------------------------------------------------------- window selection --
+
+struct Window {
+  std::vector<int64_t> dims, strides, dilation;
+  std::vector<std::pair<int64_t, int64_t>> padding;
+  bool is_max;
+};
+
+Window window_params(Lowering& L, int64_t rank) {
+  Window w;
+  w.dims = L.param("window_dimensions").as_ints();
+  w.strides = L.param("window_strides").as_ints();
+  w.dilation = L.has_param("window_dilation") ? L.param("window_dilation").as_ints()
+                                              : std::vector<int64_t>(rank, 1);
+  for (const Param& p : L.param("padding").items()) {
+    w.padding.push_back({p[0].as_int(), p[1].as_int()});
+    if (w.padding.back().first < 0 || w.padding.back().second < 0)
+      L.fail(std::string(L.primitive()) + ": negative padding is not supported");
+  }
+  if (L.has_param("base_dilation"))
+    for (int64_t b : L.param("base_dilation").as_ints())
+      if (b != 1) L.fail(std::string(L.primitive()) + ": base_dilation > 1 is not supported");
+  std::string sel = L.param("select_prim").as_string();
+  if (sel != "ge" && sel != "le" && sel != "gt" && sel != "lt")
+    L.fail(std::string(L.primitive()) + ": select_prim '" + sel + "' is not ge/gt (max) or le/lt (min)");
+  w.is_max = sel == "ge" || sel == "gt";
+  if (int64_t(w.dims.size()) != rank || int64_t(w.strides.size()) != rank ||
+      int64_t(w.dilation.size()) != rank || int64_t(w.padding.size()) != rank)
+    L.fail(std::string(L.primitive()) + ": window params do not match the operand rank");
+  return w;
+}
+
+// Floats only (these come from differentiating max/min pools); f16/bf16 run in f32.
+int32_t compute_dtype(Lowering& L, int32_t t) {
+  if (t == dtype::f32 || t == dtype::f64) return t;
+  if (t == dtype::f16 || t == dtype::bf16) return dtype::f32;
+  L.fail(std::string(L.primitive()) + ": takes a floating operand, got " + dtype::name(t));
+}
+
+// The window offsets in row-major order, each one index per axis.
+std::vector<std::vector<int64_t>> offsets(const Window& w) {
+  std::vector<std::vector<int64_t>> out{{}};
+  for (int64_t k : w.dims) {
+    std::vector<std::vector<int64_t>> next;
+    for (const auto& o : out)
+      for (int64_t j = 0; j < k; ++j) {
+        next.push_back(o);
+        next.back().push_back(j);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+// `x` (aval `a`, compute dtype) padded with `pad`, with a trailing unit axis,
+// cut into one strided slice per window offset and concatenated to [out..., k].
+Value stacked_windows(Lowering& L, Value x, const Aval& a, Value pad, const Window& w,
+                      const Shape& out_shape) {
+  const int64_t r = a.rank();
+  std::vector<int64_t> lo, hi, axes;
+  bool padded = false;
+  for (int64_t d = 0; d < r; ++d) {
+    lo.push_back(w.padding[d].first);
+    hi.push_back(w.padding[d].second);
+    padded = padded || lo.back() || hi.back();
+  }
+  if (padded) {
+    std::vector<int64_t> pads = lo;
+    pads.insert(pads.end(), hi.begin(), hi.end());
+    x = L.op("Pad", {x, L.i64s(pads), pad}, Aval::of_unknown_shape(a.dtype), {Attr::s("mode", "constant")});
+  }
+  x = L.op("Unsqueeze", {x, L.i64s({r})}, Aval::of_unknown_shape(a.dtype));
+  for (int64_t d = 0; d < r; ++d)
+    if (w.dims[d] != 1 || w.strides[d] != 1) axes.push_back(d);
+  Shape one = out_shape;
+  one.push_back(1);
+  std::vector<Value> parts;
+  for (const auto& o : offsets(w)) {
+    if (axes.empty()) { parts.push_back(x); break; }
+    std::vector<int64_t> starts, ends, steps;
+    for (int64_t d : axes) {
+      const int64_t eff = (w.dims[d] - 1) * w.dilation[d] + 1, start = o[d] * w.dilation[d];
+      const int64_t from_end = eff - 1 - start;
+      starts.push_back(start);
+      ends.push_back(from_end == 0 ? INT64_MAX : -from_end);
+      steps.push_back(w.strides[d]);
+    }
+    parts.push_back(L.op("Slice", {x, L.i64s(starts), L.i64s(ends), L.i64s(axes), L.i64s(steps)},
+                         Aval(a.dtype, one)));
+  }
+  Shape all = out_shape;
+  all.push_back(static_cast<int64_t>(parts.size()));
+  if (parts.size() == 1) return parts[0];
+  return L.op("Concat", parts, Aval(a.dtype, all), {Attr::i("axis", r)});
+}
+
+// The first extremal window offset, int64 [out..., 1].
+Value pick(Lowering& L, Value stacked, const Shape& out_shape, bool is_max, int64_t axis) {
+  Shape one = out_shape;
+  one.push_back(1);
+  return L.op(is_max ? "ArgMax" : "ArgMin", {stacked}, Aval(dtype::i64, one),
+              {Attr::i("axis", axis), Attr::i("keepdims", 1), Attr::i("select_last_index", 0)});
+}
+
+Value extreme_pad(Lowering& L, int32_t t, bool is_max) { return L.scalar(t, is_max ? -INFINITY : INFINITY); }
+
+// select_and_gather_add(tangents, operand): per window, the tangent at the
+// operand's first extremum.
+void lower_select_and_gather_add(Lowering& L) {
+  const Aval in = L.in_aval(1), out = L.out_aval(0);
+  const Window w = window_params(L, in.rank());
+  const int32_t c = compute_dtype(L, in.dtype);
+  const Aval ca = in.with_dtype(c);
+  Value ops = stacked_windows(L, L.cast(L.input(1), in, c), ca, extreme_pad(L, c, w.is_max), w, out.shape);
+  Value tan = stacked_windows(L, L.cast(L.input(0), L.in_aval(0), c), ca, L.scalar(c, 0), w, out.shape);
+  Value idx = pick(L, ops, out.shape, w.is_max, in.rank());
+  Shape one = out.shape;
+  one.push_back(1);
+  Value g = L.op("GatherElements", {tan, idx}, Aval(c, one), {Attr::i("axis", in.rank())});
+  g = L.op("Squeeze", {g, L.i64s({in.rank()})}, out.with_dtype(c));
+  L.bind(0, L.cast(g, out.with_dtype(c), out.dtype));
+}
+
+// A dim plus a constant, symbolic dims as a runtime [1] value.
+Value dim_plus(Lowering& L, const Dim& d, int64_t k) {
+  if (d.is_static()) return L.i64s({d.value + k});
+  Value v = L.dim_value(d);
+  return k ? L.op("Add", {v, L.i64s({k})}, Aval(dtype::i64, {1})) : v;
+}
+
+// select_and_scatter_add(source, operand): each source element added at its
+// window's first extremum of the operand; zeros elsewhere.
+void lower_select_and_scatter_add(Lowering& L) {
+  const Aval src = L.in_aval(0), in = L.in_aval(1), out = L.out_aval(0);
+  const int64_t r = in.rank();
+  const Window w = window_params(L, r);
+  const int32_t c = compute_dtype(L, in.dtype);
+  Value ops = stacked_windows(L, L.cast(L.input(1), in, c), in.with_dtype(c), extreme_pad(L, c, w.is_max), w,
+                              src.shape);
+  Value choice = pick(L, ops, src.shape, w.is_max, r);  // [src..., 1]
+  const auto offs = offsets(w);
+  const Aval idx1(dtype::i64, [&] { Shape s = src.shape; s.push_back(1); return s; }());
+  Shape full = src.shape;
+  full.push_back(1);
+  Value full_shape = L.shape_value(full);  // [src..., 1]
+  std::vector<Value> coords;
+  for (int64_t d = 0; d < r; ++d) {
+    // i along axis d, shaped [1, .., n_d, .., 1, 1] to broadcast against [src..., 1].
+    const Dim n = src.shape[d];
+    std::vector<int64_t> others;
+    Shape bs;
+    std::vector<int64_t> bdims;
+    for (int64_t e = 0; e <= r; ++e) {
+      if (e != d) others.push_back(e);
+      bs.push_back(e == d ? n : Dim(1));
+      bdims.push_back(e == d ? (n.is_static() ? n.value : -1) : 1);
+    }
+    Value i;
+    if (n.is_static()) {  // a constant: i * stride
+      std::vector<int64_t> iota(static_cast<size_t>(n.value));
+      for (int64_t k = 0; k < n.value; ++k) iota[static_cast<size_t>(k)] = k * w.strides[d];
+      i = L.constant(iota, bdims);
+    } else {
+      Value len = L.op("Squeeze", {L.dim_value(n), L.i64s({0})}, Aval(dtype::i64, {}));
+      i = L.op("Range", {L.scalar(dtype::i64, 0), len, L.scalar(dtype::i64, 1)}, Aval(dtype::i64, {n}));
+      i = L.op("Unsqueeze", {i, L.i64s(others)}, Aval(dtype::i64, bs));
+      if (w.strides[d] != 1)
+        i = L.op("Mul", {i, L.scalar(dtype::i64, static_cast<double>(w.strides[d]))}, Aval(dtype::i64, bs));
+    }
+    Value p;
+    if (w.dims[d] == 1) {
+      p = L.op("Expand", {i, full_shape}, idx1);
+    } else {
+      std::vector<int64_t> table;
+      for (const auto& o : offs) table.push_back(o[d]);
+      Value j = L.op("Gather", {L.i64s(table), choice}, idx1, {Attr::i("axis", 0)});
+      p = L.op("Add", {i, j}, idx1);
+    }
+    coords.push_back(p);
+  }
+  Shape is = src.shape;
+  is.push_back(r);
+  Value indices = r == 1 ? coords[0] : L.op("Concat", coords, Aval(dtype::i64, is), {Attr::i("axis", r)});
+  // Zeros of the padded operand's shape.
+  std::vector<Value> dims;
+  bool padded = false;
+  for (int64_t d = 0; d < r; ++d) {
+    const int64_t extra = w.padding[d].first + w.padding[d].second;
+    padded = padded || extra;
+    dims.push_back(dim_plus(L, in.shape[d], extra));
+  }
+  Value pshape = r == 1 ? dims[0] : L.op("Concat", dims, Aval(dtype::i64, {r}), {Attr::i("axis", 0)});
+  Value zeros = L.op("Expand", {L.scalar(c, 0), pshape}, Aval::of_unknown_shape(c));
+  Value s = L.cast(L.input(0), src, c);
+  Value y = L.op("ScatterND", {zeros, indices, s}, Aval::of_unknown_shape(c), {Attr::s("reduction", "add")});
+  if (padded) {
+    std::vector<int64_t> starts, ends;
+    for (int64_t d = 0; d < r; ++d) {
+      starts.push_back(w.padding[d].first);
+      ends.push_back(w.padding[d].second ? -w.padding[d].second : INT64_MAX);
+    }
+    std::vector<int64_t> all(r);
+    for (int64_t d = 0; d < r; ++d) all[d] = d;
+    y = L.op("Slice", {y, L.i64s(starts), L.i64s(ends), L.i64s(all)}, out.with_dtype(c));
+  } else if (c == out.dtype) {
+    y = L.op("Identity", {y}, out);
+  }
+  L.bind(0, L.cast(y, out.with_dtype(c), out.dtype));
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("lax_autodiff", "0.1.0") {
+  plugin.primitive("add_any", lower_add_any)
+      .emits({"Add", "Cast"})
+      .summary("the sum of two cotangents (jax.grad)")
+      .doc(onnx_doc("Add"));
+  plugin.primitive("zeros_like", lower_zeros_like)
+      .emits({"Expand"})
+      .emits_shape_ops()
+      .doc(onnx_doc("Expand"));
+  plugin.primitive("select_and_gather_add", lower_select_and_gather_add)
+      .emits({"Pad", "Unsqueeze", "Slice", "Concat", "ArgMax", "ArgMin", "GatherElements", "Squeeze",
+              "Cast"})
+      .summary("JVP of max/min pooling: ArgMax over the stacked window slices, GatherElements of the tangents");
+  plugin.primitive("select_and_scatter_add", lower_select_and_scatter_add)
+      .emits({"Pad", "Unsqueeze", "Slice", "Concat", "ArgMax", "ArgMin", "Range", "Squeeze", "Mul",
+              "Gather", "Add", "Expand", "ScatterND", "Identity", "Cast"})
+      .emits_shape_ops()
+      .summary("VJP of max/min pooling: ArgMax over the stacked window slices, ScatterND(add) of the source");
+}
