@@ -362,8 +362,10 @@ TEST_CASE("dead code elimination drops dead nodes, initializers and captures") {
   body->outputs = {inner_x};
   ir::Attribute branch{"then_branch", ir::kAttrGraph};
   branch.graph = body;
+  ir::Attribute other = branch;  // both branches the same body
+  other.name = "else_branch";
   ir::ValueId y = b.value(kB3, "y");
-  b.g.nodes.push_back(ir::Node{"if", "If", "", {cond}, {y}, {branch, branch}});
+  b.g.nodes.push_back(ir::Node{"if", "If", "", {cond}, {y}, {branch, other}});
   b.output(y, "y");
   prune(b.g);
   CHECK(b.g.nodes.size() == 1);
