@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import _core, _keys, _plugins, _source, _specs
+from jaxonnx import _core, _keys, _plugins, _source, _specs, _trace
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "bytes", "file")
@@ -22,13 +22,6 @@ def _check_opset(opset):
         raise ConversionError(
             f"opset must be an int from {_core.MIN_OPSET} to {newest} (the newest the installed "
             f"onnx knows); got {opset!r}")
-
-
-def _with_params(fn, n_args, names):
-    """fn taking `names` as keyword arguments, traced as trailing positional inputs."""
-    def call(*args):
-        return fn(*args[:n_args], **dict(zip(names, args[n_args:])))
-    return call
 
 
 def _write_atomically(path, data: bytes):
@@ -88,8 +81,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         specs = _specs.normalize_inputs(inputs, enable_double_precision)
         param_specs = _specs.normalize_inputs(
             [np.asarray(v) for v in params.values()], enable_double_precision)
-        traced = _with_params(fn, len(specs), list(params)) if params else fn
-        closed = jax.make_jaxpr(traced)(*specs, *param_specs)
+        closed = _trace.trace(fn, specs, param_specs, list(params))
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
         input_names = [f"in_{i}" for i in range(len(specs))] + list(params)

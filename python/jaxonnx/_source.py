@@ -23,3 +23,20 @@ def describe(source_info) -> str:
             if not f.file_name.startswith(_LIBRARY_DIRS):
                 return f"{os.fspath(f.file_name)}:{f.start_line} ({f.function_name}), via {where}"
     return where
+
+
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_line(tb) -> str:
+    """'file:line (function)' of the innermost frame of a traceback that is the
+    user's code: not an installed library (JAX, flax) and not jaxonnx itself."""
+    found = "an unknown line"
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.abspath(code.co_filename)
+        if not path.startswith(_LIBRARY_DIRS) and not path.startswith(_OWN_DIR) \
+                and not code.co_filename.startswith("<frozen"):
+            found = f"{code.co_filename}:{tb.tb_lineno} ({code.co_name})"
+        tb = tb.tb_next
+    return found

@@ -15,7 +15,7 @@ _KINDS = ("a shape tuple such as ('B', 30), a jax.ShapeDtypeStruct, or an array 
 
 
 # One process-wide scope: the same shape text gives the same JAX dims on every
-# call, so JAX's tracing caches hit on a second conversion of the same program.
+# call (each conversion still traces afresh: see _trace.py).
 _SCOPE = export.SymbolicScope()
 
 
