@@ -80,6 +80,11 @@ void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer) 
     for (ir::ValueId v : n.inputs) node->add_input(v == ir::kNoValue ? "" : names[v]);
     for (ir::ValueId v : n.outputs) node->add_output(names[v]);
     for (const ir::Attribute& a : n.attrs) set_attribute(node->add_attribute(), a, names);
+    for (const auto& [key, value] : n.metadata) {
+      onnx::StringStringEntryProto* prop = node->add_metadata_props();
+      prop->set_key(key);
+      prop->set_value(value);
+    }
   }
   // Intermediate types, in node order.
   for (const ir::Node& n : g.nodes)

@@ -16,9 +16,9 @@ from jaxonnx import _nnx, _source
 from jaxonnx._core import ConversionError
 
 
-def _fresh(fn, n_args, param_names):
+def _fresh(fn, n_args, param_names, wrap):
     """A new function object calling fn; input_params go in as keywords."""
-    target = _nnx.private_copy(fn) or fn
+    target = wrap(_nnx.private_copy(fn) or fn)
 
     def call(*args):
         kwargs = dict(zip(param_names, args[n_args:]))
@@ -46,10 +46,10 @@ def _name(fn):
     return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
-def trace(fn, specs, param_specs, param_names):
-    """make_jaxpr of fn over specs + param_specs; an error of JAX or flax while
-    tracing becomes a ConversionError naming the user's source line."""
-    call = _fresh(fn, len(specs), list(param_names))
+def trace(fn, specs, param_specs, param_names, wrap=lambda target: target):
+    """make_jaxpr of wrap(fn) over specs + param_specs; an error of JAX or flax
+    while tracing becomes a ConversionError naming the user's source line."""
+    call = _fresh(fn, len(specs), list(param_names), wrap)
     try:
         with _nnx.runtime_dropout_flag():
             return _without_dead_equations(jax.make_jaxpr(call)(*specs, *param_specs))

@@ -41,7 +41,7 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
                   const std::string& model_name, std::vector<std::string> input_names,
                   std::vector<std::string> output_names, pb::object describe_source,
                   const std::string& producer_version, bool optimize,
-                  const std::string& dump_ir_dir, pb::object times) {
+                  const std::string& dump_ir_dir, pb::object times, pb::object provenance) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
@@ -60,6 +60,11 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   if (!describe_source.is_none())
     options.describe_source = [&](int64_t source) {
       return describe_source(importer.sources().at(static_cast<size_t>(source))).cast<std::string>();
+    };
+  if (!provenance.is_none())  // source -> [(key, value)]: metadata for the nodes of its equation
+    options.provenance = [&](int64_t source) {
+      return provenance(importer.sources().at(static_cast<size_t>(source)))
+          .cast<std::vector<std::pair<std::string, std::string>>>();
     };
   pb::bytes bytes(jaxonnx::convert(*program, registry, options));
   if (!times.is_none()) {  // a dict the caller wants filled: phase -> seconds
@@ -122,7 +127,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
-        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none());
+        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(),
+        pb::arg("provenance") = pb::none());
   m.def("abstract_eval", &abstract_eval_primitive, pb::arg("registry"), pb::arg("name"),
         pb::arg("in_avals"), pb::arg("params"));
 }
