@@ -147,3 +147,14 @@ def test_training_mode_that_cannot_trace_names_the_module_and_model_eval():
     model = jaxonnx.to_onnx(m, [(2, 3)])
     x = np.ones((2, 3), np.float32)
     np.testing.assert_allclose(_run(model, {"in_0": x})[0], x)
+
+
+def test_attention_with_a_decode_cache_leaves_the_cache_alone():
+    mha = nnx.MultiHeadAttention(2, 8, decode=True, rngs=nnx.Rngs(0))
+    mha.init_cache((1, 4, 8))
+    before = _state_leaves(mha)
+    model = jaxonnx.to_onnx(mha, [(1, 1, 8)])
+    for a, b in zip(before, _state_leaves(mha)):
+        np.testing.assert_array_equal(a, b)
+    x = np.random.default_rng(0).standard_normal((1, 1, 8)).astype(np.float32)
+    np.testing.assert_allclose(_run(model, {"in_0": x})[0], mha(x), rtol=1e-5, atol=1e-6)
