@@ -242,13 +242,18 @@ void Converter::stamp_provenance(const Eqn& eqn, const LoadedPlugin& plugin, ir:
     auto more = options_.provenance(eqn.source);
     props.insert(props.end(), more.begin(), more.end());
   }
-  for (size_t i = first; i < graph.nodes.size(); ++i)
+  // Nodes a lowering put straight into the subgraphs it built count as its own.
+  std::function<void(ir::Node&)> stamp = [&](ir::Node& node) {
     for (const auto& [key, value] : props) {
-      auto& meta = graph.nodes[i].metadata;
       bool set = false;
-      for (const auto& kv : meta) set = set || kv.first == key;
-      if (!set) meta.emplace_back(key, value);
+      for (const auto& kv : node.metadata) set = set || kv.first == key;
+      if (!set) node.metadata.emplace_back(key, value);
     }
+    for (ir::Attribute& a : node.attrs)
+      if (a.graph)
+        for (ir::Node& inner : a.graph->nodes) stamp(inner);
+  };
+  for (size_t i = first; i < graph.nodes.size(); ++i) stamp(graph.nodes[i]);
 }
 
 void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {

@@ -59,7 +59,11 @@ def trace(fn, specs, param_specs, param_names, wrap=lambda target: target):
         where = _source.user_line(e.__traceback__)
         hint = ""
         training = _nnx.training_modules(fn)
-        if training:
+        if type(e).__name__ == "TraceContextError":  # flax: state of a module fn closes over
+            hint = ("; a module that fn closes over cannot update its state (Rngs, statistics, "
+                    "caches) inside the trace: pass the module itself, or its bound method, "
+                    "as fn, and jaxonnx traces a private copy")
+        elif training:
             hint = (f"; the module is in training mode ({', '.join(training)}): call "
                     f"model.eval() before converting")
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""

@@ -306,3 +306,21 @@ def test_provenance_metadata(monkeypatch, switch):
     stack = {p.key: p.value for p in full.graph.node[0].metadata_props}["pkg.jaxonnx.stacktrace"]
     assert stack.splitlines()[-1].endswith(f"test_jax2onnx_api.py:{line} in _scaled")
     assert "jaxonnx/" not in stack
+
+
+def test_provenance_reaches_the_nodes_of_loop_bodies(monkeypatch):
+    monkeypatch.setenv("JAXONNX_ENABLE_STACKTRACE_METADATA", "1")
+
+    def fn(xs):
+        def body(c, x):
+            c = jnp.tanh(c + x)
+            return c, c * 2.0
+        return jax.lax.scan(body, jnp.zeros(3), xs)[1]
+
+    onnx_model = to_onnx(fn, [("T", 3)], optimize=False)
+    loop = next(n for n in onnx_model.graph.node if n.op_type == "Loop")
+    body = next(a.g for a in loop.attribute if a.name == "body")
+    meta = [{p.key: p.value for p in n.metadata_props} for n in body.node]
+    assert all("pkg.jaxonnx.primitive" in m for m in meta), meta
+    assert {m["pkg.jaxonnx.primitive"] for m in meta} >= {"add", "tanh", "mul"}
+    assert any(m.get("pkg.jaxonnx.primitive") == "scan" for m in meta)  # the scan's own plumbing

@@ -158,3 +158,13 @@ def test_attention_with_a_decode_cache_leaves_the_cache_alone():
         np.testing.assert_array_equal(a, b)
     x = np.random.default_rng(0).standard_normal((1, 1, 8)).astype(np.float32)
     np.testing.assert_allclose(_run(model, {"in_0": x})[0], mha(x), rtol=1e-5, atol=1e-6)
+
+
+def test_a_closure_over_a_stateful_module_names_the_fix():
+    rnn = nnx.RNN(nnx.LSTMCell(6, 10, rngs=nnx.Rngs(0)))
+    with pytest.raises(jaxonnx.ConversionError,
+                       match=r"TraceContextError.*pass the module itself, or its bound method"):
+        jaxonnx.to_onnx(lambda x: rnn(x), [("B", 5, 6)])
+    model = jaxonnx.to_onnx(rnn.__call__, [("B", 5, 6)])  # a bound method: a private copy
+    x = np.random.default_rng(0).standard_normal((2, 5, 6)).astype(np.float32)
+    np.testing.assert_allclose(_run(model, {"in_0": x})[0], rnn(x), rtol=1e-5, atol=1e-5)
