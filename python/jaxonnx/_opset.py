@@ -47,5 +47,10 @@ def relabel(data: bytes, opset: int) -> bytes:
     for entry in model.opset_import:
         if entry.domain in ("", "ai.onnx"):
             entry.version = opset
-    onnx.checker.check_model(model)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        raise ConversionError(f"opset {opset}: the model does not check at this opset: "
+                              f"{str(e).strip().splitlines()[0]}; pass opset={_core.MIN_OPSET} "
+                              f"or newer") from None
     return model.SerializeToString(deterministic=True)
