@@ -104,9 +104,9 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         outputs, in order (input_params keep their keys).
     export_mode: "standard" or "web" (one self-contained file that
         onnxruntime-web loads); both write a single file today.
-    normalization_mode: "auto", "prefer_native" (native LayerNormalization and
-        the like where the opset has them) or "force_decomposed" (their
-        elementwise form).
+    normalization_mode: "auto" or "prefer_native" (native LayerNormalization
+        and the like where a plugin offers them and the opset has them), or
+        "force_decomposed" (their elementwise form, always).
     plugin_dirs: folders searched for plugins after the bundled folder and
         $JAXONNX_PLUGIN_PATH.
     optimize: run the structure-only IR passes (dead code, no-ops, transpose
@@ -152,9 +152,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         closed = _trace.trace(fn, _layout.input_specs(specs, nchw_in), param_specs, list(params),
                               wrap=_layout.bridge(nchw_in, nchw_out))
         names_out = _names("output_names", output_names, len(closed.jaxpr.outvars)) or []
-        if set(names_out) & (set(names_in) | set(params)):
-            raise ConversionError(f"output_names {sorted(set(names_out) & (set(names_in) | set(params)))} "
-                                  f"are input names too")
+        if clash := sorted(set(names_out) & (set(names_in) | set(params))):
+            raise ConversionError(f"output_names {clash} are input names too")
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
         registry = _plugins.registry(plugin_dirs)

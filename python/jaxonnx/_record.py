@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from jaxonnx import _source
+from jaxonnx._core import ConversionError
 
 
 def _aval(atom):
@@ -53,6 +54,9 @@ def records(closed, plugin_of):
 
 def write(path, closed, registry):
     owners = {p["name"]: plugin["name"] for plugin in registry.plugins for p in plugin["primitives"]}
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(records(closed, owners.get), f, indent=2)
-        f.write("\n")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(records(closed, owners.get), f, indent=2)
+            f.write("\n")
+    except OSError as e:
+        raise ConversionError(f"record_primitive_calls_file: cannot write {path!r}: {e}") from None

@@ -324,3 +324,12 @@ def test_provenance_reaches_the_nodes_of_loop_bodies(monkeypatch):
     assert all("pkg.jaxonnx.primitive" in m for m in meta), meta
     assert {m["pkg.jaxonnx.primitive"] for m in meta} >= {"add", "tanh", "mul"}
     assert any(m.get("pkg.jaxonnx.primitive") == "scan" for m in meta)  # the scan's own plumbing
+
+
+def test_unwritable_record_file_and_clashing_names_are_conversion_errors(tmp_path):
+    with pytest.raises(jaxonnx.ConversionError, match="record_primitive_calls_file: cannot write"):
+        to_onnx(lambda x: x + 1, [(3,)], record_primitive_calls_file=str(tmp_path / "no" / "x.json"))
+    with pytest.raises(jaxonnx.ConversionError, match=r"output_names \['in_0'\] are input names"):
+        to_onnx(lambda x: (x, x + 1), [(3,)], output_names=["in_0", "b"])
+    with pytest.raises(jaxonnx.ConversionError, match=r"input_names \['n'\] are input_params keys"):
+        to_onnx(lambda x, n: x * n, [(3,)], input_names=["n"], input_params={"n": 2.0})
