@@ -35,7 +35,7 @@ import onnxruntime as ort  # noqa: E402
 
 import _common  # noqa: E402
 import jaxonnx  # noqa: E402
-from jaxonnx import _core, _plugins, _source  # noqa: E402  (for the phase breakdown)
+from jaxonnx import _core, _plugins, _source, _trace  # noqa: E402  (for the phase breakdown)
 
 MODELS = ("mlp", "cnn", "vit", "gpt", "lstm")
 LATENCY_BATCH = 8
@@ -62,11 +62,11 @@ def jaxonnx_convert(fn, specs):
 
 def jaxonnx_phases(fn, specs):
     """The steps of jaxonnx.to_onnx (python/jaxonnx/_convert.py), timed one by one:
-    tracing (jax.make_jaxpr), then the core's own phase times (_core.convert fills
+    tracing (_trace.trace, as to_onnx traces), then the core's own phase times (_core.convert fills
     `times`): the jaxpr's transfer to C++, lowering through the plugins, the passes,
     and serialization."""
     registry = _plugins.registry(None)
-    t_trace, closed = timed(lambda: jax.make_jaxpr(fn)(*specs))
+    t_trace, closed = timed(lambda: _trace.trace(fn, specs, [], []))
     names = [f"in_{i}" for i in range(len(specs))]
 
     def core(optimize, times=None):
@@ -147,12 +147,14 @@ def measure(name, runs, latency_runs, j2o):
     # Medians, interleaved so that a change of machine load hits all three.
     t = {"jaxpr": [], "jaxonnx": [], "jax2onnx": []}
     phases = []
+    # Each run converts a new instance: JAX's trace cache, keyed on the callable,
+    # must not answer for any of the three.
     for _ in range(runs):
-        t["jaxpr"].append(timed(lambda: jax.make_jaxpr(fn)(*specs))[0])
-        t["jaxonnx"].append(timed(lambda: jaxonnx_convert(fn, specs))[0])
+        t["jaxpr"].append(timed(lambda m=module.make_model(): jax.make_jaxpr(m)(*specs))[0])
+        t["jaxonnx"].append(timed(lambda m=module.make_model(): jaxonnx_convert(m, specs))[0])
         if "jax2onnx" in models:
-            t["jax2onnx"].append(timed(lambda: j2o(fn, specs))[0])
-        phases.append(jaxonnx_phases(fn, specs))
+            t["jax2onnx"].append(timed(lambda m=module.make_model(): j2o(m, specs))[0])
+        phases.append(jaxonnx_phases(module.make_model(), specs))
     for k, v in t.items():
         if v:
             row[k] = median(v)
@@ -334,10 +336,11 @@ def main():
             rows.append({"model": name, "failure": failure(e)})
     text = (f"{machine(load)}\n- one-time start-up, converting a one-op function first in the "
             f"process: {startup}\n\n{table(rows, peer_note)}\n"
-            f"Conversion: {args.runs} interleaved runs per median, in one process; "
+            f"Conversion: {args.runs} interleaved runs per median, in one process, each on a "
+            f"new model instance (no trace-cache hits); "
             f"\"first\" is the first call for the model, after the start-up above and one "
             f"make_jaxpr of the same model. "
-            f"Phases (reported by the core): trace = jax.make_jaxpr; import = the jaxpr's "
+            f"Phases (reported by the core): trace = make_jaxpr as to_onnx runs it; import = the jaxpr's "
             f"transfer to C++; lower = every equation through its plugin; passes = the "
             f"optimizer; export = serialization. The rest of a conversion is Python (input "
             f"specs, onnx.load_from_string of the result). "

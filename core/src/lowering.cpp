@@ -246,6 +246,30 @@ std::string Converter::describe(const Eqn& eqn) const {
   return s;
 }
 
+// Nodes of a nested equation (a scan body's, say) are stamped by their own
+// lower_eqn first; a key already set is kept.
+void Converter::stamp_provenance(const Eqn& eqn, const LoadedPlugin& plugin, ir::Graph& graph,
+                                 size_t first) {
+  std::vector<std::pair<std::string, std::string>> props = {
+      {"pkg.jaxonnx.primitive", eqn.primitive}, {"pkg.jaxonnx.plugin", plugin.name}};
+  if (eqn.source >= 0) {
+    auto more = options_.provenance(eqn.source);
+    props.insert(props.end(), more.begin(), more.end());
+  }
+  // Nodes a lowering put straight into the subgraphs it built count as its own.
+  std::function<void(ir::Node&)> stamp = [&](ir::Node& node) {
+    for (const auto& [key, value] : props) {
+      bool set = false;
+      for (const auto& kv : node.metadata) set = set || kv.first == key;
+      if (!set) node.metadata.emplace_back(key, value);
+    }
+    for (ir::Attribute& a : node.attrs)
+      if (a.graph)
+        for (ir::Node& inner : a.graph->nodes) stamp(inner);
+  };
+  for (size_t i = first; i < graph.nodes.size(); ++i) stamp(graph.nodes[i]);
+}
+
 void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
   if (eqn.primitive.rfind(kFunctionPrefix, 0) == 0) return lower_function_call(eqn, scope);
   const PrimitiveInfo* prim = registry_.find(eqn.primitive);
@@ -270,6 +294,8 @@ void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
 
   jxo_lowering frame{this, &scope, &eqn, prim};
   size_t depth_before = depth();
+  ir::Graph* graph = current()->graph;
+  size_t nodes_before = graph->nodes.size();
   jxo_status* status = prim->lower(host_api(), &frame, prim->user_data);
   if (size_t left = close_abandoned(depth_before); left && !status)
     status = new jxo_status{std::to_string(left) +
@@ -287,6 +313,7 @@ void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
                           describe(eqn) + ": " + msg);
   }
   pending.reset();
+  if (options_.provenance) stamp_provenance(eqn, plugin, *graph, nodes_before);
   for (size_t i = 0; i < eqn.outputs.size(); ++i) {
     const Atom& out = eqn.outputs[i];
     bool used = !out.dropped && (!scope.reads || scope.reads->count(out.var));

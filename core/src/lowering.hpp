@@ -82,6 +82,7 @@ class Converter {
   std::vector<ir::ValueId> lower_closed(const ClosedJaxpr& j, const std::vector<ir::ValueId>& ins);
   std::string unique_name(const std::string& hint);
   std::string describe(const Eqn& eqn) const;  // "(inputs: ...) at file:line"
+  void stamp_provenance(const Eqn& eqn, const LoadedPlugin& plugin, ir::Graph& graph, size_t first);
 
   ir::Model model;
   std::map<std::string, std::pair<ir::ValueId, int64_t>> symbol_origins;

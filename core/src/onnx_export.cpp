@@ -88,6 +88,11 @@ void set_node(onnx::NodeProto* node, const ir::Node& n, const Names& names) {
   for (ir::ValueId v : n.inputs) node->add_input(v == ir::kNoValue ? "" : names[v]);
   for (ir::ValueId v : n.outputs) node->add_output(names[v]);
   for (const ir::Attribute& a : n.attrs) set_attribute(node->add_attribute(), a, names);
+  for (const auto& [key, value] : n.metadata) {
+    onnx::StringStringEntryProto* prop = node->add_metadata_props();
+    prop->set_key(key);
+    prop->set_value(value);
+  }
 }
 
 void collect_domains(const ir::Graph& g, std::set<std::string>& out) {

@@ -8,6 +8,8 @@ from jaxonnx._convert import to_onnx
 from jaxonnx._functions import onnx_function
 from jaxonnx._plugins import plugin_folders
 from jaxonnx._primitives import primitive
+from jaxonnx._verify import Divergence, allclose, first_divergence
 
 __version__ = "0.1.0"
-__all__ = ["ConversionError", "to_onnx", "onnx_function", "primitive", "plugin_folders", "__version__"]
+__all__ = ["ConversionError", "to_onnx", "onnx_function", "allclose", "first_divergence",
+           "Divergence", "primitive", "plugin_folders", "__version__"]

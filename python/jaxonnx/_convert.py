@@ -9,26 +9,45 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import _callbacks, _core, _functions, _keys, _plugins, _source, _specs, _supported
+from jaxonnx import (_callbacks, _core, _functions, _keys, _layout, _opset, _plugins, _record,
+                     _source, _specs, _supported, _trace)
 from jaxonnx._core import ConversionError
 
-RETURN_MODES = ("proto", "bytes", "file")
+RETURN_MODES = ("proto", "ir", "bytes", "file")
+EXPORT_MODES = ("standard", "web")
+NORMALIZATION_MODES = ("auto", "prefer_native", "force_decomposed")
 
 
 def _check_opset(opset):
     newest = onnx.defs.onnx_opset_version()
     if isinstance(opset, bool) or not isinstance(opset, (int, np.integer)) \
-            or not _core.MIN_OPSET <= opset <= newest:
+            or not 7 <= opset <= newest:
         raise ConversionError(
-            f"opset must be an int from {_core.MIN_OPSET} to {newest} (the newest the installed "
-            f"onnx knows); got {opset!r}")
+            f"opset must be an int from 7 to {newest} (the newest the installed onnx knows; "
+            f"below {_core.MIN_OPSET} only models whose operators kept their form convert); "
+            f"got {opset!r}")
 
 
-def _with_params(fn, n_args, names):
-    """fn taking `names` as keyword arguments, traced as trailing positional inputs."""
-    def call(*args):
-        return fn(*args[:n_args], **dict(zip(names, args[n_args:])))
-    return call
+def _choice(name, value, allowed):
+    if value not in allowed:
+        raise ConversionError(f"{name} must be one of {allowed}; got {value!r}")
+
+
+def _names(kind, names, count):
+    """Validated user names for `count` inputs or outputs (None: the defaults)."""
+    if names is None:
+        return None
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+        raise ConversionError(f"{kind} must be a list of strings, not {type(names).__name__}")
+    names = list(names)
+    for n in names:
+        if not isinstance(n, str) or not n.strip():
+            raise ConversionError(f"{kind}: {n!r} is not a non-empty string")
+    if len(set(names)) != len(names):
+        raise ConversionError(f"{kind}: names must be distinct; got {names}")
+    if len(names) != count:
+        raise ConversionError(f"{kind} has {len(names)} names for {count} {kind.split('_')[0]}s")
+    return names
 
 
 def _write_atomically(path, data: bytes):
@@ -45,24 +64,52 @@ def _write_atomically(path, data: bytes):
 
 
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
-            enable_double_precision=False, return_mode="proto", output_path=None,
-            plugin_dirs=None, optimize=True, plugin_overrides=None, inline_functions=False):
-    """Converts `fn` to an ONNX model.
+            enable_double_precision=False, record_primitive_calls_file=None,
+            return_mode="proto", output_path=None, inputs_as_nchw=None, outputs_as_nchw=None,
+            input_names=None, output_names=None, export_mode="standard",
+            normalization_mode="auto", plugin_dirs=None, optimize=True, plugin_overrides=None,
+            inline_functions=False):
+    """Converts `fn` to an ONNX model. jax2onnx 0.17.1's signature and meanings,
+    plus plugin_dirs, optimize, plugin_overrides, inline_functions and
+    return_mode="bytes".
 
-    fn: a callable (a function, or a flax nnx module) taking one positional argument per
-        entry of `inputs`.
+    fn: a callable (a function, a flax nnx module or a bound method of one)
+        taking one positional argument per entry of `inputs`. An nnx module is
+        traced from a private copy: Rngs counts, BatchNorm statistics and caches
+        it updates while tracing stay as they were on yours. Each call traces
+        afresh, so a module whose weights changed converts with the new ones.
     inputs: per positional argument, a shape tuple (ints, and strings such as "B" for
         symbolic dims; float32, or float64 with enable_double_precision), a
-        jax.ShapeDtypeStruct, or an array. A typed PRNG key (jax.random.key(0), or a
-        ShapeDtypeStruct of its dtype) becomes a uint32[..., 2] model input that takes
-        its key data (jax.random.key_data(key)).
+        jax.ShapeDtypeStruct (its shape may hold strings too: ("B", 3)), or an
+        array. A typed PRNG key (jax.random.key(0), or a ShapeDtypeStruct of its
+        dtype) becomes a uint32[..., 2] model input that takes its key data
+        (jax.random.key_data(key)).
     input_params: {name: example value}: extra keyword arguments of fn that become
-        runtime inputs of the model, named after their keys.
+        runtime inputs of the model, named after their keys (a Python scalar
+        takes JAX's default dtype). `deterministic` of nnx.Dropout works so:
+        the model selects at run time between the input and its dropout.
     model_name: the ONNX graph's name.
-    opset: the default-domain opset, 18 or newer (default 23).
+    opset: the default-domain opset (default 23). Models lower at 18 or newer;
+        an older opset converts when every operator of the model has the same
+        form there, else the ConversionError names which operators need which opset.
     enable_double_precision: trace with 64-bit types enabled.
-    return_mode: "proto" (an onnx.ModelProto), "bytes" (its serialization), or "file"
-        (writes output_path and returns it).
+    record_primitive_calls_file: a path; every equation of the traced program
+        (primitive, params, input and output types, plugin, source line) is
+        written there as JSON.
+    return_mode: "proto" (an onnx.ModelProto), "ir" (an onnx_ir.Model; needs the
+        onnx-ir package), "bytes" (the serialization), or "file" (writes
+        output_path and returns it).
+    inputs_as_nchw: indices of 4-D inputs the model takes in NCHW while fn takes
+        NHWC (give their NHWC shape in `inputs`); named in_<i>_nchw by default.
+    outputs_as_nchw: indices of (flattened) 4-D outputs the model gives in NCHW.
+        The optimizer cancels these transposes against the first and last conv.
+    input_names, output_names: names of the positional inputs and of the
+        outputs, in order (input_params keep their keys).
+    export_mode: "standard" or "web" (one self-contained file that
+        onnxruntime-web loads); both write a single file today.
+    normalization_mode: "auto" or "prefer_native" (native LayerNormalization
+        and the like where a plugin offers them and the opset has them), or
+        "force_decomposed" (their elementwise form, always).
     plugin_dirs: folders searched for plugins after the bundled folder, installed
         plugin packages (entry-point group "jaxonnx.plugins") and $JAXONNX_PLUGIN_PATH.
     optimize: run the structure-only IR passes (dead code, no-ops, transpose
@@ -77,12 +124,23 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
     inline_functions: replace every @onnx_function call by its body before the
         passes (no model.functions), for whole-graph optimization.
 
+    With $JAXONNX_ENABLE_STACKTRACE_METADATA=1 (or jax2onnx's variable) every
+    node carries its provenance as metadata_props: pkg.jaxonnx.primitive,
+    pkg.jaxonnx.plugin, pkg.jaxonnx.callsite (the user's file:line), and with
+    $JAXONNX_STACKTRACE_DETAIL=full also pkg.jaxonnx.stacktrace (docs/api.md).
+
     Raises ConversionError (a ValueError) with a message naming what went wrong.
     """
-    if return_mode not in RETURN_MODES:
-        raise ConversionError(f"return_mode must be one of {RETURN_MODES}; got {return_mode!r}")
+    _choice("return_mode", return_mode, RETURN_MODES)
+    _choice("export_mode", export_mode, EXPORT_MODES)
+    _choice("normalization_mode", normalization_mode, NORMALIZATION_MODES)
+    # Selects the binding-spec window: native normalization ops (LayerNormalization
+    # & co.) unless the user forces their decomposed form.
+    crisp = normalization_mode != "force_decomposed"
     if return_mode == "file" and not output_path:
         raise ConversionError('return_mode="file" needs output_path')
+    if return_mode == "ir":
+        _onnx_ir()
     if not callable(fn):
         raise ConversionError(f"fn must be callable; got {type(fn).__name__}")
     _check_opset(opset)
@@ -92,29 +150,53 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
 
     with jax.enable_x64(bool(enable_double_precision)):
         specs = _specs.normalize_inputs(inputs, enable_double_precision)
-        param_specs = _specs.normalize_inputs(
-            [np.asarray(v) for v in params.values()], enable_double_precision)
-        traced = _with_params(fn, len(specs), list(params)) if params else fn
+        param_specs = _specs.normalize_params(params, enable_double_precision)
+        nchw_in = _layout.indices(inputs_as_nchw, "inputs_as_nchw", len(specs))
+        nchw_out = _layout.indices(outputs_as_nchw, "outputs_as_nchw")
+        names_in = _names("input_names", input_names, len(specs)) or \
+            [f"in_{i}_nchw" if i in nchw_in else f"in_{i}" for i in range(len(specs))]
+        if set(names_in) & set(params):
+            raise ConversionError(f"input_names {sorted(set(names_in) & set(params))} are "
+                                  f"input_params keys too")
         with _functions.tracing():
-            closed = jax.make_jaxpr(traced)(*specs, *param_specs)
+            closed = _trace.trace(fn, _layout.input_specs(specs, nchw_in), param_specs,
+                                  list(params), wrap=_layout.bridge(nchw_in, nchw_out))
+        names_out = _names("output_names", output_names, len(closed.jaxpr.outvars)) or []
+        if clash := sorted(set(names_out) & (set(names_in) | set(params))):
+            raise ConversionError(f"output_names {clash} are input names too")
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
         _callbacks.warn_dropped(closed)
-        # "": the core names positional inputs in_0, ... after the user's names.
-        input_names = [""] * len(specs) + list(params)
-        _supported.check_program(closed, input_names)
-        reg = _plugins.registry(plugin_dirs, plugin_overrides)
-        data = _core.convert(reg, closed, int(opset), model_name, input_names, [],
-                             _source.describe, _version(), bool(optimize),
-                             os.environ.get("JAXONNX_DUMP_IR", ""),
-                             inline_functions=bool(inline_functions))
+        _supported.check_program(closed, names_in + list(params))
+        registry = _plugins.registry(plugin_dirs, plugin_overrides)
+        if record_primitive_calls_file:
+            _record.write(record_primitive_calls_file, closed, registry)
+        lowered_opset = max(int(opset), _core.MIN_OPSET)
+        data = _core.convert(registry, closed, lowered_opset, model_name,
+                             names_in + list(params), names_out, _source.describe, _version(),
+                             bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""),
+                             inline_functions=bool(inline_functions),
+                             provenance=_source.provenance_from_env())
+        if lowered_opset != opset:
+            data = _opset.relabel(data, int(opset))
 
     if return_mode == "bytes":
         return data
     if return_mode == "file":
         _write_atomically(output_path, data)
-        return output_path
+        return os.fspath(output_path)
+    if return_mode == "ir":
+        return _onnx_ir().from_proto(onnx.load_from_string(data))
     return onnx.load_from_string(data)
+
+
+def _onnx_ir():
+    try:
+        import onnx_ir
+    except ImportError:
+        raise ConversionError('return_mode="ir" needs the onnx-ir package: '
+                              'pip install "jaxonnx[ir]" (or onnx-ir)') from None
+    return onnx_ir
 
 
 def _version():

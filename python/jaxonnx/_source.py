@@ -23,3 +23,59 @@ def describe(source_info) -> str:
             if not f.file_name.startswith(_LIBRARY_DIRS):
                 return f"{os.fspath(f.file_name)}:{f.start_line} ({f.function_name}), via {where}"
     return where
+
+
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_line(tb) -> str:
+    """'file:line (function)' of the innermost frame of a traceback that is the
+    user's code: not an installed library (JAX, flax) and not jaxonnx itself."""
+    found = "an unknown line"
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.abspath(code.co_filename)
+        if not path.startswith(_LIBRARY_DIRS) and not path.startswith(_OWN_DIR) \
+                and not code.co_filename.startswith("<frozen"):
+            found = f"{code.co_filename}:{tb.tb_lineno} ({code.co_name})"
+        tb = tb.tb_next
+    return found
+
+
+_SWITCHES = ("JAXONNX_ENABLE_STACKTRACE_METADATA", "JAX2ONNX_ENABLE_STACKTRACE_METADATA")
+_DETAIL = ("JAXONNX_STACKTRACE_DETAIL", "JAX2ONNX_STACKTRACE_DETAIL")
+
+
+def _env(names, default):
+    for name in names:
+        if name in os.environ:
+            return os.environ[name].strip().lower()
+    return default
+
+
+def stack(source_info) -> str:
+    """The user frames of an equation's call stack, outermost first, one
+    'file:line in function' a line."""
+    tb = getattr(source_info, "traceback", None)
+    if tb is None:
+        return ""
+    frames = [f for f in source_info_util.user_frames(tb)
+              if not os.path.abspath(f.file_name).startswith(_OWN_DIR)]
+    return "\n".join(f"{f.file_name}:{f.start_line} in {f.function_name}" for f in reversed(frames))
+
+
+def provenance_from_env():
+    """The per-equation metadata callback for the core, switched as jax2onnx
+    switches it: $JAXONNX_ENABLE_STACKTRACE_METADATA (or $JAX2ONNX_...) on, and
+    $JAXONNX_STACKTRACE_DETAIL=full adds the call stack; None when off."""
+    if _env(_SWITCHES, "0") in ("", "0", "false", "no", "off"):
+        return None
+    full = _env(_DETAIL, "minimal") == "full"
+
+    def props(source_info):
+        out = [("pkg.jaxonnx.callsite", describe(source_info))]
+        if full:
+            out.append(("pkg.jaxonnx.stacktrace", stack(source_info)))
+        return out
+
+    return props

@@ -15,7 +15,7 @@ _KINDS = ("a shape tuple such as ('B', 30), a jax.ShapeDtypeStruct, or an array 
 
 
 # One process-wide scope: the same shape text gives the same JAX dims on every
-# call, so JAX's tracing caches hit on a second conversion of the same program.
+# call (each conversion still traces afresh: see _trace.py).
 _SCOPE = export.SymbolicScope()
 
 
@@ -54,6 +54,25 @@ def _shape_tuple(index, shape, dtype, scope):
     return jax.ShapeDtypeStruct(dims, dtype)
 
 
+def normalize_params(params: dict, enable_double_precision: bool) -> list[jax.ShapeDtypeStruct]:
+    """input_params values -> specs; a Python scalar takes JAX's default dtype
+    for it (int32 or int64 by 64-bit mode, say), as it would calling fn in JAX."""
+    specs = []
+    for name, value in params.items():
+        if not isinstance(name, str) or not name:
+            raise ConversionError(f"input_params keys must be non-empty strings; got {name!r}")
+        if isinstance(value, (bool, int, float, complex)):
+            value = np.asarray(value, jax.dtypes.canonicalize_dtype(type(value)))
+        value = np.asarray(value) if not hasattr(value, "dtype") else value
+        if np.dtype(value.dtype).itemsize == 8 and np.dtype(value.dtype).kind in "iuf" \
+                and not enable_double_precision:
+            raise ConversionError(
+                f"input_params[{name!r}] is {np.dtype(value.dtype).name}, which JAX truncates to "
+                f"32 bits unless 64-bit mode is on; pass enable_double_precision=True or a 32-bit value")
+        specs.append(jax.ShapeDtypeStruct(tuple(value.shape), value.dtype))
+    return specs
+
+
 def normalize_inputs(inputs, enable_double_precision: bool) -> list[jax.ShapeDtypeStruct]:
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, (list, tuple)):
         raise ConversionError(
@@ -63,7 +82,9 @@ def normalize_inputs(inputs, enable_double_precision: bool) -> list[jax.ShapeDty
     scope = _scope_of(inputs)
     specs = []
     for i, spec in enumerate(inputs):
-        if isinstance(spec, jax.ShapeDtypeStruct):
+        if isinstance(spec, jax.ShapeDtypeStruct) and any(isinstance(d, str) for d in spec.shape):
+            out = _shape_tuple(i, spec.shape, spec.dtype, scope)  # ("B", 3): symbolic, typed
+        elif isinstance(spec, jax.ShapeDtypeStruct):
             out = spec
         elif isinstance(spec, (tuple, list)):
             out = _shape_tuple(i, spec, float_dtype, scope)

@@ -41,7 +41,8 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
                   const std::string& model_name, std::vector<std::string> input_names,
                   std::vector<std::string> output_names, pb::object describe_source,
                   const std::string& producer_version, bool optimize,
-                  const std::string& dump_ir_dir, pb::object times, bool inline_functions) {
+                  const std::string& dump_ir_dir, pb::object times, bool inline_functions,
+                  pb::object provenance) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
@@ -62,6 +63,12 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
     options.describe_source = [&](int64_t source) {
       pb::gil_scoped_acquire gil;
       return describe_source(importer.sources().at(static_cast<size_t>(source))).cast<std::string>();
+    };
+  if (!provenance.is_none())  // source -> [(key, value)]: metadata for the nodes of its equation
+    options.provenance = [&](int64_t source) {
+      pb::gil_scoped_acquire gil;
+      return provenance(importer.sources().at(static_cast<size_t>(source)))
+          .cast<std::vector<std::pair<std::string, std::string>>>();
     };
   // Ctrl-C: the signal handler only sets a flag, which Python code checks;
   // look at it now and then (each look takes the GIL) and stop by raising.
@@ -158,7 +165,7 @@ PYBIND11_MODULE(_core, m) {
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
         pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(),
-        pb::arg("inline_functions") = false);
+        pb::arg("inline_functions") = false, pb::arg("provenance") = pb::none());
   m.def(
       "load_plugin",
       [](const std::string& path) {

@@ -434,3 +434,35 @@ TEST_CASE("a plugin built against ABI 1.0 still loads and lowers; its jxo_attr i
   CHECK(contains(msg, "plugin 'test_minor0'"));
   CHECK(contains(msg, "predates ABI 1.1"));
 }
+
+TEST_CASE("provenance: each node carries its equation's primitive, plugin and source pairs") {
+  Registry reg = good();
+  ConvertOptions options;
+  options.optimize = false;
+  ClosedJaxpr program = identity_then_scale();
+  program.jaxpr.eqns[1].source = 7;
+  options.provenance = [](int64_t source) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"pkg.jaxonnx.callsite", "model.py:" + std::to_string(source)}};
+  };
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(convert(program, reg, options)));
+  const onnx::GraphProto& g = m.graph();
+  REQUIRE(g.node_size() == 2);
+  auto props = [](const onnx::NodeProto& n) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& p : n.metadata_props()) out.emplace_back(p.key(), p.value());
+    return out;
+  };
+  using Props = std::vector<std::pair<std::string, std::string>>;
+  // No source handle: no callback call, only what the core knows.
+  CHECK(props(g.node(0)) == Props{{"pkg.jaxonnx.primitive", "test.identity"},
+                                  {"pkg.jaxonnx.plugin", "test_good"}});
+  CHECK(props(g.node(1)) == Props{{"pkg.jaxonnx.primitive", "test.scale"},
+                                  {"pkg.jaxonnx.plugin", "test_good"},
+                                  {"pkg.jaxonnx.callsite", "model.py:7"}});
+  // Off (the default): no metadata at all.
+  onnx::ModelProto off;
+  REQUIRE(off.ParseFromString(convert(program, reg, ConvertOptions{})));
+  for (const auto& n : off.graph().node()) CHECK(n.metadata_props_size() == 0);
+}

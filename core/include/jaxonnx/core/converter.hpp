@@ -36,6 +36,10 @@ struct ConvertOptions {
   // Turns an Eqn::source handle into "file:line (function)"; may be empty.
   std::function<std::string(int64_t)> describe_source;
   std::string producer_version;
+  // When set, every node an equation's lowering adds to its graph gets
+  // metadata pkg.jaxonnx.primitive and pkg.jaxonnx.plugin, plus the pairs this
+  // returns for the equation's source handle (its call site, say).
+  std::function<std::vector<std::pair<std::string, std::string>>(int64_t)> provenance;
   // Run the optimizer (passes.hpp) after lowering. Off, the model is the raw
   // lowering with only dead code removed.
   bool optimize = true;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jaxonnx/core/types.hpp"
@@ -45,6 +46,8 @@ struct Node {
   std::vector<ValueId> inputs;  // kNoValue for a skipped optional input
   std::vector<ValueId> outputs;
   std::vector<Attribute> attrs;
+  // ONNX metadata_props, written as given (provenance: ConvertOptions::provenance).
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 struct Initializer {

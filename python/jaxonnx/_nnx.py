@@ -1,0 +1,95 @@
+"""flax nnx modules as JAX can trace them: a private copy per conversion, a
+runtime `deterministic` flag for nnx.Dropout, and the hint for training mode.
+
+A module's Variables remember the JAX trace they were made in, and flax refuses
+to update them from another one ("Cannot mutate RngCount from a different trace
+level": nnx.RNN draws its initial carry from an Rngs stream). So the module is
+copied inside the trace (nnx.merge(..., copy=True) makes Variables of that
+trace); whatever the traced code updates (Rngs counts, BatchNorm statistics,
+caches) is updated on the copy, and the user's module is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+
+def _nnx():
+    """flax.nnx if the user has imported it (no module of theirs exists otherwise)."""
+    return sys.modules.get("flax.nnx")
+
+
+def module_of(fn):
+    """(module, method name) when fn is an nnx Module or a bound method of one, else None."""
+    nnx = _nnx()
+    if nnx is None:
+        return None
+    if isinstance(fn, nnx.Module):
+        return fn, "__call__"
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, nnx.Module) and getattr(fn, "__name__", None):
+        return owner, fn.__name__
+    return None
+
+
+def private_copy(fn):
+    """A callable that runs fn on a copy of its nnx module made inside the current
+    trace, or None when fn is not an nnx module (or a bound method of one)."""
+    found = module_of(fn)
+    if found is None:
+        return None
+    nnx = _nnx()
+    module, method = found
+    graphdef, state = nnx.split(module)
+
+    def call(*args, **kwargs):
+        return getattr(nnx.merge(graphdef, state, copy=True), method)(*args, **kwargs)
+
+    return call
+
+
+def training_modules(fn) -> list[str]:
+    """Paths and types of the submodules that run in training mode: BatchNorm
+    using batch statistics, Dropout that is not deterministic."""
+    found = module_of(fn)
+    if found is None:
+        return []
+    nnx = _nnx()
+    out = []
+    for path, sub in nnx.iter_graph(found[0]):
+        training = (isinstance(sub, nnx.BatchNorm) and sub.use_running_average is False) or \
+            (isinstance(sub, nnx.Dropout) and sub.deterministic is False and sub.rate > 0)
+        if training:
+            out.append(f"{'.'.join(str(p) for p in path) or '<root>'} ({type(sub).__name__})")
+    return out
+
+
+@contextlib.contextmanager
+def runtime_dropout_flag():
+    """While tracing: nnx.Dropout called with a traced `deterministic` (an
+    input_params entry) selects between its input and its dropout at run time,
+    where flax would need a Python bool. The dropout mask comes from the
+    module's own Rngs (a key fixed in the model), else from key 0."""
+    nnx = _nnx()
+    if nnx is None:
+        yield
+        return
+    import jax
+    import jax.numpy as jnp
+
+    original = nnx.Dropout.__call__
+
+    def call(self, inputs, *, deterministic=None, rngs=None):
+        if not isinstance(deterministic, jax.core.Tracer):
+            return original(self, inputs, deterministic=deterministic, rngs=rngs)
+        if rngs is None and self.rngs is None:
+            rngs = jax.random.key(0)
+        dropped = original(self, inputs, deterministic=False, rngs=rngs)
+        return jnp.where(jnp.asarray(deterministic, bool), inputs, dropped)
+
+    nnx.Dropout.__call__ = call
+    try:
+        yield
+    finally:
+        nnx.Dropout.__call__ = original

@@ -1,0 +1,56 @@
+"""Opsets below the oldest the plugins emit (jaxonnx._core.MIN_OPSET).
+
+The program is lowered at MIN_OPSET; when every operator of the model has the
+same definition at the requested opset (Add, Mul, Conv, ... changed long ago),
+the model is relabelled to it. Otherwise the ConversionError names each
+operator and the opset its form needs.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from jaxonnx import _core
+from jaxonnx._core import ConversionError
+
+
+def _op_types(graph, out):
+    for node in graph.node:
+        if node.domain in ("", "ai.onnx"):
+            out.add(node.op_type)
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                _op_types(attr.g, out)
+            for g in attr.graphs:
+                _op_types(g, out)
+    return out
+
+
+def relabel(data: bytes, opset: int) -> bytes:
+    """data (a model at MIN_OPSET) declared at `opset`, or a ConversionError."""
+    model = onnx.load_from_string(data)
+    need = {}
+    for op in sorted(_op_types(model.graph, set())):
+        emitted = onnx.defs.get_schema(op, _core.MIN_OPSET, "").since_version
+        try:
+            older = onnx.defs.get_schema(op, opset, "").since_version
+        except onnx.defs.SchemaError:
+            older = None
+        if older != emitted:
+            need[op] = emitted
+    if need:
+        listed = ", ".join(f"{op} (opset {v})" for op, v in sorted(need.items(), key=lambda kv: (-kv[1], kv[0])))
+        raise ConversionError(
+            f"opset {opset}: this model needs operators in forms newer than opset {opset}: "
+            f"{listed}; pass opset={max(need.values())} or newer ({_core.MIN_OPSET} is the oldest "
+            f"jaxonnx lowers to; older opsets work only when every operator kept its form)")
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            entry.version = opset
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        raise ConversionError(f"opset {opset}: the model does not check at this opset: "
+                              f"{str(e).strip().splitlines()[0]}; pass opset={_core.MIN_OPSET} "
+                              f"or newer") from None
+    return model.SerializeToString(deterministic=True)
