@@ -29,8 +29,9 @@
 // - custom_linear_solve's forward value is its `solve` jaxpr applied to b;
 //   it is inlined.
 // Only float32/float64 operands are accepted (complex is not an ONNX type
-// jaxonnx emits). Anything else (eigh, svd, qr, schur, ...) has no plugin,
-// so conversion fails naming the primitive.
+// jaxonnx emits). eigh, svd, qr, geqrf and householder_product are Loops in
+// plugins/lax_linalg_iter; anything else (schur, ...) has no plugin, so
+// conversion fails naming the primitive.
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>

@@ -18,7 +18,8 @@
 //   each Loop step rotates n/2 disjoint pairs at once, each index i rotating
 //   with partner(i) by c_i, s_i, which makes a step two Gathers and
 //   elementwise ops. It stops after the first sweep in which every pair had
-//   a_pq^2 <= (n eps)^2 (|a_pp a_qq| + eps^2 |A|_F^2) (at most kMaxSweeps).
+//   a_pq^2 <= (n eps)^2 (|a_pp a_qq| + |A|_F^2 / n) (at most kMaxSweeps):
+//   relative accuracy where it is reachable, else eps |A| as syevd.
 //   Eigenvalues ascending (TopK), eigenvectors' signs are whatever Jacobi
 //   gives (JAX/LAPACK fix none either). Only the `lower` (or upper) triangle
 //   is read.
@@ -202,7 +203,8 @@ std::pair<T, T> jacobi(Lowering& L, T X, T V, bool two_sided) {
   std::vector<int64_t> iota;
   for (int64_t i = 0; i < n; ++i) iota.push_back(i);
   double eps = eps_of(dt);
-  double tol2 = (double(n) * eps) * (double(n) * eps);
+  double tol = double(std::max(n, dim(X.a, 2))) * eps;
+  double tol2 = tol * tol;
   Aval sc = scalar_aval(dt);
   Aval isc = scalar_aval(dtype::i64);
   Aval bsc = scalar_aval(dtype::boolean);
@@ -227,7 +229,12 @@ std::pair<T, T> jacobi(Lowering& L, T X, T V, bool two_sided) {
   T d, gij, fro2;
   if (two_sided) {
     d = reduce(L, "ReduceSum", node(L, "Mul", {x.v, eyen}, x.a), r - 1, false);
-    gij = reduce(L, "ReduceSum", node(L, "Mul", {x.v, hotf}, x.a), r - 1, false);
+    // (a_pq + a_qp) / 2: rounding leaves x slightly asymmetric, and a pair
+    // must see one g, else its two c, s differ and the rotation is not
+    // orthogonal (near convergence g is itself of the order of that noise).
+    T gi = reduce(L, "ReduceSum", node(L, "Mul", {x.v, hotf}, x.a), r - 1, false);
+    T gp = node(L, "Gather", {gi.v, part}, gi.a, {Attr::i("axis", r - 2)});
+    gij = node(L, "Mul", {node(L, "Add", {gi.v, gp.v}, gi.a).v, L.scalar(dt, 0.5)}, gi.a);
     T sq = node(L, "Mul", {x.v, x.v}, x.a);
     fro2 = reduce(L, "ReduceSum", reduce(L, "ReduceSum", sq, r - 1, false), r - 2, false);
   } else {
@@ -241,7 +248,7 @@ std::pair<T, T> jacobi(Lowering& L, T X, T V, bool two_sided) {
   // Convergence measure of this round: max g^2 / (|d_i d_j| + floor).
   T dd = node(L, "Abs", {node(L, "Mul", {d.v, dj.v}, vecA).v}, vecA);
   Aval fa = fro2.a;
-  T fl = two_sided ? node(L, "Mul", {fro2.v, L.scalar(dt, eps * eps)}, fa)
+  T fl = two_sided ? node(L, "Mul", {fro2.v, L.scalar(dt, 1.0 / double(n))}, fa)
                    : node(L, "Mul", {node(L, "Mul", {fro2.v, fro2.v}, fa).v, L.scalar(dt, eps * eps)}, fa);
   fl = node(L, "Add", {fl.v, L.scalar(dt, tiny_of(dt))}, fa);
   Shape fs = fa.shape;
