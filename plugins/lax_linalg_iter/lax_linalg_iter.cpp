@@ -29,6 +29,10 @@
 //   singular value gives a zero column of u, where LAPACK gives some
 //   orthonormal completion). full_matrices with m != n completes u with a
 //   Householder QR first: A = Q R, svd(R[:n]) = Ur S V^T, u = Q diag(Ur, I).
+//   The row count may be symbolic (not with full_matrices): the n columns
+//   are orthogonalized whatever m is, and cut to min(m, n) at run time.
+//   Stops after a sweep in which every pair had gamma^2 <= (max(m, n) eps)^2
+//   (alpha beta + eps^2 |A|_F^4).
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -59,12 +63,12 @@ Shape batch_then(const Aval& a, std::vector<int64_t> tail) {
   return s;
 }
 
-void require_float_matrix(Lowering& L, const Aval& a) {
+void require_float_matrix(Lowering& L, const Aval& a, bool symbolic_rows = false) {
   if (a.dtype != dtype::f32 && a.dtype != dtype::f64)
     L.fail(std::string(L.primitive()) + ": operand dtype " + dtype::name(a.dtype) +
            " is not supported (float32 and float64 only)");
   if (a.rank() < 2) L.fail(std::string(L.primitive()) + ": operand " + a.str() + " is not a matrix");
-  for (int64_t ax = a.rank() - 2; ax < a.rank(); ++ax)
+  for (int64_t ax = a.rank() - (symbolic_rows ? 1 : 2); ax < a.rank(); ++ax)
     if (!a.shape[static_cast<size_t>(ax)].is_static())
       L.fail(std::string(L.primitive()) + ": the matrix dims of " + a.str() +
              " must be static; only the batch dims may be symbolic");
@@ -126,6 +130,13 @@ T slice(Lowering& L, const T& x, int64_t axis, int64_t start, int64_t end) {
   Shape s = x.a.shape;
   s[static_cast<size_t>(axis)] = Dim(end - start);
   return node(L, "Slice", {x.v, L.i64s({start}), L.i64s({end}), L.i64s({axis})}, x.a.with_shape(s));
+}
+
+// x[..., :end] along `axis`, `end` a static or symbolic dim.
+T slice_to(Lowering& L, const T& x, int64_t axis, const Dim& end) {
+  Shape s = x.a.shape;
+  s[static_cast<size_t>(axis)] = end;
+  return node(L, "Slice", {x.v, L.i64s({0}), L.dim_value(end), L.i64s({axis})}, x.a.with_shape(s));
 }
 
 // `m` (a constant or smaller-rank value) broadcast to the full shape `to`.
@@ -221,13 +232,13 @@ std::pair<T, T> jacobi(Lowering& L, T X, T V, bool two_sided) {
   Value k = L.op("Mod", {iter, L.scalar(dtype::i64, double(R))}, isc);
   Value part = L.op("Gather", {ptab, k}, Aval(dtype::i64, {n}), {Attr::i("axis", 0)});
   Value ro = L.op("Gather", {rtab, k}, Aval(dt, {n}), {Attr::i("axis", 0)});
-  // onehot[i, j] = (j == partner[i])
-  Value hot = L.op("Equal", {L.op("Unsqueeze", {part, L.i64s({1})}, Aval(dtype::i64, {n, 1})),
-                             L.constant(iota, {n})},
-                   Aval(dtype::boolean, {n, n}));
-  Value hotf = L.cast(hot, Aval(dtype::boolean, {n, n}), dt);
   T d, gij, fro2;
   if (two_sided) {
+    // onehot[i, j] = (j == partner[i])
+    Value hot = L.op("Equal", {L.op("Unsqueeze", {part, L.i64s({1})}, Aval(dtype::i64, {n, 1})),
+                               L.constant(iota, {n})},
+                     Aval(dtype::boolean, {n, n}));
+    Value hotf = L.cast(hot, Aval(dtype::boolean, {n, n}), dt);
     d = reduce(L, "ReduceSum", node(L, "Mul", {x.v, eyen}, x.a), r - 1, false);
     // (a_pq + a_qp) / 2: rounding leaves x slightly asymmetric, and a pair
     // must see one g, else its two c, s differ and the rotation is not
@@ -518,10 +529,40 @@ void lower_eigh(Lowering& L) {
 
 void lower_svd(Lowering& L) {
   T A{L.input(0), L.in_aval(0)};
-  require_float_matrix(L, A.a);
   bool full = L.param("full_matrices").as_bool();
   bool uv = L.param("compute_uv").as_bool();
   int64_t r = A.a.rank();
+  // A symbolic row count (a PCA over samples): Jacobi on the n columns works
+  // for any m; the n singular values are cut to min(m, n) at run time.
+  bool sym_m = r >= 2 && !A.a.shape[static_cast<size_t>(r - 2)].is_static();
+  require_float_matrix(L, A.a, sym_m);
+  if (sym_m) {
+    if (uv && full)
+      L.fail("svd: full_matrices=True needs a static row count; " + A.a.str() +
+             " has a symbolic one (full_matrices=False works)");
+    if (L.has_param("subset_by_index") && !L.param("subset_by_index").is_none())
+      L.fail("svd: subset_by_index with a symbolic row count is not supported");
+    int64_t n = dim(A.a, 1);
+    Aval va = A.a.with_shape(batch_then(A.a, {n, n}));
+    T V0{expand_to(L, eye(L, A.a.dtype, n, n), va), va};
+    auto [U, V] = jacobi(L, A, V0, false);
+    T s = node(L, "Sqrt", {reduce(L, "ReduceSum", node(L, "Mul", {U.v, U.v}, U.a), r - 2, false).v},
+               U.a.with_shape(batch_then(U.a, {n})));
+    auto [ss, idx] = sort_last(L, s, true);
+    Dim k = L.out_aval(0).shape.back();
+    L.bind(0, slice_to(L, ss, r - 2, k).v);
+    if (!uv) return;
+    T Us = gather_cols(L, U, idx);
+    Aval rowA = ss.a.with_shape([&] { Shape sh = ss.a.shape; sh.insert(sh.end() - 1, Dim(1)); return sh; }());
+    Value srow = L.op("Unsqueeze", {ss.v, L.i64s({r - 2})}, rowA);
+    Value safe = L.op("Where", {L.op("Equal", {srow, L.scalar(A.a.dtype, 0.0)}, rowA.with_dtype(dtype::boolean)),
+                                L.scalar(A.a.dtype, 1.0), srow},
+                      rowA);
+    Us = node(L, "Div", {Us.v, safe}, Us.a);
+    L.bind(1, slice_to(L, Us, r - 1, k).v);
+    L.bind(2, transpose_last(L, slice_to(L, gather_cols(L, V, idx), r - 1, k)).v);
+    return;
+  }
   int64_t m = dim(A.a, 2), n = dim(A.a, 1);
   bool tr = m < n;
   T W = tr ? transpose_last(L, A) : A;  // [..., M, N], M >= N
@@ -580,7 +621,7 @@ JAXONNX_PLUGIN("lax_linalg_iter", "0.1.0") {
       .doc(onnx_doc("Loop"))
       .summary("cyclic Jacobi (round-robin pairs, n/2 rotations per Loop step); eigenvalues ascending");
   plugin.primitive("svd", lower_svd)
-      .emits({"Transpose", "Expand", "Loop", "Mod", "Gather", "Unsqueeze", "Equal", "Cast", "Mul", "ReduceSum",
+      .emits({"Transpose", "Expand", "Loop", "Mod", "Gather", "Unsqueeze", "Equal", "Mul", "ReduceSum",
               "Abs", "Add", "Div", "ReduceMax", "Sub", "GreaterOrEqual", "Sqrt", "Max", "And", "LessOrEqual",
               "Not", "Where", "TopK", "GatherElements", "Slice", "MatMul", "Concat", "Greater", "Neg", "Reshape",
               "Pad"})

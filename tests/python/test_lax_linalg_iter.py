@@ -127,6 +127,24 @@ def test_svd_values_only(dtype, x64, shape):
     assert loops(model) == 1
 
 
+@pytest.mark.parametrize("dtype,x64", [F32, F64], ids=["f32", "f64"])
+def test_svd_symbolic_row_count(dtype, x64):
+    # A PCA over a symbolic number of samples: min(N, 4) values, fewer than 4 when N < 4.
+    def fn(a):
+        u, s, vt = jnp.linalg.svd(a, full_matrices=False)
+        return s, jnp.abs(vt), (u * s[..., None, :]) @ vt, jnp.linalg.svd(a, compute_uv=False)
+
+    def inputs(shape, dtype, rng):
+        return rng.standard_normal(size=(shape[0] + 2, *shape[1:])).astype(dtype)  # N = 3 and 9
+
+    jcheck(fn, [("N", 4)], [dtype], x64=x64, make_inputs=inputs, **TOL[dtype])
+
+
+def test_svd_symbolic_rows_full_matrices_is_refused():
+    with pytest.raises(jaxonnx.ConversionError, match="svd.*full_matrices.*symbolic"):
+        jaxonnx.to_onnx(jnp.linalg.svd, symbolic_specs([("N", 4)], [np.float32]))
+
+
 def test_svd_rank_deficient():
     # Zero columns give exactly zero singular values (and zero columns of u,
     # where LAPACK completes u: those are not compared).
