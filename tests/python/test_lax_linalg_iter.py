@@ -228,3 +228,19 @@ def test_symbolic_matrix_dims_are_refused(fn, prim):
 def test_pivoted_qr_is_refused():
     with pytest.raises(jaxonnx.ConversionError, match="pivoting"):
         jaxonnx.to_onnx(lambda a: lax.linalg.qr(a, pivoting=True), [jax.ShapeDtypeStruct((3, 3), np.float32)])
+
+
+def test_opset_18():
+    def fn(a):
+        w, v = jnp.linalg.eigh(a + mT(a))
+        u, s, vt = jnp.linalg.svd(a)
+        q, r = jnp.linalg.qr(a)
+        return w, jnp.abs(v), s, (u * s[..., None, :]) @ vt, q, r
+
+    jcheck(fn, [("B", 4, 4)], opset=18, **TOL[np.float32])
+
+
+def test_deterministic():
+    spec = [jax.ShapeDtypeStruct((2, 5, 3), np.float32)]
+    fn = lambda a: (jnp.linalg.svd(a), jnp.linalg.qr(a), jnp.linalg.eigh(a[..., :3, :]))
+    assert jaxonnx.to_onnx(fn, spec).SerializeToString() == jaxonnx.to_onnx(fn, spec).SerializeToString()
