@@ -9,6 +9,8 @@ compared as they are."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import onnx
+import onnxruntime as ort
 import pytest
 from jax import lax
 from jax._src.lax import linalg as lax_linalg
@@ -244,3 +246,26 @@ def test_deterministic():
     spec = [jax.ShapeDtypeStruct((2, 5, 3), np.float32)]
     fn = lambda a: (jnp.linalg.svd(a), jnp.linalg.qr(a), jnp.linalg.eigh(a[..., :3, :]))
     assert jaxonnx.to_onnx(fn, spec).SerializeToString() == jaxonnx.to_onnx(fn, spec).SerializeToString()
+
+
+def test_subset_by_index():
+    # JAX's CPU kernels refuse subset_by_index; compared with numpy instead.
+    def fn(a):
+        v, w = lax.linalg.eigh(a[..., :4] + mT(a[..., :4]), subset_by_index=(1, 3))
+        u, s, vt = lax.linalg.svd(a, full_matrices=False, subset_by_index=(1, 3))
+        return w, jnp.abs(v), s, jnp.abs(u), jnp.abs(vt)
+
+    with jax.enable_x64(True):
+        model = jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct((2, 4, 5), np.float64)], enable_double_precision=True)
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    a = np.random.default_rng(0).standard_normal((2, 4, 5))
+    w, v, s, u, vt = sess.run(None, {sess.get_inputs()[0].name: a})
+    sym = a[..., :4] + np.swapaxes(a[..., :4], -1, -2)
+    wr, vr = np.linalg.eigh(sym)
+    ur, sr, vtr = np.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(w, wr[..., 1:3], atol=1e-9)
+    np.testing.assert_allclose(v, np.abs(vr[..., :, 1:3]), atol=1e-9)
+    np.testing.assert_allclose(s, sr[..., 1:3], atol=1e-9)
+    np.testing.assert_allclose(u, np.abs(ur[..., :, 1:3]), atol=1e-9)
+    np.testing.assert_allclose(vt, np.abs(vtr[..., 1:3, :]), atol=1e-9)
