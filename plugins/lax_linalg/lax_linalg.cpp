@@ -6,10 +6,11 @@
 // ONNX has no Cholesky, LU or triangular-solve operator (Det exists, but JAX
 // never emits a det primitive: jnp.linalg.det arrives as `lu`). The matrix
 // dims are the two trailing ones and must be static; leading (batch) dims may
-// be symbolic. Each factorization is unrolled over its n columns into
-// Slice / Mul / ReduceSum / MatMul / Div / Concat steps on [..., n, n], so a
-// model holds O(n) nodes per primitive; n is capped at kMaxUnrolled (a Loop
-// would be needed beyond that, and a symbolic n is refused with a clear error).
+// be symbolic. Up to kMaxUnrolled columns each factorization is unrolled into
+// Slice / Mul / ReduceSum / MatMul / Div / Concat steps on [..., n, n] (O(n)
+// nodes, no Loop overhead at run time); beyond that the same steps run as an
+// ONNX Loop, one column (row, pivot) per iteration, with Gather / Where masks
+// for the dynamic index. A symbolic matrix dim is refused with a clear error.
 //
 // Semantics kept from JAX's CPU (LAPACK) kernels:
 // - cholesky reads the lower triangle only and returns the input's strict
@@ -29,14 +30,16 @@
 // - custom_linear_solve's forward value is its `solve` jaxpr applied to b;
 //   it is inlined.
 // Only float32/float64 operands are accepted (complex is not an ONNX type
-// jaxonnx emits). Anything else (eigh, svd, qr, schur, ...) has no plugin,
-// so conversion fails naming the primitive.
+// jaxonnx emits). eigh, svd, qr, geqrf and householder_product are Loops in
+// plugins/lax_linalg_iter; anything else (schur, ...) has no plugin, so
+// conversion fails naming the primitive.
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -44,7 +47,7 @@ namespace {
 
 using namespace jaxonnx::sdk;
 
-// Unrolling beyond this many columns makes models of thousands of nodes.
+// Unrolling beyond this many columns makes models of thousands of nodes: a Loop then.
 constexpr int64_t kMaxUnrolled = 64;
 
 // A value with its type, so slices and concats can derive their avals.
@@ -55,14 +58,15 @@ struct T {
 
 int64_t rank_of(const T& x) { return x.a.rank(); }
 
-// The static size of a matrix dim, or a clear failure.
-int64_t matrix_dim(Lowering& L, const Aval& a, int64_t axis, const char* what) {
+// The static size of a matrix dim, or a clear failure. `capped`: the
+// algorithm has no Loop form and stops at kMaxUnrolled.
+int64_t matrix_dim(Lowering& L, const Aval& a, int64_t axis, const char* what, bool capped = true) {
   const Dim& d = a.shape.at(static_cast<size_t>(axis));
   if (!d.is_static())
     L.fail(std::string(L.primitive()) + ": the " + what + " dim of " + a.str() +
            " is symbolic; only the batch dims may be symbolic (the algorithm is unrolled "
            "over the matrix columns)");
-  if (d.value > kMaxUnrolled)
+  if (capped && d.value > kMaxUnrolled)
     L.fail(std::string(L.primitive()) + ": matrix dim " + std::to_string(d.value) + " of " +
            a.str() + " exceeds the unrolling limit of " + std::to_string(kMaxUnrolled));
   return d.value;
@@ -126,7 +130,60 @@ T sum_keep(Lowering& L, const T& x, int64_t axis) {
   return node(L, "ReduceSum", {x.v, L.i64s({axis})}, x.a.with_shape(s), {Attr::i("keepdims", 1)});
 }
 
+// Row/column j of x (j an int64 scalar) along `axis`, kept as size 1.
+T take(Lowering& L, const T& x, Value j, int64_t axis) {
+  Shape s = x.a.shape;
+  s[static_cast<size_t>(axis)] = Dim(1);
+  Value j1 = L.op("Unsqueeze", {j, L.i64s({0})}, Aval(dtype::i64, {1}));
+  return node(L, "Gather", {x.v, j1}, x.a.with_shape(s), {Attr::i("axis", axis)});
+}
+
+// iota as an int64 constant of shape `dims` (one non-1 dim).
+Value iota_const(Lowering& L, int64_t n, std::vector<int64_t> dims) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(i);
+  return L.constant(v, dims);
+}
+
+Value zeros_like_aval(Lowering& L, const Aval& a) {
+  return L.op("Expand", {L.scalar(a.dtype, 0.0), L.shape_value(a.shape)}, a);
+}
+
 // ---------------------------------------------------------------- cholesky --
+
+// The same left-looking columns as a Loop (n > kMaxUnrolled): column j is
+// A[:, j] - Lc L[j, :]^T with Lc holding the finished columns (zeros beyond).
+// Returns Lc and the pivots d [..., 1, n].
+std::pair<T, T> cholesky_loop(Lowering& L, const T& a, int64_t n) {
+  int64_t r = rank_of(a);
+  Aval dva = a.a.with_shape(batch_then(a.a, {1, n}));
+  Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
+  Value rows = iota_const(L, n, {n, 1}), cols = iota_const(L, n, {1, n});
+  Subgraph g = L.begin_subgraph("cholesky_body");
+  Value j = g.input(isc, "j");
+  Value cin = g.input(bsc, "cond_in");
+  T lc{g.input(a.a, "l"), a.a};
+  T dv{g.input(dva, "d"), dva};
+  T acol = take(L, a, j, r - 1);
+  T lrow = take(L, lc, j, r - 2);
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < r; ++i) perm.push_back(i);
+  std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
+  Value lrow_t = L.transpose(lrow.v, lrow.a, perm);
+  T c = node(L, "Sub", {acol.v, L.op("MatMul", {lc.v, lrow_t}, acol.a)}, acol.a);
+  T d = take(L, c, j, r - 2);
+  T col = node(L, "Div", {c.v, node(L, "Sqrt", {d.v}, d.a).v}, c.a);
+  Value is_col = L.op("Equal", {cols, j}, Aval(dtype::boolean, {1, n}));
+  Value below = L.op("GreaterOrEqual", {rows, j}, Aval(dtype::boolean, {n, 1}));
+  Value put = L.op("And", {is_col, below}, Aval(dtype::boolean, {n, n}));
+  T lc2 = node(L, "Where", {put, col.v, lc.v}, a.a);
+  T dv2 = node(L, "Where", {is_col, d.v, dv.v}, dva);
+  GraphRef body = g.end({cin, lc2.v, dv2.v});
+  std::vector<Value> res = L.op_n("Loop", {L.scalar(dtype::i64, double(n)), L.scalar(dtype::boolean, 1),
+                                           zeros_like_aval(L, a.a), zeros_like_aval(L, dva)},
+                                  {a.a, dva}, {Attr::graph("body", body)});
+  return {T{res[0], a.a}, T{res[1], dva}};
+}
 
 // Left-looking Cholesky, one column j at a time:
 //   c = A[:, j] - L[:, :j] @ L[j, :j]^T,   L[j, j] = sqrt(c[j]),   L[i, j] = c[i] / L[j, j].
@@ -136,12 +193,14 @@ void lower_cholesky(Lowering& L) {
   T a{L.input(0), L.in_aval(0)};
   require_float(L, a.a);
   int64_t r = rank_of(a);
-  int64_t n = matrix_dim(L, a.a, r - 1, "matrix");
+  int64_t n = matrix_dim(L, a.a, r - 1, "matrix", false);
   if (a.a.shape[static_cast<size_t>(r - 2)] != Dim(n)) L.fail("cholesky: operand " + a.a.str() + " is not square");
   int32_t dt = a.a.dtype;
   std::vector<T> cols, diags;
   T acc{kNoValue, {}};  // L[:, :j]
-  for (int64_t j = 0; j < n; ++j) {
+  T dvec{kNoValue, {}};
+  if (n > kMaxUnrolled) std::tie(acc, dvec) = cholesky_loop(L, a, n);
+  for (int64_t j = 0; j < n && n <= kMaxUnrolled; ++j) {
     T c = slice(L, a, r - 1, j, j + 1);  // [..., n, 1]
     if (j > 0) {
       T row = slice(L, acc, r - 2, j, j + 1);  // L[j, :j], [..., 1, j]
@@ -156,7 +215,7 @@ void lower_cholesky(Lowering& L) {
     acc = j == 0 ? col : concat(L, {acc, col}, r - 1);
   }
   // The diagonal is sqrt(d) itself (c[j] / sqrt(c[j]) is not exactly that).
-  T dvec = concat(L, diags, r - 1);  // [..., 1, n]
+  if (n <= kMaxUnrolled) dvec = concat(L, diags, r - 1);  // [..., 1, n]
   T sq = node(L, "Sqrt", {dvec.v}, dvec.a);
   Value eye = bool_mask(L, n, n, [](int64_t i, int64_t j) { return i == j; });
   Value upper = bool_mask(L, n, n, [](int64_t i, int64_t j) { return i < j; });
@@ -178,6 +237,32 @@ void lower_cholesky(Lowering& L) {
 
 // -------------------------------------------------------- triangular_solve --
 
+// The substitution as a Loop (m > kMaxUnrolled): X starts at zero and row i
+// = (b_i - M[i, solved] X) / M[i, i], the other triangle of M masked out
+// (it may hold anything, NaN included).
+T triangular_solve_loop(Lowering& L, const T& M, const T& b, int64_t m, bool m_lower, bool unit) {
+  int64_t ra = rank_of(M), rb = rank_of(b);
+  Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
+  Value rows = iota_const(L, m, {m, 1}), cols = iota_const(L, m, {1, m});
+  Subgraph g = L.begin_subgraph("triangular_solve_body");
+  Value step = g.input(isc, "step");
+  Value cin = g.input(bsc, "cond_in");
+  T x{g.input(b.a, "x"), b.a};
+  Value i = m_lower ? step : L.op("Sub", {L.scalar(dtype::i64, double(m - 1)), step}, isc);
+  T mrow = take(L, M, i, ra - 2);  // [..., 1, m]
+  Value solved = L.op(m_lower ? "Less" : "Greater", {cols, i}, Aval(dtype::boolean, {1, m}));
+  T masked = node(L, "Where", {solved, mrow.v, L.scalar(M.a.dtype, 0.0)}, mrow.a);
+  T bi = take(L, b, i, rb - 2);
+  T xi = node(L, "Sub", {bi.v, L.op("MatMul", {masked.v, x.v}, bi.a)}, bi.a);
+  if (!unit) xi = node(L, "Div", {xi.v, take(L, mrow, i, ra - 1).v}, bi.a);
+  T x2 = node(L, "Where", {L.op("Equal", {rows, i}, Aval(dtype::boolean, {m, 1})), xi.v, x.v}, b.a);
+  GraphRef body = g.end({cin, x2.v});
+  std::vector<Value> res = L.op_n("Loop", {L.scalar(dtype::i64, double(m)), L.scalar(dtype::boolean, 1),
+                                           zeros_like_aval(L, b.a)},
+                                  {b.a}, {Attr::graph("body", body)});
+  return T{res[0], b.a};
+}
+
 // Substitution, one row of X at a time. Left side (op(A) X = B), with M = op(A):
 // lower M solves rows 0..m-1 forwards, x_i = (b_i - M[i, :i] X[:i]) / M[i, i];
 // upper M solves backwards. The right side (X op(A) = B) is the left side
@@ -193,7 +278,7 @@ void lower_triangular_solve(Lowering& L) {
   // conjugate_a is the identity on real matrices.
   int64_t ra = rank_of(a), rb = rank_of(b);
   if (rb < 2) L.fail("triangular_solve: b " + b.a.str() + " is not a matrix");
-  int64_t m = matrix_dim(L, a.a, ra - 1, "matrix");
+  int64_t m = matrix_dim(L, a.a, ra - 1, "matrix", false);
   std::vector<int64_t> swap_last;
   for (int64_t i = 0; i < rb; ++i) swap_last.push_back(i);
   std::swap(swap_last[rb - 1], swap_last[rb - 2]);
@@ -215,7 +300,8 @@ void lower_triangular_solve(Lowering& L) {
   Aval row_a = b.a.with_shape(bs);  // one solved row [..., 1, k]
 
   T acc{kNoValue, {}};  // the rows solved so far, in matrix order
-  for (int64_t step = 0; step < m; ++step) {
+  if (m > kMaxUnrolled) acc = triangular_solve_loop(L, M, b, m, m_lower, unit);
+  for (int64_t step = 0; step < m && m <= kMaxUnrolled; ++step) {
     int64_t i = m_lower ? step : m - 1 - step;
     T x = slice(L, b, rb - 2, i, i + 1);
     if (step > 0) {
@@ -238,6 +324,68 @@ void lower_triangular_solve(Lowering& L) {
 
 // ---------------------------------------------------------------------- lu --
 
+// The same getf2 steps as a Loop (m or n > kMaxUnrolled), in place on the
+// whole matrix: step k swaps row k with the first row >= k of maximal
+// |W[:, k]| (GatherElements, exact), then eliminates below the pivot. Returns
+// lu, pivots [..., K] and the permutation [..., m] (int64).
+void lu_loop(Lowering& L, const T& a, int64_t m, int64_t n) {
+  int64_t r = rank_of(a), K = std::min(m, n);
+  int32_t dt = a.a.dtype;
+  Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
+  Aval pva = Aval(dtype::i64, batch_then(a.a, {K}));
+  Aval pma = Aval(dtype::i64, batch_then(a.a, {m}));
+  Value rows = iota_const(L, m, {m, 1}), cols = iota_const(L, n, {1, n}), ks = iota_const(L, K, {K});
+  Value zero = L.scalar(dt, 0.0);
+  Subgraph g = L.begin_subgraph("lu_body");
+  Value k = g.input(isc, "k");
+  Value cin = g.input(bsc, "cond_in");
+  T W{g.input(a.a, "w"), a.a};
+  T piv{g.input(pva, "pivots"), pva};
+  T perm{g.input(pma, "perm"), pma};
+  Aval col_a = a.a.with_shape(batch_then(a.a, {m, 1}));
+  Aval one_i = Aval(dtype::i64, batch_then(a.a, {1, 1}));
+  Aval mb(dtype::boolean, {m, 1});
+  T colk = take(L, W, k, r - 1);
+  T cand = node(L, "Where", {L.op("GreaterOrEqual", {rows, k}, mb), node(L, "Abs", {colk.v}, col_a).v,
+                             L.scalar(dt, -1.0)},
+                col_a);
+  T p = node(L, "ArgMax", {cand.v}, one_i,
+             {Attr::i("axis", r - 2), Attr::i("keepdims", 1), Attr::i("select_last_index", 0)});
+  Aval idx_a(dtype::i64, batch_then(a.a, {m, 1}));
+  T idx = node(L, "Where", {L.op("Equal", {rows, k}, mb), p.v,
+                            node(L, "Where", {node(L, "Equal", {rows, p.v}, idx_a.with_dtype(dtype::boolean)).v, k, rows},
+                                 idx_a)
+                                .v},
+               idx_a);
+  T Ws = node(L, "GatherElements", {W.v, L.op("Expand", {idx.v, L.shape_value(a.a.shape)}, a.a.with_dtype(dtype::i64))},
+              a.a, {Attr::i("axis", r - 2)});
+  Value idx_sq = L.op("Squeeze", {idx.v, L.i64s({r - 1})}, pma);
+  T perm2 = node(L, "GatherElements", {perm.v, idx_sq}, pma, {Attr::i("axis", r - 2)});
+  Value p_sq = L.op("Squeeze", {p.v, L.i64s({r - 2})}, Aval(dtype::i64, batch_then(a.a, {1})));
+  T piv2 = node(L, "Where", {L.op("Equal", {ks, k}, Aval(dtype::boolean, {K})), p_sq, piv.v}, pva);
+  // Eliminate: l = W[:, k] / pivot (a zero pivot leaves the column), trailing -= l * pivot row.
+  T rowk = take(L, Ws, k, r - 2);
+  T colk2 = take(L, Ws, k, r - 1);
+  T pv = take(L, rowk, k, r - 1);
+  T l = node(L, "Where", {node(L, "Equal", {pv.v, zero}, pv.a.with_dtype(dtype::boolean)).v, colk2.v,
+                          node(L, "Div", {colk2.v, pv.v}, col_a).v},
+             col_a);
+  Value below = L.op("Greater", {rows, k}, mb);
+  Value trailing = L.op("And", {below, L.op("Greater", {cols, k}, Aval(dtype::boolean, {1, n}))},
+                        Aval(dtype::boolean, {m, n}));
+  T upd = node(L, "Sub", {Ws.v, node(L, "Where", {trailing, node(L, "Mul", {l.v, rowk.v}, a.a).v, zero}, a.a).v}, a.a);
+  Value lcol = L.op("And", {below, L.op("Equal", {cols, k}, Aval(dtype::boolean, {1, n}))}, Aval(dtype::boolean, {m, n}));
+  T W2 = node(L, "Where", {lcol, l.v, upd.v}, a.a);
+  GraphRef body = g.end({cin, W2.v, piv2.v, perm2.v});
+  Value piv0 = L.op("Expand", {L.scalar(dtype::i64, 0.0), L.shape_value(pva.shape)}, pva);
+  Value perm0 = L.op("Expand", {iota_const(L, m, {m}), L.shape_value(pma.shape)}, pma);
+  std::vector<Value> res = L.op_n("Loop", {L.scalar(dtype::i64, double(K)), L.scalar(dtype::boolean, 1), a.v, piv0, perm0},
+                                  {a.a, pva, pma}, {Attr::graph("body", body)});
+  L.bind(0, res[0]);
+  if (L.output_used(1)) L.bind(1, L.cast(res[1], pva, L.out_aval(1).dtype));
+  if (L.output_used(2)) L.bind(2, L.cast(res[2], pma, L.out_aval(2).dtype));
+}
+
 // Right-looking LU with partial pivoting (getf2). W holds the rows not yet
 // pivoted, full width: its first k columns are L multipliers, the rest the
 // trailing submatrix. Step k picks the first row of W maximizing |W[:, k]|,
@@ -247,9 +395,10 @@ void lower_lu(Lowering& L) {
   T a{L.input(0), L.in_aval(0)};
   require_float(L, a.a);
   int64_t r = rank_of(a);
-  int64_t m = matrix_dim(L, a.a, r - 2, "row");
-  int64_t n = matrix_dim(L, a.a, r - 1, "column");
+  int64_t m = matrix_dim(L, a.a, r - 2, "row", false);
+  int64_t n = matrix_dim(L, a.a, r - 1, "column", false);
   if (m == 0 || n == 0) L.fail("lu: empty matrix " + a.a.str() + " is not supported");
+  if (m > kMaxUnrolled || n > kMaxUnrolled) return lu_loop(L, a, m, n);
   int64_t K = std::min(m, n);
   int32_t dt = a.a.dtype;
   Value zero = L.scalar(dt, 0.0);
@@ -345,10 +494,30 @@ void lower_lu_pivots_to_permutation(Lowering& L) {
     L.fail("lu_pivots_to_permutation: the pivot count of " + piv.a.str() + " is symbolic");
   int64_t K = kd.value;
   int64_t m = L.param("permutation_size").as_int();
-  if (K > kMaxUnrolled)
-    L.fail("lu_pivots_to_permutation: " + std::to_string(K) + " pivots exceed the unrolling limit of " +
-           std::to_string(kMaxUnrolled));
   Aval out = L.out_aval(0);
+  if (K > kMaxUnrolled) {
+    // As a Loop: perm = iota; step k swaps perm[k] and perm[pivots[k]] (a gather by a swapped iota).
+    Aval vec = out.with_dtype(dtype::i64);
+    Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
+    Value iv = iota_const(L, m, {m});
+    T p64{L.cast(piv.v, piv.a, dtype::i64), piv.a.with_dtype(dtype::i64)};
+    Subgraph g = L.begin_subgraph("lu_pivots_body");
+    Value k = g.input(isc, "k");
+    Value cin = g.input(bsc, "cond_in");
+    T perm{g.input(vec, "perm"), vec};
+    T pk = take(L, p64, k, r - 1);  // [..., 1]
+    Aval vb = vec.with_dtype(dtype::boolean);
+    Value idx = L.op("Where", {L.op("Equal", {iv, k}, Aval(dtype::boolean, {m})), pk.v,
+                               L.op("Where", {L.op("Equal", {iv, pk.v}, vb), k, iv}, vec)},
+                     vec);
+    T perm2 = node(L, "GatherElements", {perm.v, idx}, vec, {Attr::i("axis", r - 1)});
+    GraphRef body = g.end({cin, perm2.v});
+    Value perm0 = L.op("Expand", {iv, L.shape_value(vec.shape)}, vec);
+    Value res = L.op_n("Loop", {L.scalar(dtype::i64, double(std::min(K, m))), L.scalar(dtype::boolean, 1), perm0},
+                       {vec}, {Attr::graph("body", body)})[0];
+    L.bind(0, L.cast(res, vec, out.dtype));
+    return;
+  }
   Aval vec = out.with_dtype(dtype::i64);
   Aval one = vec.with_shape([&] { Shape s = vec.shape; s.back() = Dim(1); return s; }());
   std::vector<int64_t> iota;
@@ -407,20 +576,20 @@ void lower_custom_linear_solve(Lowering& L) {
 JAXONNX_PLUGIN("lax_linalg", "0.1.0") {
   plugin.primitive("cholesky", lower_cholesky)
       .emits({"Slice", "Mul", "ReduceSum", "Sub", "Sqrt", "Div", "Concat", "Where", "LessOrEqual",
-              "Cast", "ReduceMax"})
+              "Cast", "ReduceMax", "Loop", "Gather", "Unsqueeze", "Transpose", "MatMul", "Equal", "GreaterOrEqual", "And", "Expand"})
       .doc(onnx_doc("Sqrt"))
-      .summary("column-by-column (left-looking) Cholesky; NaN matrix when not positive definite");
+      .summary("column-by-column (left-looking) Cholesky, unrolled (a Loop for n > 64); NaN matrix when not positive definite");
   plugin.primitive("triangular_solve", lower_triangular_solve)
-      .emits({"Slice", "MatMul", "Sub", "Div", "Concat", "Transpose"})
+      .emits({"Slice", "MatMul", "Sub", "Div", "Concat", "Transpose", "Loop", "Gather", "Unsqueeze", "Less", "Greater", "Where", "Equal", "Expand"})
       .doc(onnx_doc("MatMul"))
-      .summary("forward/back substitution, one row of the solution per step");
+      .summary("forward/back substitution, one row of the solution per step (a Loop for n > 64)");
   plugin.primitive("lu", lower_lu)
       .emits({"Slice", "Abs", "ArgMax", "Equal", "Where", "ReduceSum", "Add", "Div", "Mul", "Sub", "Concat",
-              "Squeeze", "Cast"})
+              "Squeeze", "Cast", "Loop", "Gather", "Unsqueeze", "GreaterOrEqual", "Greater", "GatherElements", "Expand", "And"})
       .doc(onnx_doc("ArgMax"))
-      .summary("LU with partial pivoting (getf2), unrolled over the columns");
+      .summary("LU with partial pivoting (getf2), unrolled over the columns (a Loop beyond 64)");
   plugin.primitive("lu_pivots_to_permutation", lower_lu_pivots_to_permutation)
-      .emits({"Cast", "Slice", "Equal", "Where", "ReduceSum", "Expand"})
+      .emits({"Cast", "Slice", "Equal", "Where", "ReduceSum", "Expand", "Loop", "Gather", "Unsqueeze", "GatherElements"})
       .emits_shape_ops()
       .doc(onnx_doc("Where"))
       .summary("applies the pivot swaps to iota with one-hot masks");

@@ -82,6 +82,22 @@ def _max_pool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
 
 
+def pca(x):
+    """A batch of datasets [B, samples, features]: the top 2 principal axes
+    (signs fixed as sklearn's svd_flip does), the projections and the explained variance."""
+    xc = x - jnp.mean(x, axis=-2, keepdims=True)
+    _, s, vt = jnp.linalg.svd(xc, full_matrices=False)
+    big = jnp.take_along_axis(vt, jnp.argmax(jnp.abs(vt), axis=-1, keepdims=True), axis=-1)
+    comps = (vt * jnp.sign(big))[..., :2, :]
+    return comps, xc @ jnp.swapaxes(comps, -1, -2), s**2 / (x.shape[-2] - 1)
+
+
+def linalg(x):
+    gram = x @ jnp.swapaxes(x, -1, -2)
+    return (jnp.linalg.norm(x, ord=2, axis=(-2, -1)), jnp.linalg.pinv(x), jnp.linalg.matrix_rank(x),
+            jnp.linalg.eigvalsh(gram + 5 * jnp.eye(5)), jnp.linalg.qr(x)[1], jnp.linalg.svd(x, compute_uv=False))
+
+
 # name -> (fn, shapes); shapes use "B" for a symbolic batch; float inputs.
 CORPUS = {
     "activations": (lambda x: (jax.nn.relu(x), jax.nn.gelu(x), jax.nn.gelu(x, approximate=False),
@@ -133,6 +149,8 @@ CORPUS = {
     "clipping": (lambda x: (jnp.clip(x, -0.5, 0.5), jnp.clip(x, jnp.min(x, 0), 1.0),
                             jnp.where(x > 0, x, 0.1 * x), jnp.select([x < 0, x > 1], [-x, x], 0.0)),
                  [("B", 6)]),
+    "pca": (pca, [("B", 20, 5)]),
+    "linalg": (linalg, [("B", 5, 4)]),
     "bitwise": (lambda x: ((x.astype(jnp.int32) & 3) | (x.astype(jnp.int32) << 1),
                            jnp.invert(x > 0), lax.population_count(x.astype(jnp.int32)),
                            jnp.logical_xor(x > 0, x < 1)), [("B", 6)]),

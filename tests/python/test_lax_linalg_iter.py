@@ -1,0 +1,271 @@
+"""lax_linalg_iter plugin: eigh, svd, qr, geqrf, householder_product as ONNX Loops,
+and the jnp.linalg functions built on them (norm(ord=2), pinv, matrix_rank).
+
+Eigenvector and singular-vector signs are not fixed by JAX (LAPACK) either, so
+those are compared through sign-invariant quantities computed in the program
+itself (|v|, a reconstruction, u^T u); QR's signs follow LAPACK and are
+compared as they are."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from jax import lax
+from jax._src.lax import linalg as lax_linalg
+
+import jaxonnx
+from helpers import check, op_types, symbolic_specs
+
+F32, F64 = (np.float32, False), (np.float64, True)
+# Jacobi rounds differently from LAPACK's kernels.
+TOL = {np.float32: dict(rtol=2e-4, atol=2e-4), np.float64: dict(rtol=1e-9, atol=1e-9)}
+
+
+def _id(v):
+    if isinstance(v, type):
+        return {np.float32: "f32", np.float64: "f64"}[v]
+    return "x64" if v is True else "x32" if v is False else str(v)
+
+
+def jcheck(fn, *args, **kwargs):
+    return check(jax.jit(fn), *args, **kwargs)
+
+
+def mT(x):
+    return jnp.swapaxes(x, -1, -2)
+
+
+def symmetric(shape, dtype, rng):
+    m = rng.standard_normal(size=shape)
+    return (m + np.swapaxes(m, -1, -2)).astype(dtype)
+
+
+def loops(model):
+    return op_types(model).count("Loop")
+
+
+# -------------------------------------------------------------------- eigh --
+
+SQUARE = [((1, 1), *F32), ((4, 4), *F32), (("B", 5, 5), *F32), ((2, 3, 6, 6), *F32),
+          ((3, 3), *F64), (("B", 7, 7), *F64), (("B", 2, 4, 4), *F64)]
+
+
+@pytest.mark.parametrize("shape,dtype,x64", SQUARE, ids=_id)
+def test_eigh(dtype, x64, shape):
+    def fn(a):
+        w, v = jnp.linalg.eigh(a)
+        return w, jnp.abs(v), (v * w[..., None, :]) @ mT(v), mT(v) @ v
+
+    model = jcheck(fn, [shape], [dtype], x64=x64, make_inputs=symmetric, **TOL[dtype])
+    assert loops(model) == (1 if shape[-1] > 1 else 0)
+
+
+def test_eigh_reads_one_triangle():
+    # lax.linalg.eigh reads only the lower (or upper) triangle: NaN in the other must not matter.
+    def inputs(shape, dtype, rng):
+        a = symmetric(shape, dtype, rng)
+        a[..., np.triu_indices(shape[-1], 1)[0], np.triu_indices(shape[-1], 1)[1]] = np.nan
+        return a
+
+    def fn(a):
+        v, w = lax.linalg.eigh(a, lower=True)
+        u, x = lax.linalg.eigh(mT(a), lower=False)
+        return w, jnp.abs(v), x, jnp.abs(u)
+
+    jcheck(fn, [("B", 4, 4)], make_inputs=inputs, **TOL[np.float32])
+
+
+def test_eigh_repeated_and_zero_eigenvalues():
+    # Diagonal, identity and zero matrices: already converged, no 0/0.
+    def inputs(shape, dtype, rng):
+        a = np.zeros(shape, dtype)
+        a[1] = np.eye(shape[-1])
+        a[2] = np.diag(rng.standard_normal(shape[-1]))
+        a[3] = 2.0 * np.eye(shape[-1])
+        a[3, 0, 1] = a[3, 1, 0] = 1.0
+        return a
+
+    def fn(a):
+        w, v = jnp.linalg.eigh(a)
+        return w, (v * w[..., None, :]) @ mT(v), mT(v) @ v
+
+    check(jax.jit(fn), [(4, 5, 5)], x64=True, make_inputs=inputs, **TOL[np.float64])
+
+
+def test_eigh_larger_than_the_old_unrolling_limit():
+    def fn(a):
+        w, v = jnp.linalg.eigh(a)
+        return w, (v * w[..., None, :]) @ mT(v)
+
+    jcheck(fn, [(80, 80)], x64=True, make_inputs=symmetric, **TOL[np.float64])
+
+
+# --------------------------------------------------------------------- svd --
+
+RECT = [((1, 1), *F32), ((4, 4), *F32), (("B", 6, 3), *F32), ((2, 3, 5), *F32),
+        ((5, 5), *F64), (("B", 3, 7), *F64), (("B", 2, 6, 4), *F64)]
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["thin", "full"])
+@pytest.mark.parametrize("shape,dtype,x64", RECT, ids=_id)
+def test_svd(dtype, x64, shape, full):
+    k = min(shape[-2:])
+
+    def fn(a):
+        u, s, vt = jnp.linalg.svd(a, full_matrices=full)
+        # The first k columns of u / rows of vt are unique up to sign; a full
+        # u's completion is any orthonormal one, so only u^T u is compared.
+        return (s, jnp.abs(u[..., :, :k]), jnp.abs(vt[..., :k, :]), (u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :],
+                mT(u) @ u, vt @ mT(vt))
+
+    jcheck(fn, [shape], [dtype], x64=x64, **TOL[dtype])
+
+
+@pytest.mark.parametrize("shape,dtype,x64", [(("B", 4, 6), *F32), ((3, 3), *F64)], ids=_id)
+def test_svd_values_only(dtype, x64, shape):
+    model = jcheck(lambda a: jnp.linalg.svd(a, compute_uv=False), [shape], [dtype], x64=x64, **TOL[dtype])
+    assert loops(model) == 1
+
+
+@pytest.mark.parametrize("dtype,x64", [F32, F64], ids=["f32", "f64"])
+def test_svd_symbolic_row_count(dtype, x64):
+    # A PCA over a symbolic number of samples: min(N, 4) values, fewer than 4 when N < 4.
+    def fn(a):
+        u, s, vt = jnp.linalg.svd(a, full_matrices=False)
+        return s, jnp.abs(vt), (u * s[..., None, :]) @ vt, jnp.linalg.svd(a, compute_uv=False)
+
+    def inputs(shape, dtype, rng):
+        return rng.standard_normal(size=(shape[0] + 2, *shape[1:])).astype(dtype)  # N = 3 and 9
+
+    jcheck(fn, [("N", 4)], [dtype], x64=x64, make_inputs=inputs, **TOL[dtype])
+
+
+def test_svd_symbolic_rows_full_matrices_is_refused():
+    with pytest.raises(jaxonnx.ConversionError, match="svd.*full_matrices.*symbolic"):
+        jaxonnx.to_onnx(jnp.linalg.svd, symbolic_specs([("N", 4)], [np.float32]))
+
+
+def test_svd_rank_deficient():
+    # Zero columns give exactly zero singular values (and zero columns of u,
+    # where LAPACK completes u: those are not compared).
+    def inputs(shape, dtype, rng):
+        a = rng.standard_normal(size=shape).astype(dtype)
+        a[..., 1] = 0.0
+        return a
+
+    def fn(a):
+        u, s, vt = jnp.linalg.svd(a, full_matrices=False)
+        return s, (u * s[..., None, :]) @ vt
+
+    jcheck(fn, [("B", 5, 4)], x64=True, make_inputs=inputs, **TOL[np.float64])
+
+
+def test_svd_larger_than_the_old_unrolling_limit():
+    jcheck(lambda a: jnp.linalg.svd(a, compute_uv=False), [(70, 66)], x64=True, **TOL[np.float64])
+
+
+@pytest.mark.parametrize("dtype,x64", [F32, F64], ids=["f32", "f64"])
+def test_norm2_pinv_matrix_rank(dtype, x64):
+    def inputs(shape, dtype, rng):
+        a = rng.standard_normal(size=shape).astype(dtype)
+        a[::2, :, 0] = 0.0  # rank 3 of 4 on every other element
+        return a
+
+    def fn(a):
+        return (jnp.linalg.norm(a, ord=2, axis=(-2, -1)), jnp.linalg.pinv(a), jnp.linalg.matrix_rank(a),
+                jnp.linalg.cond(a[..., :4, :]))
+
+    jcheck(fn, [("B", 5, 4)], [dtype], x64=x64, make_inputs=inputs, **TOL[dtype])
+
+
+# ---------------------------------------------------------------------- qr --
+
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.parametrize("shape,dtype,x64", RECT, ids=_id)
+def test_qr(dtype, x64, shape, mode):
+    # Householder with LAPACK's sign conventions: q and r match as they are.
+    jcheck(lambda a: jnp.linalg.qr(a, mode=mode), [shape], [dtype], x64=x64, **TOL[dtype])
+
+
+def test_qr_zero_columns():
+    # A column already zero below the diagonal gets no reflection (tau = 0), as in geqrf.
+    def inputs(shape, dtype, rng):
+        a = rng.standard_normal(size=shape).astype(dtype)
+        a[0] = 0.0
+        a[1, :, 0] = 0.0
+        a[2] = np.triu(a[2])
+        return a
+
+    jcheck(lambda a: (jnp.linalg.qr(a), lax_linalg.geqrf(a)), [(3, 4, 4)], x64=True, make_inputs=inputs,
+           **TOL[np.float64])
+
+
+@pytest.mark.parametrize("shape,dtype,x64", [(("B", 5, 3), *F32), ((4, 4), *F64), (("B", 3, 5), *F64)], ids=_id)
+def test_geqrf_householder_product(dtype, x64, shape):
+    def fn(a):
+        r, taus = lax_linalg.geqrf(a)
+        if shape[-2] >= shape[-1]:
+            return r, taus, lax_linalg.householder_product(r, taus)
+        return r, taus, lax_linalg.householder_product(r[..., :, : shape[-2]], taus)
+
+    model = jcheck(fn, [shape], [dtype], x64=x64, **TOL[dtype])
+    assert loops(model) == 2
+
+
+def test_qr_larger_than_the_old_unrolling_limit():
+    jcheck(jnp.linalg.qr, [(90, 70)], x64=True, **TOL[np.float64])
+
+
+# ------------------------------------------------------------------ errors --
+
+@pytest.mark.parametrize("fn,prim", [(jnp.linalg.eigh, "eigh"), (jnp.linalg.svd, "svd"), (jnp.linalg.qr, "qr")],
+                         ids=["eigh", "svd", "qr"])
+def test_symbolic_matrix_dims_are_refused(fn, prim):
+    with pytest.raises(jaxonnx.ConversionError, match=f"{prim}.*matrix dims.*static"):
+        jaxonnx.to_onnx(fn, symbolic_specs([("N", "N")], [np.float32]))
+
+
+def test_pivoted_qr_is_refused():
+    with pytest.raises(jaxonnx.ConversionError, match="pivoting"):
+        jaxonnx.to_onnx(lambda a: lax.linalg.qr(a, pivoting=True), [jax.ShapeDtypeStruct((3, 3), np.float32)])
+
+
+def test_opset_18():
+    def fn(a):
+        w, v = jnp.linalg.eigh(a + mT(a))
+        u, s, vt = jnp.linalg.svd(a)
+        q, r = jnp.linalg.qr(a)
+        return w, jnp.abs(v), s, (u * s[..., None, :]) @ vt, q, r
+
+    jcheck(fn, [("B", 4, 4)], opset=18, **TOL[np.float32])
+
+
+def test_deterministic():
+    spec = [jax.ShapeDtypeStruct((2, 5, 3), np.float32)]
+    fn = lambda a: (jnp.linalg.svd(a), jnp.linalg.qr(a), jnp.linalg.eigh(a[..., :3, :]))
+    assert jaxonnx.to_onnx(fn, spec).SerializeToString() == jaxonnx.to_onnx(fn, spec).SerializeToString()
+
+
+def test_subset_by_index():
+    # JAX's CPU kernels refuse subset_by_index; compared with numpy instead.
+    def fn(a):
+        v, w = lax.linalg.eigh(a[..., :4] + mT(a[..., :4]), subset_by_index=(1, 3))
+        u, s, vt = lax.linalg.svd(a, full_matrices=False, subset_by_index=(1, 3))
+        return w, jnp.abs(v), s, jnp.abs(u), jnp.abs(vt)
+
+    with jax.enable_x64(True):
+        model = jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct((2, 4, 5), np.float64)], enable_double_precision=True)
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    a = np.random.default_rng(0).standard_normal((2, 4, 5))
+    w, v, s, u, vt = sess.run(None, {sess.get_inputs()[0].name: a})
+    sym = a[..., :4] + np.swapaxes(a[..., :4], -1, -2)
+    wr, vr = np.linalg.eigh(sym)
+    ur, sr, vtr = np.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(w, wr[..., 1:3], atol=1e-9)
+    np.testing.assert_allclose(v, np.abs(vr[..., :, 1:3]), atol=1e-9)
+    np.testing.assert_allclose(s, sr[..., 1:3], atol=1e-9)
+    np.testing.assert_allclose(u, np.abs(ur[..., :, 1:3]), atol=1e-9)
+    np.testing.assert_allclose(vt, np.abs(vtr[..., 1:3, :]), atol=1e-9)
