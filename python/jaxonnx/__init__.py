@@ -5,8 +5,9 @@
 
 from jaxonnx._core import ConversionError
 from jaxonnx._convert import to_onnx
+from jaxonnx._output import ExternalData
 from jaxonnx._plugins import plugin_folders
 from jaxonnx._primitives import primitive
 
 __version__ = "0.1.0"
-__all__ = ["ConversionError", "to_onnx", "primitive", "plugin_folders", "__version__"]
+__all__ = ["ConversionError", "ExternalData", "to_onnx", "primitive", "plugin_folders", "__version__"]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
 
 import jax
 import numpy as np
 import onnx
 
-from jaxonnx import _core, _keys, _plugins, _source, _specs
+from jaxonnx import _core, _keys, _output, _plugins, _progress, _source, _specs
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "bytes", "file")
@@ -31,22 +31,9 @@ def _with_params(fn, n_args, names):
     return call
 
 
-def _write_atomically(path, data: bytes):
-    """Writes via a temporary file in the same folder, so a failure leaves no partial file."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".jaxonnx-", suffix=".onnx.tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             enable_double_precision=False, return_mode="proto", output_path=None,
-            plugin_dirs=None, optimize=True):
+            plugin_dirs=None, optimize=True, external_data=None):
     """Converts `fn` to an ONNX model.
 
     fn: a callable (a function, or a flax nnx module) taking one positional argument per
@@ -62,7 +49,9 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
     opset: the default-domain opset, 18 or newer (default 23).
     enable_double_precision: trace with 64-bit types enabled.
     return_mode: "proto" (an onnx.ModelProto), "bytes" (its serialization), or "file"
-        (writes output_path and returns it).
+        (writes output_path and returns it: a regular file is replaced atomically and
+        keeps its mode, a symlink's target is written, /dev/null or a FIFO is written
+        through).
     plugin_dirs: folders searched for plugins after the bundled folder and
         $JAXONNX_PLUGIN_PATH.
     optimize: run the structure-only IR passes (dead code, no-ops, transpose
@@ -70,6 +59,13 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         False keeps the raw lowering, with only dead nodes removed.
         With $JAXONNX_DUMP_IR set to a folder, the graph is written there as
         text before and after every pass run.
+    external_data: where large weights go (ONNX external data, needed past
+        protobuf's 2 GB). None: for "file", into output_path + ".data" only when
+        the model would not fit in one file, else nowhere; True: always, with the
+        defaults of jaxonnx.ExternalData (one file, tensors from 1 KiB); an
+        ExternalData sets threshold, layout and file name, and for "proto"/"bytes"
+        the folder the data is written to (the model then references it there);
+        False: never. A model over 2 GB without external data raises ConversionError.
 
     Raises ConversionError (a ValueError) with a message naming what went wrong.
     """
@@ -83,6 +79,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
     if input_params is not None and not isinstance(input_params, dict):
         raise ConversionError(f"input_params must be a dict; got {type(input_params).__name__}")
     params = dict(input_params or {})
+    external, data_folder = _output.external_plan(external_data, return_mode, output_path,
+                                                  model_name)
+    data_files = []
+    progress = _progress.Progress()
 
     with jax.enable_x64(bool(enable_double_precision)):
         specs = _specs.normalize_inputs(inputs, enable_double_precision)
@@ -93,15 +93,22 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
         input_names = [f"in_{i}" for i in range(len(specs))] + list(params)
+        progress.traced(closed)
         data = _core.convert(_plugins.registry(plugin_dirs), closed, int(opset), model_name,
                              input_names, [], _source.describe, _version(),
-                             bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""))
+                             bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""), None,
+                             external, data_files)
+    progress.converted(data, data_files)
 
+    if return_mode == "file":
+        _output.write_model(output_path, data, data_files, data_folder, progress.written)
+        progress.done(output_path)
+        return output_path
+    with contextlib.ExitStack() as stack:
+        _output.write_data_files(data_folder, data_files, stack, progress.written)
+    progress.done(return_mode)
     if return_mode == "bytes":
         return data
-    if return_mode == "file":
-        _write_atomically(output_path, data)
-        return output_path
     return onnx.load_from_string(data)
 
 

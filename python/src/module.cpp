@@ -41,7 +41,8 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
                   const std::string& model_name, std::vector<std::string> input_names,
                   std::vector<std::string> output_names, pb::object describe_source,
                   const std::string& producer_version, bool optimize,
-                  const std::string& dump_ir_dir, pb::object times) {
+                  const std::string& dump_ir_dir, pb::object times, pb::object external_data,
+                  pb::object data_files) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
@@ -57,11 +58,25 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   options.optimize = optimize;
   options.dump_ir_dir = dump_ir_dir;
   options.times = &phases;
+  std::vector<DataFile> files;
+  if (!external_data.is_none()) {  // (mode, threshold, location, per_tensor); see _output.py
+    auto [mode, threshold, location, per_tensor] =
+        external_data.cast<std::tuple<std::string, uint64_t, std::string, bool>>();
+    options.external_data.mode = mode == "always" ? ExternalDataOptions::kAlways
+                                 : mode == "auto" ? ExternalDataOptions::kAuto
+                                                  : ExternalDataOptions::kNever;
+    options.external_data.threshold = threshold;
+    options.external_data.location = location;
+    options.external_data.per_tensor = per_tensor;
+    options.data_files = &files;
+  }
   if (!describe_source.is_none())
     options.describe_source = [&](int64_t source) {
       return describe_source(importer.sources().at(static_cast<size_t>(source))).cast<std::string>();
     };
   pb::bytes bytes(jaxonnx::convert(*program, registry, options));
+  if (!data_files.is_none())  // a list the caller wants filled with DataFile objects
+    for (DataFile& f : files) data_files.attr("append")(pb::cast(std::move(f)));
   if (!times.is_none()) {  // a dict the caller wants filled: phase -> seconds
     times["import"] = import_seconds;
     times["lower"] = phases.lower;
@@ -119,10 +134,29 @@ PYBIND11_MODULE(_core, m) {
                              })
       .def("has", [](const Registry& r, const std::string& name) { return r.find(name) != nullptr; });
 
+  pb::class_<DataFile>(m, "DataFile")
+      .def_readonly("location", &DataFile::location)
+      .def_readonly("size", &DataFile::size)
+      .def(
+          "write",
+          [](const DataFile& f, int fd, pb::object progress) {
+            std::function<void(uint64_t)> written;
+            if (!progress.is_none())
+              written = [&](uint64_t n) {
+                pb::gil_scoped_acquire gil;
+                progress(n);
+              };
+            pb::gil_scoped_release release;  // only the tensors' memory is read
+            f.write_to(fd, written);
+          },
+          pb::arg("fd"), pb::arg("progress") = pb::none(),
+          "Writes the file's bytes to the file descriptor `fd`; progress(bytes) after each chunk.");
+
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
-        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none());
+        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(),
+        pb::arg("external_data") = pb::none(), pb::arg("data_files") = pb::none());
   m.def("abstract_eval", &abstract_eval_primitive, pb::arg("registry"), pb::arg("name"),
         pb::arg("in_avals"), pb::arg("params"));
 }
