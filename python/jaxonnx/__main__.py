@@ -1,5 +1,7 @@
-"""python -m jaxonnx: inspect the installation.
+"""python -m jaxonnx: convert models, inspect ONNX files and the installation.
 
+    python -m jaxonnx convert MODULE:FACTORY --input B,3,224,224 [--dtype ...] [--opset N] -o model.onnx
+    python -m jaxonnx inspect model.onnx [--json]
     python -m jaxonnx plugins [--json] [--plugin-dir DIR ...]
     python -m jaxonnx --cmakedir
     python -m jaxonnx --version
@@ -11,6 +13,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from jaxonnx import _cli_convert, _cli_inspect
 
 CMAKE_DIR = Path(__file__).resolve().parent / "sdk" / "lib" / "cmake" / "jaxonnx"
 
@@ -56,6 +60,8 @@ def main(argv=None) -> int:
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
                          help="an extra plugin folder (repeatable)")
+    _cli_convert.add_parser(sub)
+    _cli_inspect.add_parser(sub)
     args = parser.parse_args(argv)
     if args.cmakedir:
         print(CMAKE_DIR)
@@ -66,6 +72,8 @@ def main(argv=None) -> int:
         return 0
     if args.command == "plugins":
         return _plugins(args)
+    if hasattr(args, "run"):
+        return args.run(args)
     parser.print_help()
     return 0
 
