@@ -224,9 +224,12 @@ std::string export_onnx(const ir::Model& model, const ExternalDataOptions& exter
   }
 
   uint64_t total = tensor_bytes(model.graph);
-  bool to_files = external_options.mode == ExternalDataOptions::kAlways ||
-                  (external_options.mode == ExternalDataOptions::kAuto && total > kAutoLimit);
-  if (!to_files && total > kProtobufLimit) too_large(total);  // before copying any of it
+  using Options = ExternalDataOptions;
+  bool to_files = external_options.mode == Options::kAlways ||
+                  external_options.mode == Options::kInline ||
+                  (external_options.mode == Options::kAuto && total > kAutoLimit);
+  bool whole = !to_files || external_options.mode == Options::kInline;
+  if (whole && total > kProtobufLimit) too_large(total);  // before copying any of it
   if (to_files && !data_files) throw ConversionError("external data needs a list of data files");
   if (data_files) data_files->clear();
   if (to_files) {

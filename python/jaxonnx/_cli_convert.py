@@ -14,7 +14,7 @@ returns (a function or a flax nnx module) with jaxonnx.to_onnx, writing OUTPUT.
 Give one --input per positional argument of the callable: its dims separated by
 commas, ints or symbols (B,3,224,224 keeps B symbolic).
 
-example: python -m jaxonnx convert examples.mlp:make_model --input B,784 -o mlp.onnx
+example (in examples/): python -m jaxonnx convert mlp:make_model --input B,30 -o mlp.onnx
 """
 
 

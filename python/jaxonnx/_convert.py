@@ -81,6 +81,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
     params = dict(input_params or {})
     external, data_folder = _output.external_plan(external_data, return_mode, output_path,
                                                   model_name)
+    if external is None and return_mode == "proto":
+        external = _output.INLINE
     data_files = []
     progress = _progress.Progress()
 
@@ -104,6 +106,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         _output.write_model(output_path, data, data_files, data_folder, progress.written)
         progress.done(output_path)
         return output_path
+    if external is _output.INLINE:
+        return _output.model_proto(data, data_files)
     with contextlib.ExitStack() as stack:
         _output.write_data_files(data_folder, data_files, stack, progress.written)
     progress.done(return_mode)

@@ -89,6 +89,31 @@ def external_plan(external_data, return_mode, output_path, model_name):
     return request, folder
 
 
+# return_mode="proto" without external data: the large tensors cross from the
+# core as views (_core.DataFile.views) and are copied once into the ModelProto,
+# instead of into the core's protobuf, its serialization, a Python bytes and the
+# parse back.
+INLINE = ("inline", 1024, "", False)
+
+
+def model_proto(data, data_files):
+    """The ModelProto `data` describes, its external tensors (INLINE) filled in."""
+    import onnx
+
+    model = onnx.load_from_string(data)
+    if not data_files:
+        return model
+    (f,) = data_files
+    views = f.views()
+    for t in model.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            offset = next(int(e.value) for e in t.external_data if e.key == "offset")
+            t.raw_data = views[offset].tobytes()
+            t.ClearField("external_data")
+            t.ClearField("data_location")
+    return model
+
+
 def write_data_files(folder, data_files, stack, progress=None):
     """Writes every _core.DataFile into `folder` through `stack` (an ExitStack of
     atomic writes: they are renamed into place when the stack closes cleanly)."""

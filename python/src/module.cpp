@@ -62,9 +62,10 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   if (!external_data.is_none()) {  // (mode, threshold, location, per_tensor); see _output.py
     auto [mode, threshold, location, per_tensor] =
         external_data.cast<std::tuple<std::string, uint64_t, std::string, bool>>();
-    options.external_data.mode = mode == "always" ? ExternalDataOptions::kAlways
-                                 : mode == "auto" ? ExternalDataOptions::kAuto
-                                                  : ExternalDataOptions::kNever;
+    options.external_data.mode = mode == "always"   ? ExternalDataOptions::kAlways
+                                 : mode == "auto"   ? ExternalDataOptions::kAuto
+                                 : mode == "inline" ? ExternalDataOptions::kInline
+                                                    : ExternalDataOptions::kNever;
     options.external_data.threshold = threshold;
     options.external_data.location = location;
     options.external_data.per_tensor = per_tensor;
@@ -150,7 +151,17 @@ PYBIND11_MODULE(_core, m) {
             f.write_to(fd, written);
           },
           pb::arg("fd"), pb::arg("progress") = pb::none(),
-          "Writes the file's bytes to the file descriptor `fd`; progress(bytes) after each chunk.");
+          "Writes the file's bytes to the file descriptor `fd`; progress(bytes) after each chunk.")
+      .def(
+          "views",
+          [](const DataFile& f) {
+            pb::dict out;  // offset -> a read-only view of the tensor's bytes, valid while `f` lives
+            for (const DataFile::Piece& p : f.pieces)
+              out[pb::int_(p.offset)] = pb::memoryview::from_memory(
+                  const_cast<void*>(p.tensor->data), static_cast<pb::ssize_t>(p.tensor->nbytes), true);
+            return out;
+          },
+          "{offset: memoryview} of the tensors, for copying them into a ModelProto.");
 
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),

@@ -131,3 +131,17 @@ def test_external_data_needs_a_regular_output_file():
     with pytest.raises(jaxonnx.ConversionError, match="not a regular file"):
         jaxonnx.to_onnx(_mlp, [("B", 16)], return_mode="file", output_path=os.devnull,
                         external_data=True)
+
+
+def test_proto_mode_fills_weights_in_and_matches_bytes_mode(tmp_path):
+    # "proto" takes the weights as views from the core and copies them once into
+    # the ModelProto: nothing may stay external, and it must serialize to exactly
+    # what "bytes" gives.
+    model = jaxonnx.to_onnx(_mlp, [("B", 16)])
+    assert _external(model) == {}
+    assert all(not t.external_data for t in model.graph.initializer)
+    assert model.SerializeToString() == jaxonnx.to_onnx(_mlp, [("B", 16)], return_mode="bytes")
+    weights = {onnx.numpy_helper.to_array(t).tobytes() for t in model.graph.initializer}
+    assert W1.tobytes() in weights and W2.tobytes() in weights
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    _check_runs(tmp_path / "m.onnx")

@@ -26,8 +26,10 @@ struct PhaseTimes {
 // Which initializers export_onnx writes as external data (onnx's
 // data_location = EXTERNAL) instead of inside the model.
 struct ExternalDataOptions {
-  enum Mode { kNever, kAuto, kAlways };
+  enum Mode { kNever, kAuto, kAlways, kInline };
   // kAuto: only when the model would not fit protobuf's 2 GB otherwise.
+  // kInline: as kAlways, for a caller that puts the tensors back into its own
+  // ModelProto (so the 2 GB limit still applies): they cross without copies.
   Mode mode = kNever;
   uint64_t threshold = 1024;  // main-graph initializers of at least this many bytes
   std::string location;       // the data file's name, relative to the model's folder
