@@ -100,14 +100,16 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
                              input_names, [], _source.describe, _version(),
                              bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""), None,
                              external, data_files)
-    progress.converted(data, data_files)
+    progress.converted(data, data_files, inline=external is _output.INLINE)
 
     if return_mode == "file":
         _output.write_model(output_path, data, data_files, data_folder, progress.written)
         progress.done(output_path)
         return output_path
     if external is _output.INLINE:
-        return _output.model_proto(data, data_files)
+        model = _output.model_proto(data, data_files)
+        progress.done("ModelProto")
+        return model
     with contextlib.ExitStack() as stack:
         _output.write_data_files(data_folder, data_files, stack, progress.written)
     progress.done(return_mode)

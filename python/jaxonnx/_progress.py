@@ -47,10 +47,12 @@ class Progress:
     def traced(self, closed):
         self.say(f"traced: {len(closed.jaxpr.eqns)} equations; lowering and optimizing")
 
-    def converted(self, data, data_files):
+    def converted(self, data, data_files, inline=False):
+        """inline: the data files' tensors go into the ModelProto, not to files."""
         self._total = len(data) + sum(f.size for f in data_files)
+        kind = "weights to copy in" if inline else "external data"
         self.say(f"lowered and optimized; model {_size(len(data))}"
-                 + (f", external data {_size(self._total - len(data))}" if data_files else ""))
+                 + (f", {kind} {_size(self._total - len(data))}" if data_files else ""))
 
     def written(self, n):
         """Bytes of external data written so far (a DataFile.write progress callback)."""
