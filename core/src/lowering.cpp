@@ -456,7 +456,7 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
   }
   times.passes = since(start);
   start = Clock::now();
-  std::string bytes = export_onnx(model);
+  std::string bytes = export_onnx(model, options.external_data, options.data_files);
   times.export_onnx = since(start);
   return bytes;
 }

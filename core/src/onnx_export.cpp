@@ -1,5 +1,16 @@
 // IR -> onnx.ModelProto bytes (IR version 10). Output order follows the IR,
-// so the same IR always gives the same bytes.
+// so the same IR always gives the same bytes. Large initializers can instead
+// be laid out in external data files (written later from the tensors' own
+// memory, see DataFile::write_to), which is also how models past protobuf's
+// 2 GB limit are written.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +39,10 @@ void set_type(onnx::ValueInfoProto* vi, const ir::Value& v) {
   }
 }
 
+constexpr uint64_t kProtobufLimit = INT_MAX;  // protobuf refuses messages from 2 GB on
+// kAuto keeps a model whole up to this many tensor bytes, leaving room for the graph.
+constexpr uint64_t kAutoLimit = kProtobufLimit - (uint64_t{256} << 20);
+
 void set_tensor(onnx::TensorProto* t, const Tensor& src, const std::string& name) {
   if (!name.empty()) t->set_name(name);
   t->set_data_type(src.dtype);
@@ -35,9 +50,85 @@ void set_tensor(onnx::TensorProto* t, const Tensor& src, const std::string& name
   t->set_raw_data(src.data, src.nbytes);
 }
 
+void add_entry(onnx::TensorProto* t, const char* key, const std::string& value) {
+  onnx::StringStringEntryProto* e = t->add_external_data();
+  e->set_key(key);
+  e->set_value(value);
+}
+
+// A tensor whose bytes live in `file` at `offset`.
+void set_external_tensor(onnx::TensorProto* t, const std::shared_ptr<const Tensor>& src,
+                         const std::string& name, DataFile& file) {
+  // Page-aligned large tensors can be memory-mapped by a runtime.
+  uint64_t align = src->nbytes >= (uint64_t{1} << 20) ? 4096 : 64;
+  uint64_t offset = (file.size + align - 1) / align * align;
+  file.pieces.push_back({src, offset});
+  file.size = offset + src->nbytes;
+  t->set_name(name);
+  t->set_data_type(src->dtype);
+  for (int64_t d : src->dims) t->add_dims(d);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  add_entry(t, "location", file.location);
+  add_entry(t, "offset", std::to_string(offset));
+  add_entry(t, "length", std::to_string(src->nbytes));
+}
+
+// A tensor name as a file name: [A-Za-z0-9._-] kept, anything else '_'.
+std::string file_safe(const std::string& name) {
+  std::string out = name;
+  for (char& c : out)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+  return out;
+}
+
+// Every tensor byte the model holds (initializers and tensor attributes, subgraphs included).
+uint64_t tensor_bytes(const ir::Graph& g) {
+  uint64_t total = 0;
+  for (const ir::Initializer& init : g.initializers) total += init.tensor->nbytes;
+  for (const ir::Node& n : g.nodes)
+    for (const ir::Attribute& a : n.attrs) {
+      if (a.tensor) total += a.tensor->nbytes;
+      if (a.graph) total += tensor_bytes(*a.graph);
+    }
+  return total;
+}
+
+std::string gigabytes(uint64_t bytes) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.2f GB", static_cast<double>(bytes) / 1e9);
+  return buf;
+}
+
+[[noreturn]] void too_large(uint64_t bytes) {
+  throw ConversionError(
+      "the model is " + gigabytes(bytes) + ", over protobuf's 2 GB limit for one ONNX model: "
+      "write its weights as external data, with return_mode=\"file\" (weights go beside "
+      "output_path) or external_data=jaxonnx.ExternalData(folder=...) for \"proto\"/\"bytes\"");
+}
+
 using Names = std::vector<std::string>;
-void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer);
 void set_node(onnx::NodeProto* node, const ir::Node& n, const Names& names);
+
+// Where the main graph's large initializers go (null: nowhere, all embedded).
+struct External {
+  const ExternalDataOptions& options;
+  std::vector<DataFile>& files;
+  std::set<std::string> used;  // per-tensor file names taken
+
+  DataFile& file_for(const std::string& tensor_name) {
+    if (!options.per_tensor) {
+      if (files.empty()) files.push_back(DataFile{options.location, 0, {}});
+      return files.front();
+    }
+    std::string base = options.location + "." + file_safe(tensor_name), loc = base;
+    for (int k = 1; !used.insert(loc).second; ++k) loc = base + "_" + std::to_string(k);
+    files.push_back(DataFile{loc, 0, {}});
+    return files.back();
+  }
+};
+
+void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer,
+               External* external = nullptr);
 
 void set_attribute(onnx::AttributeProto* a, const ir::Attribute& src, const Names& names) {
   a->set_name(src.name);
@@ -57,7 +148,8 @@ void set_attribute(onnx::AttributeProto* a, const ir::Attribute& src, const Name
 
 // Writes `g`; `outer` holds the enclosing graph's value names (null for the
 // main graph). A captured value is written under its outer value's name.
-void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer) {
+void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer,
+               External* external) {
   Names names;
   names.reserve(g.values.size());
   for (const ir::Value& v : g.values) names.push_back(v.name);
@@ -70,8 +162,13 @@ void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer) 
   graph->set_name(g.name);
   for (ir::ValueId v : g.inputs) typed(graph->add_input(), v);
   for (ir::ValueId v : g.outputs) typed(graph->add_output(), v);
-  for (const ir::Initializer& init : g.initializers)
-    set_tensor(graph->add_initializer(), *init.tensor, names[init.value]);
+  for (const ir::Initializer& init : g.initializers) {
+    const std::string& name = names[init.value];
+    if (external && init.tensor->nbytes >= std::max<uint64_t>(external->options.threshold, 1))
+      set_external_tensor(graph->add_initializer(), init.tensor, name, external->file_for(name));
+    else
+      set_tensor(graph->add_initializer(), *init.tensor, name);
+  }
 
   std::set<ir::ValueId> interface(g.outputs.begin(), g.outputs.end());
   for (const ir::Node& n : g.nodes) set_node(graph->add_node(), n, names);
@@ -146,7 +243,29 @@ void set_function(onnx::FunctionProto* f, const ir::Function& fn, const ir::Mode
 
 }  // namespace
 
-std::string export_onnx(const ir::Model& model) {
+void DataFile::write_to(int fd, const std::function<void(uint64_t)>& written) const {
+  static const char kZeros[4096] = {};
+  uint64_t pos = 0;
+  auto put = [&](const char* p, uint64_t n) {
+    while (n > 0) {
+      ssize_t k = ::write(fd, p, std::min<uint64_t>(n, uint64_t{1} << 26));
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0) throw ConversionError("writing the external data file '" + location + "' failed: " +
+                                       std::strerror(errno));
+      p += k;
+      n -= static_cast<uint64_t>(k);
+      pos += static_cast<uint64_t>(k);
+      if (written) written(pos);
+    }
+  };
+  for (const Piece& piece : pieces) {
+    while (pos < piece.offset) put(kZeros, std::min<uint64_t>(piece.offset - pos, sizeof kZeros));
+    put(static_cast<const char*>(piece.tensor->data), piece.tensor->nbytes);
+  }
+}
+
+std::string export_onnx(const ir::Model& model, const ExternalDataOptions& external_options,
+                        std::vector<DataFile>* data_files) {
   const ir::Graph& g = model.graph;
   onnx::ModelProto m;
   m.set_ir_version(kIrVersion);
@@ -161,12 +280,27 @@ std::string export_onnx(const ir::Model& model) {
     d->set_version(version);
   }
 
-  set_graph(m.mutable_graph(), model.graph, nullptr);
+  uint64_t total = tensor_bytes(model.graph);
+  using Options = ExternalDataOptions;
+  bool to_files = external_options.mode == Options::kAlways ||
+                  external_options.mode == Options::kInline ||
+                  (external_options.mode == Options::kAuto && total > kAutoLimit);
+  bool whole = !to_files || external_options.mode == Options::kInline;
+  if (whole && total > kProtobufLimit) too_large(total);  // before copying any of it
+  if (to_files && !data_files) throw ConversionError("external data needs a list of data files");
+  if (data_files) data_files->clear();
+  if (to_files) {
+    External external{external_options, *data_files, {}};
+    set_graph(m.mutable_graph(), model.graph, nullptr, &external);
+  } else {
+    set_graph(m.mutable_graph(), model.graph, nullptr);
+  }
   for (const ir::Function& fn : model.functions) set_function(m.add_functions(), fn, model);
 
+  size_t size = m.ByteSizeLong();
+  if (size > kProtobufLimit) too_large(size);
   std::string bytes;
-  if (!m.SerializeToString(&bytes))
-    throw ConversionError("serializing the ONNX model failed (is it over 2 GB?)");
+  if (!m.SerializeToString(&bytes)) throw ConversionError("serializing the ONNX model failed");
   return bytes;
 }
 

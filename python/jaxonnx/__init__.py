@@ -6,10 +6,11 @@
 from jaxonnx._core import ConversionError
 from jaxonnx._convert import to_onnx
 from jaxonnx._functions import onnx_function
+from jaxonnx._output import ExternalData
 from jaxonnx._plugins import plugin_folders
 from jaxonnx._primitives import primitive
 from jaxonnx._verify import Divergence, allclose, first_divergence
 
 __version__ = "0.1.0"
-__all__ = ["ConversionError", "to_onnx", "onnx_function", "allclose", "first_divergence",
-           "Divergence", "primitive", "plugin_folders", "__version__"]
+__all__ = ["ConversionError", "ExternalData", "to_onnx", "onnx_function", "allclose",
+           "first_divergence", "Divergence", "primitive", "plugin_folders", "__version__"]

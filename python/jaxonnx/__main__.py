@@ -1,5 +1,7 @@
-"""python -m jaxonnx: inspect the installation.
+"""python -m jaxonnx: convert models, inspect ONNX files and the installation.
 
+    python -m jaxonnx convert MODULE:FACTORY --input B,3,224,224 [--dtype ...] [--opset N] -o model.onnx
+    python -m jaxonnx inspect model.onnx [--json]
     python -m jaxonnx plugins [--json] [--plugin-dir DIR ...]
     python -m jaxonnx new-plugin NAME DIR
     python -m jaxonnx --cmakedir
@@ -12,6 +14,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from jaxonnx import _cli_convert, _cli_inspect
 
 CMAKE_DIR = Path(__file__).resolve().parent / "sdk" / "lib" / "cmake" / "jaxonnx"
 
@@ -70,6 +74,8 @@ def main(argv=None) -> int:
                          help="an extra plugin folder (repeatable)")
     from jaxonnx import _new_plugin
     _new_plugin.register(sub)
+    _cli_convert.add_parser(sub)
+    _cli_inspect.add_parser(sub)
     args = parser.parse_args(argv)
     if args.cmakedir:
         print(CMAKE_DIR)

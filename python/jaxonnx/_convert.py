@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
 
 import jax
 import numpy as np
 import onnx
 
-from jaxonnx import (_callbacks, _core, _functions, _keys, _layout, _opset, _plugins, _record,
-                     _source, _specs, _supported, _trace)
+from jaxonnx import (_callbacks, _core, _functions, _keys, _layout, _opset, _output, _plugins,
+                     _progress, _record, _source, _specs, _supported, _trace)
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "ir", "bytes", "file")
@@ -50,28 +50,15 @@ def _names(kind, names, count):
     return names
 
 
-def _write_atomically(path, data: bytes):
-    """Writes via a temporary file in the same folder, so a failure leaves no partial file."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".jaxonnx-", suffix=".onnx.tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             enable_double_precision=False, record_primitive_calls_file=None,
             return_mode="proto", output_path=None, inputs_as_nchw=None, outputs_as_nchw=None,
             input_names=None, output_names=None, export_mode="standard",
             normalization_mode="auto", plugin_dirs=None, optimize=True, plugin_overrides=None,
-            inline_functions=False):
+            inline_functions=False, external_data=None):
     """Converts `fn` to an ONNX model. jax2onnx 0.17.1's signature and meanings,
-    plus plugin_dirs, optimize, plugin_overrides, inline_functions and
-    return_mode="bytes".
+    plus plugin_dirs, optimize, plugin_overrides, inline_functions,
+    external_data and return_mode="bytes".
 
     fn: a callable (a function, a flax nnx module or a bound method of one)
         taking one positional argument per entry of `inputs`. An nnx module is
@@ -98,7 +85,9 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         written there as JSON.
     return_mode: "proto" (an onnx.ModelProto), "ir" (an onnx_ir.Model; needs the
         onnx-ir package), "bytes" (the serialization), or "file" (writes
-        output_path and returns it).
+        output_path and returns it: a regular file is replaced atomically and
+        keeps its mode, a symlink's target is written, /dev/null or a FIFO is
+        written through).
     inputs_as_nchw: indices of 4-D inputs the model takes in NCHW while fn takes
         NHWC (give their NHWC shape in `inputs`); named in_<i>_nchw by default.
     outputs_as_nchw: indices of (flattened) 4-D outputs the model gives in NCHW.
@@ -123,6 +112,13 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         claim is an error naming both plugins.
     inline_functions: replace every @onnx_function call by its body before the
         passes (no model.functions), for whole-graph optimization.
+    external_data: where large weights go (ONNX external data, needed past
+        protobuf's 2 GB). None: for "file", into output_path + ".data" only when
+        the model would not fit in one file, else nowhere; True: always, with the
+        defaults of jaxonnx.ExternalData (one file, tensors from 1 KiB); an
+        ExternalData sets threshold, layout and file name, and for "proto"/"bytes"
+        the folder the data is written to (the model then references it there);
+        False: never. A model over 2 GB without external data raises ConversionError.
 
     With $JAXONNX_ENABLE_STACKTRACE_METADATA=1 (or jax2onnx's variable) every
     node carries its provenance as metadata_props: pkg.jaxonnx.primitive,
@@ -147,6 +143,12 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
     if input_params is not None and not isinstance(input_params, dict):
         raise ConversionError(f"input_params must be a dict; got {type(input_params).__name__}")
     params = dict(input_params or {})
+    external, data_folder = _output.external_plan(external_data, return_mode, output_path,
+                                                  model_name)
+    if external is None and return_mode in ("proto", "ir"):
+        external = _output.INLINE
+    data_files = []
+    progress = _progress.Progress()
 
     with jax.enable_x64(bool(enable_double_precision)):
         specs = _specs.normalize_inputs(inputs, enable_double_precision)
@@ -172,22 +174,32 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         if record_primitive_calls_file:
             _record.write(record_primitive_calls_file, closed, registry)
         lowered_opset = max(int(opset), _core.MIN_OPSET)
+        progress.traced(closed)
         data = _core.convert(registry, closed, lowered_opset, model_name,
                              names_in + list(params), names_out, _source.describe, _version(),
                              bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""),
                              inline_functions=bool(inline_functions),
-                             provenance=_source.provenance_from_env())
+                             provenance=_source.provenance_from_env(),
+                             external_data=external, data_files=data_files)
         if lowered_opset != opset:
             data = _opset.relabel(data, int(opset))
+    progress.converted(data, data_files, inline=external is _output.INLINE)
 
+    if return_mode == "file":
+        _output.write_model(output_path, data, data_files, data_folder, progress.written)
+        progress.done(output_path)
+        return os.fspath(output_path)
+    if external is _output.INLINE:
+        model = _output.model_proto(data, data_files)
+        progress.done("ModelProto")
+        return _onnx_ir().from_proto(model) if return_mode == "ir" else model
+    with contextlib.ExitStack() as stack:
+        _output.write_data_files(data_folder, data_files, stack, progress.written)
+    progress.done(return_mode)
     if return_mode == "bytes":
         return data
-    if return_mode == "file":
-        _write_atomically(output_path, data)
-        return os.fspath(output_path)
-    if return_mode == "ir":
-        return _onnx_ir().from_proto(onnx.load_from_string(data))
-    return onnx.load_from_string(data)
+    model = onnx.load_from_string(data)
+    return _onnx_ir().from_proto(model) if return_mode == "ir" else model
 
 
 def _onnx_ir():

@@ -29,12 +29,30 @@ def _sub_jaxprs(params):
                 yield sub
 
 
+# Keys enter a jaxpr as inputs or constants, or are made by these; every other
+# primitive yielding a key takes one. Checking names, not every variable's dtype,
+# keeps the pre-pass cheap on the (usual) programs without keys.
+_KEY_MAKERS = frozenset({"random_seed", "random_wrap"})
+
+
 def _has_keys(jaxpr):
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
-    if any(_is_key(v.aval) for v in (*jaxpr.invars, *jaxpr.constvars, *jaxpr.outvars)):
+    if any(_is_key(v.aval) for v in (*jaxpr.invars, *jaxpr.constvars)):
         return True
-    return any(any(_is_key(v.aval) for v in (*e.invars, *e.outvars))
-               or any(_has_keys(s) for s in _sub_jaxprs(e.params)) for e in jaxpr.eqns)
+    return _makes_keys(jaxpr, set())
+
+
+def _makes_keys(jaxpr, seen):
+    for e in jaxpr.eqns:
+        if e.primitive.name in _KEY_MAKERS:
+            return True
+        for sub in _sub_jaxprs(e.params):
+            sub = getattr(sub, "jaxpr", sub)
+            if id(sub) not in seen:  # a body shared by many calls is walked once
+                seen.add(id(sub))
+                if any(_is_key(v.aval) for v in sub.constvars) or _makes_keys(sub, seen):
+                    return True
+    return False
 
 
 def physical_keys(closed):

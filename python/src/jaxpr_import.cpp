@@ -36,14 +36,23 @@ JaxprImporter::JaxprImporter() {
 // random_wrap / random_unwrap are identities and a key input of the model is
 // the uint32[..., 2] of jax.random.key_data. Other key impls are not mapped
 // (their dtype stays undefined).
-bool JaxprImporter::threefry_key(pb::handle dt) const {
-  if (pb::isinstance(dt, np_dtype_type_) || !is_key_dtype_(dt).cast<bool>()) return false;
-  return pb::str(dt.attr("_impl").attr("name")).cast<std::string>() == "threefry2x32";
+// Asked for every variable, so the answer is kept per dtype object.
+bool JaxprImporter::threefry_key(pb::handle dt) {
+  if (pb::isinstance(dt, np_dtype_type_)) return false;
+  auto it = key_dtypes_.find(dt.ptr());
+  if (it != key_dtypes_.end()) return it->second;
+  bool key = is_key_dtype_(dt).cast<bool>() &&
+             pb::str(dt.attr("_impl").attr("name")).cast<std::string>() == "threefry2x32";
+  keepalive_.push_back(pb::reinterpret_borrow<pb::object>(dt));
+  key_dtypes_[dt.ptr()] = key;
+  return key;
 }
 
 int32_t JaxprImporter::dtype(pb::handle dt_in) {
+  auto it = dtypes_.find(dt_in.ptr());  // most calls pass a dtype object seen before
+  if (it != dtypes_.end()) return it->second;
   pb::object dt = np_dtype_type_(dt_in);
-  auto it = dtypes_.find(dt.ptr());
+  it = dtypes_.find(dt.ptr());
   if (it != dtypes_.end()) return it->second;
   std::string name = pb::str(dt.attr("name"));
   static const std::pair<const char*, int32_t> kNames[] = {
@@ -140,7 +149,6 @@ Param JaxprImporter::param(pb::handle v) {
     return p;
   }
   if (pb::isinstance(v, np_generic_)) return param(v.attr("item")());
-  if (is_symbolic_(v).cast<bool>()) { p.kind = JXO_PARAM_SYMBOL; p.s = pb::str(v); return p; }
   if (pb::isinstance<pb::tuple>(v) && pb::hasattr(v, "_fields")) {  // NamedTuple
     p.kind = JXO_PARAM_RECORD;
     pb::tuple fields = v.attr("_fields");
@@ -156,6 +164,7 @@ Param JaxprImporter::param(pb::handle v) {
     return p;
   }
   if (pb::isinstance<pb::dict>(v)) return params(pb::reinterpret_borrow<pb::dict>(v));
+  if (is_symbolic_(v).cast<bool>()) { p.kind = JXO_PARAM_SYMBOL; p.s = pb::str(v); return p; }
   if (!PyType_Check(v.ptr()) && is_dataclass_(v).cast<bool>()) {
     p.kind = JXO_PARAM_RECORD;
     for (pb::handle f : dataclass_fields_(v)) {

@@ -28,7 +28,7 @@ class JaxprImporter {
   std::shared_ptr<const ClosedJaxpr> open_jaxpr(pb::handle jaxpr, pb::handle consts);
   Atom atom(pb::handle a);
   int32_t dtype(pb::handle dt);
-  bool threefry_key(pb::handle dt) const;
+  bool threefry_key(pb::handle dt);
   std::shared_ptr<const Tensor> array(pb::handle value, pb::handle dtype);
 
   pb::object literal_type_, dropvar_type_, closed_type_, jaxpr_type_, np_asarray_,
@@ -37,6 +37,7 @@ class JaxprImporter {
   std::unordered_map<PyObject*, int64_t> var_ids_;
   std::unordered_map<PyObject*, std::shared_ptr<const ClosedJaxpr>> jaxprs_;
   std::unordered_map<PyObject*, int32_t> dtypes_;
+  std::unordered_map<PyObject*, bool> key_dtypes_;
   std::vector<pb::object> sources_;
   std::vector<pb::object> keepalive_;  // objects whose ids key the maps above
 };

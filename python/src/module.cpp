@@ -42,7 +42,7 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
                   std::vector<std::string> output_names, pb::object describe_source,
                   const std::string& producer_version, bool optimize,
                   const std::string& dump_ir_dir, pb::object times, bool inline_functions,
-                  pb::object provenance) {
+                  pb::object provenance, pb::object external_data, pb::object data_files) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
@@ -59,6 +59,19 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   options.dump_ir_dir = dump_ir_dir;
   options.inline_functions = inline_functions;
   options.times = &phases;
+  std::vector<DataFile> files;
+  if (!external_data.is_none()) {  // (mode, threshold, location, per_tensor); see _output.py
+    auto [mode, threshold, location, per_tensor] =
+        external_data.cast<std::tuple<std::string, uint64_t, std::string, bool>>();
+    options.external_data.mode = mode == "always"   ? ExternalDataOptions::kAlways
+                                 : mode == "auto"   ? ExternalDataOptions::kAuto
+                                 : mode == "inline" ? ExternalDataOptions::kInline
+                                                    : ExternalDataOptions::kNever;
+    options.external_data.threshold = threshold;
+    options.external_data.location = location;
+    options.external_data.per_tensor = per_tensor;
+    options.data_files = &files;
+  }
   if (!describe_source.is_none())
     options.describe_source = [&](int64_t source) {
       pb::gil_scoped_acquire gil;
@@ -87,6 +100,8 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
     model = jaxonnx::convert(*program, registry, options);
   }
   pb::bytes bytes(model);
+  if (!data_files.is_none())  // a list the caller wants filled with DataFile objects
+    for (DataFile& f : files) data_files.attr("append")(pb::cast(std::move(f)));
   if (!times.is_none()) {  // a dict the caller wants filled: phase -> seconds
     times["import"] = import_seconds;
     times["lower"] = phases.lower;
@@ -161,11 +176,40 @@ PYBIND11_MODULE(_core, m) {
                              })
       .def("has", [](const Registry& r, const std::string& name) { return r.find(name) != nullptr; });
 
+  pb::class_<DataFile>(m, "DataFile")
+      .def_readonly("location", &DataFile::location)
+      .def_readonly("size", &DataFile::size)
+      .def(
+          "write",
+          [](const DataFile& f, int fd, pb::object progress) {
+            std::function<void(uint64_t)> written;
+            if (!progress.is_none())
+              written = [&](uint64_t n) {
+                pb::gil_scoped_acquire gil;
+                progress(n);
+              };
+            pb::gil_scoped_release release;  // only the tensors' memory is read
+            f.write_to(fd, written);
+          },
+          pb::arg("fd"), pb::arg("progress") = pb::none(),
+          "Writes the file's bytes to the file descriptor `fd`; progress(bytes) after each chunk.")
+      .def(
+          "views",
+          [](const DataFile& f) {
+            pb::dict out;  // offset -> a read-only view of the tensor's bytes, valid while `f` lives
+            for (const DataFile::Piece& p : f.pieces)
+              out[pb::int_(p.offset)] = pb::memoryview::from_memory(
+                  const_cast<void*>(p.tensor->data), static_cast<pb::ssize_t>(p.tensor->nbytes), true);
+            return out;
+          },
+          "{offset: memoryview} of the tensors, for copying them into a ModelProto.");
+
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
         pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(),
-        pb::arg("inline_functions") = false, pb::arg("provenance") = pb::none());
+        pb::arg("inline_functions") = false, pb::arg("provenance") = pb::none(),
+        pb::arg("external_data") = pb::none(), pb::arg("data_files") = pb::none());
   m.def(
       "load_plugin",
       [](const std::string& path) {
