@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import _core, _keys, _plugins, _source, _specs
+from jaxonnx import _bindings, _core, _keys, _plugins, _source, _specs
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "bytes", "file")
@@ -46,7 +46,7 @@ def _write_atomically(path, data: bytes):
 
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             enable_double_precision=False, return_mode="proto", output_path=None,
-            plugin_dirs=None, optimize=True):
+            plugin_dirs=None, optimize=True, crisp=True):
     """Converts `fn` to an ONNX model.
 
     fn: a callable (a function, or a flax nnx module) taking one positional argument per
@@ -70,6 +70,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         False keeps the raw lowering, with only dead nodes removed.
         With $JAXONNX_DUMP_IR set to a folder, the graph is written there as
         text before and after every pass run.
+    crisp: apply the plugins' binding specs while tracing, so that calls such as
+        flax.nnx.LayerNorm or jax.nn.gelu become one ONNX op (docs/crisp_ops.md).
+        "exact" keeps only those that agree with JAX on NaN and infinity too;
+        False traces through every callable.
 
     Raises ConversionError (a ValueError) with a message naming what went wrong.
     """
@@ -89,11 +93,13 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         param_specs = _specs.normalize_inputs(
             [np.asarray(v) for v in params.values()], enable_double_precision)
         traced = _with_params(fn, len(specs), list(params)) if params else fn
-        closed = jax.make_jaxpr(traced)(*specs, *param_specs)
+        registry = _plugins.registry(plugin_dirs)
+        with _bindings.window(registry, crisp):
+            closed = jax.make_jaxpr(_bindings.traced(traced, crisp))(*specs, *param_specs)
         closed = _keys.physical_keys(closed)
         _keys.check_threefry_partitionable(closed)
         input_names = [f"in_{i}" for i in range(len(specs))] + list(params)
-        data = _core.convert(_plugins.registry(plugin_dirs), closed, int(opset), model_name,
+        data = _core.convert(registry, closed, int(opset), model_name,
                              input_names, [], _source.describe, _version(),
                              bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""))
 
