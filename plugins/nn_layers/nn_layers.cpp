@@ -1,9 +1,10 @@
 // nn_layers: flax nnx layers and flax pooling, bound through binding specs
 // (ABI 1.2) so that each call is the ONNX op made for it:
-//   nnx.Linear        -> Gemm (2-D input) or MatMul + Add
-//   nnx.LayerNorm     -> LayerNormalization (opset 17)
+//   nnx.Linear        -> Gemm (2-D input) or MatMul + Add  (and linen.Dense)
+//   nnx.LayerNorm     -> LayerNormalization (opset 17)     (and linen.LayerNorm)
 //   nnx.RMSNorm       -> RMSNormalization (opset 23)
 //   nnx.BatchNorm     -> BatchNormalization (inference mode)
+//   nnx.GroupNorm     -> GroupNormalization (opset 21)
 //   max_pool/avg_pool -> MaxPool / AveragePool (NHWC inside one Transpose pair,
 //                        which the optimizer folds against a Conv's)
 // The equation carries `reference`, the original call traced as a function
@@ -100,6 +101,21 @@ void lower_batch_norm(Lowering& L) {
   L.bind(0, L.transpose(y, t_aval, to_channels_last(x.rank())));
 }
 
+// GroupNorm, channels last, statistics over every axis but the batch (axis 0)
+// within each group: GroupNormalization (opset 21: per-channel scale, bias).
+void lower_group_norm(Lowering& L) {
+  Aval x = L.in_aval(0);
+  if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3)
+    return lower_reference(L);
+  auto in = to_channels_first(x.rank());
+  Value xt = L.transpose(L.input(0), x, in);
+  Aval t_aval = x.with_shape(permuted(x.shape, in));
+  Value y = L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval,
+                 {Attr::i("num_groups", L.param("num_groups").as_int()),
+                  Attr::f("epsilon", L.param("epsilon").as_float())});
+  L.bind(0, L.transpose(y, t_aval, to_channels_last(x.rank())));
+}
+
 // flax max_pool / avg_pool on (batch, spatial..., features).
 void lower_pool(Lowering& L, bool max) {
   Aval x = L.in_aval(0);
@@ -177,12 +193,31 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
         .when("self.dot_general.__module__ == 'jax._src.lax.lax'");
     return b;
   };
+  // flax linen: the params live in the bound module's variables (absent while
+  // initializing, when the original runs and creates them).
+  auto linen_param = [](const char* name) {
+    return std::string("self.variables['params']['") + name + "']";
+  };
+  auto dense = [&](bool bias) {
+    Binding b("flax.linen.Dense.__call__");
+    b.operand("inputs", Binding::kLeadingDims).operand(linen_param("kernel"));
+    if (bias) b.operand(linen_param("bias"));
+    b.when("'params' in self.variables")
+        .when("'kernel' in self.variables['params']")
+        .when(bias ? "self.use_bias" : "not self.use_bias")
+        .when("self.dtype is None")
+        .when("self.dot_general is None")
+        .when("self.dot_general_cls is None");
+    return b;
+  };
   plugin.primitive("jaxonnx.nn.linear", lower_linear)
       .emits({"Gemm", "MatMul", "Add"})
       .doc(onnx_doc("Gemm"))
-      .summary("flax nnx Linear as Gemm (2-D input) or MatMul + Add")
+      .summary("flax nnx Linear / linen Dense as Gemm (2-D input) or MatMul + Add")
       .binds(linear(true))
-      .binds(linear(false));
+      .binds(linear(false))
+      .binds(dense(true))
+      .binds(dense(false));
 
   auto layer_norm = [](bool bias) {
     Binding b = nnx_norm("LayerNorm", "reduction_axes");
@@ -192,13 +227,31 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
     b.when(bias ? "self.bias is not None" : "self.bias is None");
     return b;
   };
+  auto linen_layer_norm = [&](bool bias) {
+    Binding b("flax.linen.LayerNorm.__call__");
+    b.operand("x", Binding::kLeadingDims).operand(linen_param("scale"));
+    if (bias) b.operand(linen_param("bias"));
+    b.param("epsilon", "self.epsilon")
+        .when("'params' in self.variables")
+        .when("'scale' in self.variables['params']")
+        .when("self.use_scale")
+        .when(bias ? "self.use_bias" : "not self.use_bias")
+        .when("mask is None")
+        .when("self.dtype is None")
+        .when("self.axis_name is None")
+        .when("self.reduction_axes in (-1, (-1,))")
+        .when("self.feature_axes in (-1, (-1,))");
+    return b;
+  };
   plugin.primitive("jaxonnx.nn.layer_norm",
                    [](Lowering& L) { lower_last_axis_norm(L, "LayerNormalization", 17); })
       .emits({"LayerNormalization"})
       .doc(onnx_doc("LayerNormalization"))
-      .summary("flax nnx LayerNorm over the last axis as LayerNormalization")
+      .summary("flax nnx / linen LayerNorm over the last axis as LayerNormalization")
       .binds(layer_norm(true))
-      .binds(layer_norm(false));
+      .binds(layer_norm(false))
+      .binds(linen_layer_norm(true))
+      .binds(linen_layer_norm(false));
 
   plugin.primitive("jaxonnx.nn.rms_norm",
                    [](Lowering& L) { lower_last_axis_norm(L, "RMSNormalization", 23); })
@@ -223,6 +276,25 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
                  .operand("self.bias[...]")
                  .operand("self.mean[...]")
                  .operand("self.var[...]"));
+
+  Binding group_norm("flax.nnx.GroupNorm.__call__");
+  group_norm.operand("x")
+      .operand("self.scale[...]")
+      .operand("self.bias[...]")
+      .param("epsilon", "self.epsilon")
+      .param("num_groups", "self.num_groups")
+      .when("mask is None")
+      .when("self.dtype is None")
+      .when("self.axis_name is None")
+      .when("self.reduction_axes is None")
+      .when("self.scale is not None")
+      .when("self.bias is not None")
+      .when("self.num_groups * self.group_size == x.shape[-1]");
+  plugin.primitive("jaxonnx.nn.group_norm", lower_group_norm)
+      .emits({"GroupNormalization", "Transpose"})
+      .doc(onnx_doc("GroupNormalization"))
+      .summary("flax nnx GroupNorm as GroupNormalization (opset 21)")
+      .binds(group_norm);
 
   for (bool max : {true, false}) {
     const char* fn = max ? "max_pool" : "avg_pool";

@@ -194,11 +194,14 @@ def _bind(spec: _Spec, registry, original, args, kwargs, env):
         return None
     if not any(isinstance(o, jax_core.Tracer) for o in operands):
         return None  # nothing traced: an eager call
-    closed, shape = jax.make_jaxpr(lambda: original(*args, **kwargs), return_shape=True)()
+    try:
+        closed, shape = jax.make_jaxpr(lambda: original(*args, **kwargs), return_shape=True)()
+    except Exception:  # noqa: BLE001  (non-array results, or the call's own error: the
+        return None    # original then runs, and raises that error itself)
     reference = _as_function_of(closed, operands)
     if reference is None:
         return None
-    leaves, tree = jax.tree_util.tree_flatten(shape)
+    tree = jax.tree_util.tree_structure(shape)
     prim = _primitive(spec, registry)
     outs = prim.bind(*operands, **params, **{REFERENCE: reference, LEADING: spec.leading})
     return jax.tree_util.tree_unflatten(tree, outs)

@@ -166,10 +166,33 @@ def test_batch_norm_inference():
     assert op_types(check(m, [("B", 4)])) == ["BatchNormalization"]
 
 
+def test_linen_dense_and_layer_norm():
+    import flax.linen as nn
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.LayerNorm()(nn.Dense(5)(x))
+
+    m = M()
+    params = m.init(jax.random.key(0), jnp.ones((2, 4)))
+    model = check(lambda x: m.apply(params, x), [("B", 4)])
+    assert op_types(model) == ["Gemm", "LayerNormalization"]
+
+
 def test_a_configuration_no_spec_handles_traces_the_original():
     m = nnx.LayerNorm(8, reduction_axes=(-2, -1), feature_axes=-1, rngs=nnx.Rngs(0))
     model = check(m, [("B", 3, 8)])
     assert "LayerNormalization" not in op_types(model)
+
+
+def test_group_norm():
+    m = nnx.GroupNorm(6, num_groups=3, rngs=nnx.Rngs(0))
+    m.scale[...] = jax.random.normal(jax.random.key(1), (6,))
+    m.bias[...] = jax.random.normal(jax.random.key(2), (6,))
+    model = check(m, [("B", 4, 5, 6)], rtol=1e-4, atol=1e-4)
+    assert op_types(model).count("GroupNormalization") == 1
+    assert "GroupNormalization" not in op_types(check(m, [("B", 4, 5, 6)], opset=20))
 
 
 @pytest.mark.parametrize("pool,op", [("max_pool", "MaxPool"), ("avg_pool", "AveragePool")])
