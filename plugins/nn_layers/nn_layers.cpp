@@ -1,6 +1,7 @@
 // nn_layers: flax nnx layers and flax pooling, bound through binding specs
 // (ABI 1.2) so that each call is the ONNX op made for it:
-//   nnx.Linear        -> Gemm (2-D input) or MatMul + Add  (and linen.Dense)
+//   nnx.Linear        -> Gemm (2-D input) or MatMul + Add  (and linen.Dense,
+//                        nnx.LinearGeneral over the last axis)
 //   nnx.LayerNorm     -> LayerNormalization (opset 17)     (and linen.LayerNorm)
 //   nnx.RMSNorm       -> RMSNormalization (opset 23)
 //   nnx.BatchNorm     -> BatchNormalization (inference mode)
@@ -41,20 +42,42 @@ bool same_float_inputs(const Lowering& L) {
   return true;
 }
 
-// y = x @ kernel (+ bias): Gemm for a 2-D x, else MatMul (+ Add).
+// y = x @ kernel (+ bias) over the last axis of x: Gemm for a 2-D x, else
+// MatMul (+ Add). A kernel (in, out...) of LinearGeneral is used flattened to
+// (in, prod(out)) (the optimizer folds that Reshape of a constant) and the
+// result reshaped to (..., out...); a following Reshape that merges the out
+// dims again (Attention's) then folds away.
 void lower_linear(Lowering& L) {
   Aval x = L.in_aval(0), w = L.in_aval(1);
-  if (!same_float_inputs(L) || x.rank() < 1 || w.rank() != 2) return lower_reference(L);
-  bool bias = L.num_inputs() == 3;
-  if (bias && L.in_aval(2).rank() != 1) return lower_reference(L);
-  Aval out = L.out_aval(0);
-  if (x.rank() == 2) {
-    std::vector<Value> ins = {L.input(0), L.input(1)};
-    if (bias) ins.push_back(L.input(2));
-    return L.bind(0, L.op("Gemm", ins, out));
+  if (!same_float_inputs(L) || x.rank() < 1 || w.rank() < 2 || !w.is_static())
+    return lower_reference(L);
+  const bool bias = L.num_inputs() == 3;
+  if (bias && L.in_aval(2).rank() != w.rank() - 1) return lower_reference(L);
+  int64_t n = 1;
+  for (size_t i = 1; i < w.shape.size(); ++i) n *= w.shape[i].value;
+  Value wv = L.input(1), bv = bias ? L.input(2) : kNoValue;
+  if (w.rank() > 2) {
+    wv = L.op("Reshape", {wv, L.i64s({w.shape[0].value, n})}, w.with_shape({w.shape[0], Dim(n)}));
+    if (bias) bv = L.op("Reshape", {bv, L.i64s({n})}, L.in_aval(2).with_shape({Dim(n)}));
   }
-  Value y = L.op("MatMul", {L.input(0), L.input(1)}, out);
-  if (bias) y = L.op("Add", {y, L.input(2)}, out);
+  Aval out = L.out_aval(0);
+  Shape flat_shape = x.shape;
+  flat_shape.back() = Dim(n);
+  Aval flat = out.with_shape(flat_shape);
+  Value y;
+  if (x.rank() == 2) {
+    std::vector<Value> ins = {L.input(0), wv};
+    if (bias) ins.push_back(bv);
+    y = L.op("Gemm", ins, flat);
+  } else {
+    y = L.op("MatMul", {L.input(0), wv}, flat);
+    if (bias) y = L.op("Add", {y, bv}, flat);
+  }
+  if (w.rank() > 2) {
+    std::vector<int64_t> target(static_cast<size_t>(x.rank() - 1), 0);  // 0: keep x's dim
+    for (size_t i = 1; i < w.shape.size(); ++i) target.push_back(w.shape[i].value);
+    y = L.op("Reshape", {y, L.i64s(target)}, out);
+  }
   L.bind(0, y);
 }
 
@@ -210,10 +233,29 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
         .when("self.dot_general_cls is None");
     return b;
   };
+  // nnx.LinearGeneral over the last axis (MultiHeadAttention's projections).
+  auto linear_general = [](bool bias) {
+    Binding b("flax.nnx.LinearGeneral.__call__");
+    b.operand("inputs", Binding::kLeadingDims).operand("self.kernel[...]");
+    if (bias) b.operand("self.bias[...]");
+    b.when(bias ? "self.bias is not None" : "self.bias is None")
+        .when("self.axis in (-1, (-1,))")
+        .when("not self.batch_axis")
+        .when("out_sharding is None")
+        .when("self.dtype is None")
+        .when("self.preferred_element_type is None")
+        .when("self.dot_general_cls is None")
+        .when("self.dot_general is None or (self.dot_general.__name__ == 'dot_general' and "
+              "self.dot_general.__module__ == 'jax._src.lax.lax')");
+    return b;
+  };
   plugin.primitive("jaxonnx.nn.linear", lower_linear)
-      .emits({"Gemm", "MatMul", "Add"})
+      .emits({"Gemm", "MatMul", "Add", "Reshape"})
       .doc(onnx_doc("Gemm"))
-      .summary("flax nnx Linear / linen Dense as Gemm (2-D input) or MatMul + Add")
+      .summary("flax nnx Linear, LinearGeneral (last axis) / linen Dense as Gemm (2-D "
+               "input) or MatMul + Add")
+      .binds(linear_general(true))
+      .binds(linear_general(false))
       .binds(linear(true))
       .binds(linear(false))
       .binds(dense(true))
