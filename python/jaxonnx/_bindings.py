@@ -8,9 +8,9 @@ traced; every other call runs the original callable.
 
 A bound primitive carries `reference`, the original callable traced as a
 function of the operands (a ClosedJaxpr). It gives the primitive its meaning
-everywhere JAX can meet it: eager impl and XLA lowering (evaluate it), abstract eval (the
-plugin's callback, else its output avals: jax.eval_shape of the original, so
-symbolic dims survive), jvp (differentiate it) and vmap (bind again with the
+everywhere JAX can meet it: eager impl and XLA lowering (evaluate it),
+abstract eval (the plugin's callback, else its output avals: jax.eval_shape of
+the original, so symbolic dims survive), jvp (differentiate it) and vmap (bind again with the
 batch dim leading where the spec says the primitive maps over leading dims,
 else vmap it). Plugins may inline it where their fused op does not fit.
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib
 import inspect
 import sys
 import weakref
@@ -44,10 +43,10 @@ LEADING = "leading_dims_operands"
 
 _FUNCTIONS = {"len": len, "tuple": tuple, "int": int, "float": float, "bool": bool, "str": str,
               "abs": abs, "min": min, "max": max}
-_NODES = (ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Expression, ast.Name, ast.Load, ast.Attribute, ast.Subscript, ast.Constant,
-          ast.Tuple, ast.Compare, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
+_NODES = (ast.Expression, ast.Name, ast.Load, ast.Attribute, ast.Subscript, ast.Constant,
+          ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Tuple, ast.Compare, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
           ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In,
-          ast.NotIn, ast.Call, ast.Index if hasattr(ast, "Index") else ast.Constant)
+          ast.NotIn, ast.Call)
 
 
 class SpecError(_core.ConversionError):
