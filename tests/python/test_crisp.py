@@ -345,3 +345,16 @@ def test_linear_general():
     m = nnx.LinearGeneral(6, (2, 4), rngs=nnx.Rngs(0))
     model = check(m, [("B", 3, 6)])
     assert op_types(model) == ["MatMul", "Add", "Reshape"]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nnx.RMSNorm(4, param_dtype=jnp.float64, rngs=nnx.Rngs(0)),
+    lambda: (lambda x: nnx.max_pool(x, (2, 2), strides=(1, 1))),
+], ids=["RMSNormalization", "MaxPool"])
+def test_float64_layers_load_and_match(make, request):
+    # (BatchNorm: flax keeps its statistics in float32 whatever param_dtype says,
+    # and mixed dtypes lower the reference)
+    with jax.enable_x64(True):
+        fn = make()
+    model = check(fn, [("B", 3, 3, 4)], x64=True)
+    assert request.node.callspec.id in op_types(model)
