@@ -1,5 +1,6 @@
-"""jaxonnx beside jax2onnx on every example, in one process: conversion time,
-where jaxonnx spends it, graph size, onnxruntime latency, error against JAX.
+"""jaxonnx beside jax2onnx on every example (and a 24-block GPT), in one process:
+conversion time, where jaxonnx spends it, graph size, onnxruntime latency, error
+against JAX. Every conversion gets a new model instance (no tracing-cache hits).
 
     python benchmarks/compare.py [--runs 5] [--models mlp gpt] [--write-docs]
 
@@ -35,9 +36,14 @@ import onnxruntime as ort  # noqa: E402
 
 import _common  # noqa: E402
 import jaxonnx  # noqa: E402
-from jaxonnx import _core, _plugins, _source, _trace  # noqa: E402  (for the phase breakdown)
+from jaxonnx import _bindings, _core, _plugins, _source, _trace  # noqa: E402  (for the phase breakdown)
 
-MODELS = ("mlp", "cnn", "vit", "gpt", "lstm")
+MODELS = ("mlp", "cnn", "vit", "gpt", "gpt24", "lstm")
+# Models that are another size of an example: name -> (example, NAME, factory).
+VARIANTS = {
+    "gpt24": ("gpt", "GPT 24 blocks, d=128",
+              lambda m: m.GPT(256, 32, 128, 4, 24, rngs=m.nnx.Rngs(0))),
+}
 LATENCY_BATCH = 8
 DOC = ROOT / "docs" / "performance.md"
 CHART = ROOT / "docs" / "performance.png"
@@ -66,7 +72,11 @@ def jaxonnx_phases(fn, specs):
     `times`): the jaxpr's transfer to C++, lowering through the plugins, the passes,
     and serialization."""
     registry = _plugins.registry(None)
-    t_trace, closed = timed(lambda: _trace.trace(fn, specs, [], []))
+
+    def trace():
+        with _bindings.window(registry):
+            return _trace.trace(fn, specs, [], [])
+    t_trace, closed = timed(trace)
     names = [f"in_{i}" for i in range(len(specs))]
 
     def core(optimize, times=None):
@@ -126,21 +136,27 @@ def latency(sessions, feed_of, runs):
 
 
 def measure(name, runs, latency_runs, j2o):
-    module = importlib.import_module(name)
-    fn = module.make_model()
+    example, title, factory = VARIANTS.get(name, (name, None, None))
+    module = importlib.import_module(example)
+
+    def new():
+        """A new instance for every conversion: JAX caches a trace per function
+        object, and a user converts a model once, so no run may hit that cache."""
+        return factory(module) if factory else module.make_model()
+    fn = new()
     inputs = module.inputs()
     specs = _common.specs(inputs)
-    row = {"model": module.NAME}
+    row = {"model": title or module.NAME}
 
     # First calls, in this order: make_jaxpr, jaxonnx, jax2onnx. The first
     # make_jaxpr pays JAX's one-time costs for this model; the converters'
     # first calls then show their own start-up (plugin loading, imports).
-    row["jaxpr_first"], _ = timed(lambda: jax.make_jaxpr(fn)(*specs))
-    row["jaxonnx_first"], model = timed(lambda: jaxonnx_convert(fn, specs))
+    row["jaxpr_first"], _ = timed(lambda f=new(): jax.make_jaxpr(f)(*specs))
+    row["jaxonnx_first"], model = timed(lambda f=new(): jaxonnx_convert(f, specs))
     models = {"jaxonnx": model}
     if j2o is not None:
         try:
-            row["jax2onnx_first"], models["jax2onnx"] = timed(lambda: j2o(fn, specs))
+            row["jax2onnx_first"], models["jax2onnx"] = timed(lambda f=new(): j2o(f, specs))
         except Exception as e:  # the peer's failure is a cell, not a crash
             row["jax2onnx_failure"] = failure(e)
 
@@ -150,18 +166,18 @@ def measure(name, runs, latency_runs, j2o):
     # Each run converts a new instance: JAX's trace cache, keyed on the callable,
     # must not answer for any of the three.
     for _ in range(runs):
-        t["jaxpr"].append(timed(lambda m=module.make_model(): jax.make_jaxpr(m)(*specs))[0])
-        t["jaxonnx"].append(timed(lambda m=module.make_model(): jaxonnx_convert(m, specs))[0])
+        t["jaxpr"].append(timed(lambda f=new(): jax.make_jaxpr(f)(*specs))[0])
+        t["jaxonnx"].append(timed(lambda f=new(): jaxonnx_convert(f, specs))[0])
         if "jax2onnx" in models:
-            t["jax2onnx"].append(timed(lambda m=module.make_model(): j2o(m, specs))[0])
-        phases.append(jaxonnx_phases(module.make_model(), specs))
+            t["jax2onnx"].append(timed(lambda f=new(): j2o(f, specs))[0])
+        phases.append(jaxonnx_phases(new(), specs))
     for k, v in t.items():
         if v:
             row[k] = median(v)
     for k in phases[0]:
         row[f"phase_{k}"] = median([p[k] for p in phases])
 
-    # Graphs, onnxruntime latency and error at batch 8.
+    # Graphs, onnxruntime latency and error at batch 8 (fn: a model of its own).
     xs = _common.sample(inputs, LATENCY_BATCH, seed=LATENCY_BATCH)
     want = [np.asarray(w) for w in jax.tree.leaves(_common.jitted(fn)(*xs))]
     sessions = {}
@@ -241,6 +257,12 @@ def table(rows, peer_note):
         for k in ("jaxonnx_ort_error", "jax2onnx_ort_error"):
             if k in r:
                 notes.append(f"{r['model']}: {k.split('_')[0]} model in onnxruntime: {r[k]}")
+    for k in ("nodes / jax2onnx", "latency / jax2onnx"):
+        vs = [ratios(r)[k] for r in rows if "failure" not in r]
+        vs = [v for v in vs if v]
+        if vs:
+            notes.append(f"geometric mean of {k}: {statistics.geometric_mean(vs):.2f} "
+                         f"over {len(vs)} models")
     return "\n".join(lines + [""] + [f"- {n}" for n in notes])
 
 

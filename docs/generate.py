@@ -37,7 +37,27 @@ def render() -> str:
         "|---|---|---|",
     ]
     lines += [f"| `{name}` | {plugin} | {ops} |" for name, plugin, ops in rows]
+    lines += crisp_table(reg)
     return "\n".join(lines) + "\n"
+
+
+def crisp_table(reg) -> list:
+    """The primitives that binding specs bind (docs/crisp_ops.md), with their targets
+    and what their plugin says about them (NaN/infinity differences included)."""
+    rows = []
+    for plugin in reg.plugins:
+        for prim in plugin["primitives"]:
+            targets = sorted({b["target"] for b in prim["bindings"]})
+            if targets:
+                rows.append((prim["name"], ", ".join(f"`{t}`" for t in targets), prim["summary"]))
+    if not rows:
+        return []
+    return ["", "## Crisp ops (binding specs)", "",
+            "Calls that `to_onnx` (crisp=True, the default) routes to one primitive while",
+            "tracing; see [crisp_ops.md](crisp_ops.md). Where a note says an op differs on NaN",
+            "or infinity, `crisp=\"exact\"` keeps JAX's own lowering.", "",
+            "| primitive | Python targets | notes |", "|---|---|---|"] + [
+        f"| `{name}` | {targets} | {summary} |" for name, targets, summary in sorted(rows)]
 
 
 def main(argv) -> int:

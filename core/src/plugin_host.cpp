@@ -79,6 +79,31 @@ std::string checked_str(jxo_str s, const std::string& what) {
   return out;
 }
 
+std::vector<std::string> strs(const jxo_str* v, size_t n) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(str(v[i]));
+  return out;
+}
+
+// A binding spec's copy; `where` names it in errors.
+BindingSpec binding(const jxo_binding* b, const std::string& where) {
+  if (!b || b->struct_size < offsetof(jxo_binding, leading_dims_operands) + sizeof(uint64_t))
+    throw PluginLoadError(where + " has a truncated binding spec");
+  BindingSpec spec;
+  spec.target = str(b->target);
+  spec.operands = strs(b->operands, b->num_operands);
+  spec.params = strs(b->params, b->num_params);
+  spec.when = strs(b->when, b->num_when);
+  spec.leading_dims_operands = b->leading_dims_operands;
+  if (spec.target.find('.') == std::string::npos)
+    throw PluginLoadError(where + " has a binding spec whose target '" + spec.target +
+                          "' is not a dotted path (module.attribute)");
+  for (const std::string& p : spec.params)
+    if (p.find('=') == std::string::npos)
+      throw PluginLoadError(where + " has a binding param '" + p + "' that is not name=expression");
+  return spec;
+}
+
 // Copies what the host keeps from a plugin's descriptor, validating as it goes.
 LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
   if (d->struct_size < offsetof(jxo_plugin_desc, num_primitives) + sizeof(size_t))
@@ -125,6 +150,12 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
       info.doc_url = checked_str(pd->doc_url, what + "'s doc URL");
     if (JXO_HAS_FIELD(pd, jxo_primitive_desc, summary))
       info.summary = checked_str(pd->summary, what + "'s summary");
+    if d->abi_minor >= 2 && JXO_HAS_FIELD(pd, jxo_primitive_desc, num_bindings)) {
+      if (pd->num_bindings && !pd->bindings)
+        throw PluginLoadError(what + " ('" + info.name + "') lists binding specs but no table");
+      for (size_t k = 0; k < pd->num_bindings; ++k)
+        info.bindings.push_back(binding(pd->bindings[k], "primitive '" + info.name + "'"));
+    }
     p.primitives.push_back(std::move(info));
   }
   return p;

@@ -9,8 +9,8 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import (_callbacks, _core, _functions, _keys, _layout, _opset, _output, _plugins,
-                     _progress, _record, _source, _specs, _supported, _trace)
+from jaxonnx import (_bindings, _callbacks, _core, _functions, _keys, _layout, _opset, _output,
+                     _plugins, _progress, _record, _source, _specs, _supported, _trace)
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "ir", "bytes", "file")
@@ -55,10 +55,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             return_mode="proto", output_path=None, inputs_as_nchw=None, outputs_as_nchw=None,
             input_names=None, output_names=None, export_mode="standard",
             normalization_mode="auto", plugin_dirs=None, optimize=True, plugin_overrides=None,
-            inline_functions=False, external_data=None):
+            inline_functions=False, external_data=None, crisp=True):
     """Converts `fn` to an ONNX model. jax2onnx 0.17.1's signature and meanings,
     plus plugin_dirs, optimize, plugin_overrides, inline_functions,
-    external_data and return_mode="bytes".
+    external_data, crisp and return_mode="bytes".
 
     fn: a callable (a function, a flax nnx module or a bound method of one)
         taking one positional argument per entry of `inputs`. An nnx module is
@@ -95,7 +95,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
     input_names, output_names: names of the positional inputs and of the
         outputs, in order (input_params keep their keys).
     export_mode: "standard" or "web" (one self-contained file that
-        onnxruntime-web loads); both write a single file today.
+        onnxruntime-web loads: never external data).
     normalization_mode: "auto" or "prefer_native" (native LayerNormalization
         and the like where a plugin offers them and the opset has them), or
         "force_decomposed" (their elementwise form, always).
@@ -119,6 +119,11 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         ExternalData sets threshold, layout and file name, and for "proto"/"bytes"
         the folder the data is written to (the model then references it there);
         False: never. A model over 2 GB without external data raises ConversionError.
+    crisp: apply the plugins' binding specs while tracing, so that calls such as
+        flax.nnx.LayerNorm or jax.nn.gelu become one ONNX op (docs/crisp_ops.md).
+        "exact" keeps only those that agree with JAX on NaN and infinity too;
+        False traces through every callable (as normalization_mode="force_decomposed"
+        does).
 
     With $JAXONNX_ENABLE_STACKTRACE_METADATA=1 (or jax2onnx's variable) every
     node carries its provenance as metadata_props: pkg.jaxonnx.primitive,
@@ -130,9 +135,15 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
     _choice("return_mode", return_mode, RETURN_MODES)
     _choice("export_mode", export_mode, EXPORT_MODES)
     _choice("normalization_mode", normalization_mode, NORMALIZATION_MODES)
-    # Selects the binding-spec window: native normalization ops (LayerNormalization
-    # & co.) unless the user forces their decomposed form.
-    crisp = normalization_mode != "force_decomposed"
+    # jax2onnx's switch for native normalization ops maps onto the binding-spec
+    # window: "force_decomposed" traces through every high-level call.
+    if normalization_mode == "force_decomposed":
+        crisp = False
+    if export_mode == "web":  # onnxruntime-web loads one self-contained file
+        if external_data not in (None, False):
+            raise ConversionError('export_mode="web" writes one self-contained file; '
+                                  "external_data cannot be used with it")
+        external_data = False
     if return_mode == "file" and not output_path:
         raise ConversionError('return_mode="file" needs output_path')
     if return_mode == "ir":
@@ -160,7 +171,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         if set(names_in) & set(params):
             raise ConversionError(f"input_names {sorted(set(names_in) & set(params))} are "
                                   f"input_params keys too")
-        with _functions.tracing():
+        registry = _plugins.registry(plugin_dirs, plugin_overrides)
+        with _functions.tracing(), _bindings.window(registry, crisp):
             closed = _trace.trace(fn, _layout.input_specs(specs, nchw_in), param_specs,
                                   list(params), wrap=_layout.bridge(nchw_in, nchw_out))
         names_out = _names("output_names", output_names, len(closed.jaxpr.outvars)) or []
@@ -170,7 +182,6 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         _keys.check_threefry_partitionable(closed)
         _callbacks.warn_dropped(closed)
         _supported.check_program(closed, names_in + list(params))
-        registry = _plugins.registry(plugin_dirs, plugin_overrides)
         if record_primitive_calls_file:
             _record.write(record_primitive_calls_file, closed, registry)
         lowered_opset = max(int(opset), _core.MIN_OPSET)

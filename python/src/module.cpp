@@ -31,6 +31,17 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
     q["doc_url"] = prim.doc_url;
     q["summary"] = prim.summary;
     q["abstract_eval"] = prim.abstract_eval != nullptr;
+    pb::list bindings;
+    for (const BindingSpec& b : prim.bindings) {
+      pb::dict spec;
+      spec["target"] = b.target;
+      spec["operands"] = b.operands;
+      spec["params"] = b.params;
+      spec["when"] = b.when;
+      spec["leading_dims_operands"] = b.leading_dims_operands;
+      bindings.append(spec);
+    }
+    q["bindings"] = bindings;
     prims.append(q);
   }
   d["primitives"] = prims;

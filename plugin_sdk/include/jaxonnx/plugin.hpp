@@ -832,8 +832,19 @@ inline jxo_status* to_status(const jxo_api* api, const std::string& msg) {
   return api->status_create(to_jxo(msg));
 }
 
+// A binding spec's storage and its C view (pointers into the vectors).
+struct BindingEntry {
+  std::string target;
+  std::vector<std::string> operands, params, when;
+  uint64_t leading = 0;
+  std::vector<jxo_str> operands_c, params_c, when_c;
+  jxo_binding c{};
+};
+
 struct PrimitiveEntry {
   std::string name, doc_url, summary;
+  std::vector<std::unique_ptr<BindingEntry>> bindings;
+  std::vector<const jxo_binding*> bindings_c;
   std::vector<std::string> ops;
   std::vector<jxo_str> ops_c;
   LowerFn lower;
@@ -866,6 +877,46 @@ inline jxo_status* abstract_eval_trampoline(const jxo_api* api, jxo_abstract_eva
 }
 }  // namespace detail
 
+// A binding spec (ABI 1.2): while jaxonnx traces, a call of the Python
+// callable `target` binds this primitive. Expressions are small Python
+// expressions over the call's arguments, by parameter name (see jxo_binding).
+//
+//   plugin.primitive("jaxonnx.nn.layer_norm", lower)
+//       .binds(Binding("flax.nnx.LayerNorm.__call__")
+//                  .operand("x", Binding::kLeadingDims)
+//                  .operand("self.scale.value")
+//                  .param("epsilon", "self.epsilon")
+//                  .when("self.scale is not None"));
+//
+// The equation gets the operands as inputs, the params, and `reference`: the
+// original callable traced as a function of the operands (a jaxpr), which a
+// lowering can inline (Lowering::inline_jaxpr) where the fused op does not fit.
+class Binding {
+ public:
+  // The operand may carry extra leading dims the primitive maps over.
+  static constexpr bool kLeadingDims = true;
+  explicit Binding(std::string target) { e_.target = std::move(target); }
+  Binding& operand(std::string expr, bool leading_dims = false) {
+    if (e_.operands.size() >= 64) throw Error("a binding spec has at most 64 operands");
+    if (leading_dims) e_.leading |= uint64_t{1} << e_.operands.size();
+    e_.operands.push_back(std::move(expr));
+    return *this;
+  }
+  Binding& param(const std::string& name, const std::string& expr) {
+    e_.params.push_back(name + "=" + expr);
+    return *this;
+  }
+  // A call mode handled: the expression must be true, else the original runs.
+  Binding& when(std::string expr) {
+    e_.when.push_back(std::move(expr));
+    return *this;
+  }
+  const detail::BindingEntry& entry() const { return e_; }
+
+ private:
+  detail::BindingEntry e_;
+};
+
 // What a plugin's registration block fills in.
 class Plugin {
  public:
@@ -885,6 +936,11 @@ class Plugin {
     PrimitiveRef& doc(std::string url) { e_->doc_url = std::move(url); return *this; }
     PrimitiveRef& summary(std::string s) { e_->summary = std::move(s); return *this; }
     PrimitiveRef& abstract_eval(AbstractEvalFn fn) { e_->abstract_eval = std::move(fn); return *this; }
+    // A Python callable that binds this primitive while tracing (see Binding).
+    PrimitiveRef& binds(const Binding& b) {
+      e_->bindings.push_back(std::make_unique<detail::BindingEntry>(b.entry()));
+      return *this;
+    }
 
    private:
     detail::PrimitiveEntry* e_;
@@ -915,6 +971,23 @@ class Plugin {
       d.num_onnx_ops = e->ops_c.size();
       d.doc_url = to_jxo(e->doc_url);
       d.summary = to_jxo(e->summary);
+      for (auto& b : e->bindings) {
+        for (const std::string& x : b->operands) b->operands_c.push_back(to_jxo(x));
+        for (const std::string& x : b->params) b->params_c.push_back(to_jxo(x));
+        for (const std::string& x : b->when) b->when_c.push_back(to_jxo(x));
+        b->c.struct_size = sizeof(jxo_binding);
+        b->c.target = to_jxo(b->target);
+        b->c.operands = b->operands_c.data();
+        b->c.num_operands = b->operands_c.size();
+        b->c.params = b->params_c.data();
+        b->c.num_params = b->params_c.size();
+        b->c.when = b->when_c.data();
+        b->c.num_when = b->when_c.size();
+        b->c.leading_dims_operands = b->leading;
+        e->bindings_c.push_back(&b->c);
+      }
+      d.bindings = e->bindings_c.data();
+      d.num_bindings = e->bindings_c.size();
       prim_ptrs_.push_back(&d);
     }
     desc_.struct_size = sizeof(jxo_plugin_desc);

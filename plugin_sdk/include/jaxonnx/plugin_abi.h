@@ -32,8 +32,9 @@
 /* Minor 1 (append-only): subgraphs (graph_begin, graph_add_input, graph_end,
  * JXO_ATTR_GRAPH and jxo_attr.graph), output_used, and jaxpr introspection
  * (jaxpr_input_aval, jaxpr_output_aval, jaxpr_output_source, jaxpr_depends, and the
- * equations: jaxpr_num_eqns ... jaxpr_output_eqn). */
-#define JXO_ABI_MINOR 1
+ * equations: jaxpr_num_eqns ... jaxpr_output_eqn).
+ * Minor 2 (append-only): binding specs (jxo_binding, jxo_primitive_desc.bindings). */
+#define JXO_ABI_MINOR 2
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
 
@@ -323,6 +324,40 @@ typedef jxo_status* (*jxo_lower_fn)(const jxo_api* api, jxo_lowering* ctx, void*
 typedef jxo_status* (*jxo_abstract_eval_fn)(const jxo_api* api, jxo_abstract_eval* ctx,
                                             void* user_data);
 
+/* A binding spec (minor 2): while jaxonnx traces, a call of the Python callable
+ * `target` binds the primitive of the jxo_primitive_desc that lists it, instead
+ * of tracing through the callable. The host only stores it; the Python side
+ * applies it. Each expression is a small Python expression over the call's
+ * arguments, named as in the callable's signature with defaults applied: names,
+ * attributes (no dunders but __name__, __module__), constant subscripts,
+ * constants, tuples, comparisons, and/or/not, and calls of len, tuple, int,
+ * float, bool, str, abs, min, max. The name jaxonnx_exact is true when the user
+ * asked for ops exact on NaN and infinity as well (to_onnx crisp="exact"). An
+ * expression that fails to evaluate counts as false (in `when`) or makes the
+ * call fall back to the original (elsewhere). */
+typedef struct jxo_binding {
+  uint32_t struct_size;
+  /* Module path + attribute: "flax.nnx.LayerNorm.__call__", "jax.nn.gelu". */
+  jxo_str target;
+  /* The primitive's inputs, in order: "x", "self.scale.value". Each must give
+   * an array. */
+  const jxo_str* operands;
+  size_t num_operands;
+  /* Static params, each "name=expression" ("epsilon=self.epsilon"); the value
+   * must be None, a bool, int, float, string, or a tuple of those. */
+  const jxo_str* params;
+  size_t num_params;
+  /* The call modes handled: every expression must be true, else the call
+   * goes to the original callable. */
+  const jxo_str* when;
+  size_t num_when;
+  /* Bit i set: the primitive maps over extra leading dims of operand i (the
+   * same dims for every set bit), so vmap over those operands binds it again
+   * with the batch dim leading. A vmap over any other operand calls the
+   * original. */
+  uint64_t leading_dims_operands;
+} jxo_binding;
+
 typedef struct jxo_primitive_desc {
   uint32_t struct_size;
   jxo_str name;                       /* the JAX primitive name it claims */
@@ -333,6 +368,10 @@ typedef struct jxo_primitive_desc {
   size_t num_onnx_ops;
   jxo_str doc_url; /* may be empty */
   jxo_str summary; /* one line, may be empty */
+  /* -- minor 2 -- */
+  /* The Python callables that bind this primitive while tracing (may be 0). */
+  const jxo_binding* const* bindings;
+  size_t num_bindings;
 } jxo_primitive_desc;
 
 typedef struct jxo_plugin_desc {
@@ -390,6 +429,14 @@ JXO_STATIC_ASSERT(offsetof(jxo_api, ae_add_output) ==
 JXO_STATIC_ASSERT(offsetof(jxo_api, jaxpr_output_eqn) ==
                       offsetof(jxo_api, status_create) + 48 * sizeof(void*),
                   "jxo_api minor-1 layout: append new fields after jaxpr_output_eqn");
+JXO_STATIC_ASSERT(offsetof(jxo_primitive_desc, summary) + sizeof(jxo_str) ==
+                      offsetof(jxo_primitive_desc, bindings),
+                  "jxo_primitive_desc minor-2 layout: bindings follow summary");
+JXO_STATIC_ASSERT(offsetof(jxo_binding, target) == 8, "jxo_binding layout");
+JXO_STATIC_ASSERT(offsetof(jxo_binding, operands) == 8 + sizeof(jxo_str), "jxo_binding layout");
+JXO_STATIC_ASSERT(offsetof(jxo_binding, leading_dims_operands) ==
+                      8 + sizeof(jxo_str) + 6 * sizeof(void*),
+                  "jxo_binding layout");
 JXO_STATIC_ASSERT(offsetof(jxo_attr, tensor) + sizeof(void*) == offsetof(jxo_attr, graph),
                   "jxo_attr minor-1 layout: graph follows tensor");
 

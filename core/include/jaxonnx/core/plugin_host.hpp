@@ -14,6 +14,14 @@ namespace jaxonnx {
 
 struct LoadedPlugin;
 
+// A binding spec (ABI 1.2): a Python callable that binds a primitive while
+// tracing. The host only keeps it for the Python side; see jxo_binding.
+struct BindingSpec {
+  std::string target;
+  std::vector<std::string> operands, params, when;
+  uint64_t leading_dims_operands = 0;
+};
+
 // One primitive a plugin claims.
 struct PrimitiveInfo {
   std::string name;
@@ -22,6 +30,7 @@ struct PrimitiveInfo {
   void* user_data = nullptr;
   std::vector<std::string> onnx_ops;
   std::string doc_url, summary;
+  std::vector<BindingSpec> bindings;
   const LoadedPlugin* plugin = nullptr;
 };
 

@@ -1,0 +1,148 @@
+// nn_activations: jax.nn activations (and their flax nnx / linen re-exports),
+// bound through binding specs (ABI 1.2) so that each call is one ONNX op
+// instead of JAX's decomposition.
+//
+// Each primitive takes the activation's input `x` and its static params; the
+// equation also carries `reference`, the original function traced, which is
+// inlined where the ONNX op does not apply: an opset older than the op, or a
+// dtype onnxruntime's CPU provider has no kernel of the op for.
+//
+// Numerics: every op agrees with JAX to float rounding on finite inputs. On
+// NaN and infinity they agree as well (Relu(NaN) = NaN, Softmax of a row
+// holding +inf gives NaN, as JAX's does), so none is limited by crisp="exact".
+#include <jaxonnx/plugin.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace jaxonnx::sdk;
+
+// Lowers the equation through its `reference` jaxpr (the original function).
+void lower_reference(Lowering& L) {
+  std::vector<Value> outs = L.inline_jaxpr(L.param("reference").as_jaxpr(), L.inputs());
+  for (size_t i = 0; i < outs.size(); ++i) L.bind(i, outs[i]);
+}
+
+// One activation: its ONNX op, the opset that op needs, the dtypes
+// onnxruntime's CPU kernels take, and how params become attributes.
+struct Activation {
+  const char* name;      // jax.nn attribute; the primitive is jaxonnx.nn.<name>
+  const char* op;        // ONNX op
+  int64_t min_opset;     // first opset with the op (as used here)
+  bool f64;              // onnxruntime has a float64 kernel
+  std::vector<const char*> params;  // "name=expression" of the binding
+  std::vector<Attr> (*attrs)(Lowering& L);
+  const char* summary;
+};
+
+std::vector<Attr> no_attrs(Lowering&) { return {}; }
+
+// JAX's selu constants (jax.nn.selu), written out so ONNX's float defaults
+// (rounded to f32) do not apply in float64.
+constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
+
+const std::vector<Activation>& activations() {
+  static const std::vector<Activation> table = {
+      {"relu", "Relu", 14, true, {}, no_attrs, "jax.nn.relu as Relu"},
+      {"sigmoid", "Sigmoid", 13, true, {}, no_attrs, "jax.nn.sigmoid as Sigmoid"},
+      {"gelu", "Gelu", 20, false, {"approximate=approximate"},
+       [](Lowering& L) {
+         return std::vector<Attr>{
+             Attr::s("approximate", L.param("approximate").as_bool() ? "tanh" : "none")};
+       },
+       "jax.nn.gelu (both forms) as Gelu"},
+      {"elu", "Elu", 6, false, {"alpha=alpha"},
+       [](Lowering& L) { return std::vector<Attr>{Attr::f("alpha", L.param("alpha").as_float())}; },
+       "jax.nn.elu as Elu"},
+      {"celu", "Celu", 12, false, {"alpha=alpha"},
+       [](Lowering& L) { return std::vector<Attr>{Attr::f("alpha", L.param("alpha").as_float())}; },
+       "jax.nn.celu as Celu"},
+      {"selu", "Selu", 6, false, {},
+       [](Lowering&) {
+         return std::vector<Attr>{Attr::f("alpha", kSeluAlpha), Attr::f("gamma", kSeluScale)};
+       },
+       "jax.nn.selu as Selu"},
+      {"leaky_relu", "LeakyRelu", 16, false, {"negative_slope=negative_slope"},
+       [](Lowering& L) {
+         return std::vector<Attr>{Attr::f("alpha", L.param("negative_slope").as_float())};
+       },
+       "jax.nn.leaky_relu as LeakyRelu"},
+      {"hard_sigmoid", "HardSigmoid", 6, false, {},
+       [](Lowering&) { return std::vector<Attr>{Attr::f("alpha", 1.0 / 6.0), Attr::f("beta", 0.5)}; },
+       "jax.nn.hard_sigmoid (relu6(x + 3) / 6) as HardSigmoid"},
+      {"hard_swish", "HardSwish", 14, false, {}, no_attrs,
+       "jax.nn.hard_swish (x * relu6(x + 3) / 6) as HardSwish"},
+      {"softplus", "Softplus", 1, false, {}, no_attrs, "jax.nn.softplus as Softplus"},
+      {"mish", "Mish", 18, false, {}, no_attrs, "jax.nn.mish as Mish"},
+  };
+  return table;
+}
+
+// The modules that re-export jax.nn's functions under the same names.
+const char* const kNamespaces[] = {"jax.nn", "flax.nnx", "flax.linen"};
+
+void lower_activation(Lowering& L, const Activation& a) {
+  Aval x = L.in_aval(0);
+  bool typed = x.dtype == dtype::f32 || (a.f64 && x.dtype == dtype::f64);
+  if (L.opset() < a.min_opset || !typed) return lower_reference(L);
+  L.bind(0, L.op(a.op, {L.input(0)}, L.out_aval(0), a.attrs(L)));
+}
+
+// softmax / log_softmax over one axis (an int, or a 1-tuple).
+void lower_softmax(Lowering& L, const char* op) {
+  Aval x = L.in_aval(0);
+  Param axis = L.param("axis");
+  if (!(x.dtype == dtype::f32 || x.dtype == dtype::f64) || x.rank() < 1) return lower_reference(L);
+  int64_t ax = 0;
+  if (axis.kind() == JXO_PARAM_INT) ax = axis.as_int();
+  else if (axis.kind() == JXO_PARAM_LIST && axis.size() == 1) ax = axis[0].as_int();
+  else return lower_reference(L);
+  if (ax < -x.rank() || ax >= x.rank()) return lower_reference(L);
+  L.bind(0, L.op(op, {L.input(0)}, L.out_aval(0), {Attr::i("axis", ax)}));
+}
+
+// Binds jax.nn.<fn> and its re-exports. `leading`: the op maps over extra
+// leading dims of x (true for elementwise ops and for a negative axis).
+void bind_everywhere(Plugin::PrimitiveRef& ref, const std::string& fn,
+                     const std::vector<const char*>& params, const std::vector<const char*>& when,
+                     bool leading = true) {
+  for (const char* ns : kNamespaces) {
+    Binding b(std::string(ns) + "." + fn);
+    b.operand("x", leading);
+    for (const char* p : params) {
+      std::string s(p);
+      size_t eq = s.find('=');
+      b.param(s.substr(0, eq), s.substr(eq + 1));
+    }
+    for (const char* w : when) b.when(w);
+    ref.binds(b);
+  }
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("nn_activations", "0.1.0") {
+  for (const Activation& a : activations()) {
+    auto ref = plugin.primitive(std::string("jaxonnx.nn.") + a.name,
+                                [&a](Lowering& L) { lower_activation(L, a); })
+                   .emits({a.op})
+                   .doc(onnx_doc(a.op))
+                   .summary(a.summary);
+    bind_everywhere(ref, a.name, a.params, {});
+  }
+  for (auto [name, op] : {std::pair{"softmax", "Softmax"}, std::pair{"log_softmax", "LogSoftmax"}}) {
+    auto ref = plugin.primitive(std::string("jaxonnx.nn.") + name,
+                                [op = op](Lowering& L) { lower_softmax(L, op); })
+                   .emits({op})
+                   .doc(onnx_doc(op))
+                   .summary(std::string("jax.nn.") + name + " over one axis as " + op);
+    // axis as a negative int, so that it holds when a vmap adds leading
+    // dims; an axis tuple falls to the second spec, which maps over none.
+    bind_everywhere(ref, name, {"axis=axis - x.ndim * (axis >= 0)"}, {"where is None"});
+    bind_everywhere(ref, name, {"axis=axis"}, {"where is None"}, false);
+  }
+}

@@ -1,0 +1,360 @@
+// nn_layers: flax nnx layers and flax pooling, bound through binding specs
+// (ABI 1.2) so that each call is the ONNX op made for it:
+//   nnx.Linear        -> Gemm (2-D input) or MatMul + Add  (and linen.Dense,
+//                        nnx.LinearGeneral over the last axis)
+//   nnx.LayerNorm     -> LayerNormalization (opset 17)     (and linen.LayerNorm)
+//   nnx.RMSNorm       -> RMSNormalization (opset 23)
+//   nnx.BatchNorm     -> BatchNormalization (inference mode)
+//   nnx.GroupNorm     -> GroupNormalization (opset 21)
+//   max_pool/avg_pool -> MaxPool / AveragePool (NHWC inside one Transpose pair,
+//                        which the optimizer folds against a Conv's)
+// The equation carries `reference`, the original call traced as a function
+// of the operands; it is inlined where the op does not fit (older opset, a
+// dtype onnxruntime has no kernel of the op for, an unusual configuration).
+//
+// Numerics: each agrees with JAX to float rounding on finite inputs. MaxPool
+// differs on NaN: onnxruntime's MaxPool skips a NaN that is not the first
+// element of a window, JAX's max propagates it, so max_pool is bound only
+// without crisp="exact".
+#include <jaxonnx/plugin.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace jaxonnx::sdk;
+
+void lower_reference(Lowering& L) {
+  std::vector<Value> outs = L.inline_jaxpr(L.param("reference").as_jaxpr(), L.inputs());
+  for (size_t i = 0; i < outs.size(); ++i) L.bind(i, outs[i]);
+}
+
+bool is_f32_or_f64(int32_t t) { return t == dtype::f32 || t == dtype::f64; }
+
+// All inputs float32 or all float64.
+bool same_float_inputs(const Lowering& L) {
+  int32_t t = L.in_aval(0).dtype;
+  if (!is_f32_or_f64(t)) return false;
+  for (size_t i = 1; i < L.num_inputs(); ++i)
+    if (L.in_aval(i).dtype != t) return false;
+  return true;
+}
+
+// y = x @ kernel (+ bias) over the last axis of x: Gemm for a 2-D x, else
+// MatMul (+ Add). A kernel (in, out...) of LinearGeneral is used flattened to
+// (in, prod(out)) (the optimizer folds that Reshape of a constant) and the
+// result reshaped to (..., out...); a following Reshape that merges the out
+// dims again (Attention's) then folds away.
+void lower_linear(Lowering& L) {
+  Aval x = L.in_aval(0), w = L.in_aval(1);
+  if (!same_float_inputs(L) || x.rank() < 1 || w.rank() < 2 || !w.is_static())
+    return lower_reference(L);
+  const bool bias = L.num_inputs() == 3;
+  if (bias && L.in_aval(2).rank() != w.rank() - 1) return lower_reference(L);
+  int64_t n = 1;
+  for (size_t i = 1; i < w.shape.size(); ++i) n *= w.shape[i].value;
+  Value wv = L.input(1), bv = bias ? L.input(2) : kNoValue;
+  if (w.rank() > 2) {
+    wv = L.op("Reshape", {wv, L.i64s({w.shape[0].value, n})}, w.with_shape({w.shape[0], Dim(n)}));
+    if (bias) bv = L.op("Reshape", {bv, L.i64s({n})}, L.in_aval(2).with_shape({Dim(n)}));
+  }
+  Aval out = L.out_aval(0);
+  Shape flat_shape = x.shape;
+  flat_shape.back() = Dim(n);
+  Aval flat = out.with_shape(flat_shape);
+  Value y;
+  if (x.rank() == 2) {
+    std::vector<Value> ins = {L.input(0), wv};
+    if (bias) ins.push_back(bv);
+    y = L.op("Gemm", ins, flat);
+  } else {
+    y = L.op("MatMul", {L.input(0), wv}, flat);
+    if (bias) y = L.op("Add", {y, bv}, flat);
+  }
+  if (w.rank() > 2) {
+    std::vector<int64_t> target(static_cast<size_t>(x.rank() - 1), 0);  // 0: keep x's dim
+    for (size_t i = 1; i < w.shape.size(); ++i) target.push_back(w.shape[i].value);
+    y = L.op("Reshape", {y, L.i64s(target)}, out);
+  }
+  L.bind(0, y);
+}
+
+// Normalization over the last axis: LayerNormalization (x, scale[, bias]) or
+// RMSNormalization (x, scale).
+void lower_last_axis_norm(Lowering& L, const char* op, int64_t min_opset) {
+  Aval x = L.in_aval(0);
+  if (L.opset() < min_opset || !same_float_inputs(L) || x.rank() < 1) return lower_reference(L);
+  for (size_t i = 1; i < L.num_inputs(); ++i)
+    if (L.in_aval(i).rank() != 1) return lower_reference(L);
+  L.bind(0, L.op(op, L.inputs(), L.out_aval(0),
+                 {Attr::i("axis", -1), Attr::f("epsilon", L.param("epsilon").as_float())}));
+}
+
+// NHWC <-> NCHW permutations for a rank-r tensor with channels last.
+std::vector<int64_t> to_channels_first(int64_t r) {
+  std::vector<int64_t> p = {0, r - 1};
+  for (int64_t i = 1; i < r - 1; ++i) p.push_back(i);
+  return p;
+}
+std::vector<int64_t> to_channels_last(int64_t r) {
+  std::vector<int64_t> p = {0};
+  for (int64_t i = 2; i < r; ++i) p.push_back(i);
+  p.push_back(1);
+  return p;
+}
+
+Shape permuted(const Shape& s, const std::vector<int64_t>& perm) {
+  Shape out;
+  for (int64_t p : perm) out.push_back(s[static_cast<size_t>(p)]);
+  return out;
+}
+
+// Inference batch norm, channels last: (x - mean) / sqrt(var + eps) * scale + bias.
+void lower_batch_norm(Lowering& L) {
+  Aval x = L.in_aval(0);
+  if (!same_float_inputs(L) || x.rank() < 2) return lower_reference(L);
+  Value xv = L.input(0);
+  auto in = to_channels_first(x.rank());
+  Value xt = L.transpose(xv, x, in);
+  Aval t_aval = x.with_shape(permuted(x.shape, in));
+  Value y = L.op("BatchNormalization", {xt, L.input(1), L.input(2), L.input(3), L.input(4)}, t_aval,
+                 {Attr::f("epsilon", L.param("epsilon").as_float())});
+  L.bind(0, L.transpose(y, t_aval, to_channels_last(x.rank())));
+}
+
+// GroupNorm, channels last, statistics over every axis but the batch (axis 0)
+// within each group: GroupNormalization (opset 21: per-channel scale, bias).
+void lower_group_norm(Lowering& L) {
+  Aval x = L.in_aval(0);
+  if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3)
+    return lower_reference(L);
+  auto in = to_channels_first(x.rank());
+  Value xt = L.transpose(L.input(0), x, in);
+  Aval t_aval = x.with_shape(permuted(x.shape, in));
+  Value y = L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval,
+                 {Attr::i("num_groups", L.param("num_groups").as_int()),
+                  Attr::f("epsilon", L.param("epsilon").as_float())});
+  L.bind(0, L.transpose(y, t_aval, to_channels_last(x.rank())));
+}
+
+// flax max_pool / avg_pool on (batch, spatial..., features).
+void lower_pool(Lowering& L, bool max) {
+  Aval x = L.in_aval(0);
+  std::vector<int64_t> window = L.param("window").as_ints();
+  const int64_t n = static_cast<int64_t>(window.size());
+  bool typed = max ? is_f32_or_f64(x.dtype) : x.dtype == dtype::f32;
+  if (!typed || x.rank() != n + 2) return lower_reference(L);
+  std::vector<int64_t> strides(static_cast<size_t>(n), 1);
+  if (!L.param("strides").is_none()) strides = L.param("strides").as_ints();
+  if (static_cast<int64_t>(strides.size()) != n) return lower_reference(L);
+  // ONNX pads: all the starts, then all the ends.
+  std::vector<int64_t> pads(static_cast<size_t>(2 * n), 0);
+  Param padding = L.param("padding");
+  if (padding.kind() == JXO_PARAM_STRING) {
+    std::string mode = padding.as_string();
+    if (mode == "SAME") {
+      for (int64_t i = 0; i < n; ++i) {
+        const Dim& d = x.shape[static_cast<size_t>(i + 1)];
+        if (!d.is_static()) return lower_reference(L);
+        int64_t s = strides[i], out = (d.value + s - 1) / s;
+        int64_t total = std::max<int64_t>((out - 1) * s + window[i] - d.value, 0);
+        pads[i] = total / 2;
+        pads[n + i] = total - total / 2;
+      }
+    } else if (mode != "VALID") {
+      return lower_reference(L);
+    }
+  } else if (padding.kind() == JXO_PARAM_LIST && static_cast<int64_t>(padding.size()) == n) {
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<int64_t> lo_hi = padding[i].as_ints();
+      if (lo_hi.size() != 2 || lo_hi[0] < 0 || lo_hi[1] < 0) return lower_reference(L);
+      pads[i] = lo_hi[0];
+      pads[n + i] = lo_hi[1];
+    }
+  } else {
+    return lower_reference(L);
+  }
+  auto in = to_channels_first(x.rank());
+  Value xt = L.transpose(L.input(0), x, in);
+  Aval out = L.out_aval(0);
+  Aval t_out = out.with_shape(permuted(out.shape, in));
+  std::vector<Attr> attrs = {Attr::ints("kernel_shape", window), Attr::ints("strides", strides),
+                             Attr::ints("pads", pads)};
+  if (!max)
+    attrs.push_back(Attr::i("count_include_pad", L.param("count_include_pad").as_bool() ? 1 : 0));
+  Value y = L.op(max ? "MaxPool" : "AveragePool", {xt}, t_out, attrs);
+  L.bind(0, L.transpose(y, t_out, to_channels_last(x.rank())));
+}
+
+// The guards every nnx normalization shares: flax's own arithmetic, no mask,
+// no cross-device statistics, the last axis.
+Binding nnx_norm(const std::string& cls, const char* axes_attr) {
+  Binding b("flax.nnx." + cls + ".__call__");
+  b.operand("x", Binding::kLeadingDims)
+      .param("epsilon", "self.epsilon")
+      .when("mask is None")
+      .when("self.dtype is None")
+      .when("self.axis_name is None")
+      .when(std::string("self.") + axes_attr + " in (-1, (-1,))");
+  return b;
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("nn_layers", "0.1.0") {
+  auto linear = [](bool bias) {
+    Binding b("flax.nnx.Linear.__call__");
+    b.operand("inputs", Binding::kLeadingDims).operand("self.kernel[...]");
+    if (bias) b.operand("self.bias[...]");
+    b.when(bias ? "self.bias is not None" : "self.bias is None")
+        .when("out_sharding is None")
+        .when("self.dtype is None")
+        .when("self.preferred_element_type is None")
+        .when("self.dot_general.__name__ == 'dot_general'")
+        .when("self.dot_general.__module__ == 'jax._src.lax.lax'");
+    return b;
+  };
+  // flax linen: the params live in the bound module's variables (absent while
+  // initializing, when the original runs and creates them).
+  auto linen_param = [](const char* name) {
+    return std::string("self.variables['params']['") + name + "']";
+  };
+  auto dense = [&](bool bias) {
+    Binding b("flax.linen.Dense.__call__");
+    b.operand("inputs", Binding::kLeadingDims).operand(linen_param("kernel"));
+    if (bias) b.operand(linen_param("bias"));
+    b.when("'params' in self.variables")
+        .when("'kernel' in self.variables['params']")
+        .when(bias ? "self.use_bias" : "not self.use_bias")
+        .when("self.dtype is None")
+        .when("self.dot_general is None")
+        .when("self.dot_general_cls is None");
+    return b;
+  };
+  // nnx.LinearGeneral over the last axis (MultiHeadAttention's projections).
+  auto linear_general = [](bool bias) {
+    Binding b("flax.nnx.LinearGeneral.__call__");
+    b.operand("inputs", Binding::kLeadingDims).operand("self.kernel[...]");
+    if (bias) b.operand("self.bias[...]");
+    b.when(bias ? "self.bias is not None" : "self.bias is None")
+        .when("self.axis in (-1, (-1,))")
+        .when("not self.batch_axis")
+        .when("out_sharding is None")
+        .when("self.dtype is None")
+        .when("self.preferred_element_type is None")
+        .when("self.dot_general_cls is None")
+        .when("self.dot_general is None or (self.dot_general.__name__ == 'dot_general' and "
+              "self.dot_general.__module__ == 'jax._src.lax.lax')");
+    return b;
+  };
+  plugin.primitive("jaxonnx.nn.linear", lower_linear)
+      .emits({"Gemm", "MatMul", "Add", "Reshape"})
+      .doc(onnx_doc("Gemm"))
+      .summary("flax nnx Linear, LinearGeneral (last axis) / linen Dense as Gemm (2-D "
+               "input) or MatMul + Add")
+      .binds(linear_general(true))
+      .binds(linear_general(false))
+      .binds(linear(true))
+      .binds(linear(false))
+      .binds(dense(true))
+      .binds(dense(false));
+
+  auto layer_norm = [](bool bias) {
+    Binding b = nnx_norm("LayerNorm", "reduction_axes");
+    b.when("self.feature_axes in (-1, (-1,))").when("self.scale is not None");
+    b.operand("self.scale[...]");
+    if (bias) b.operand("self.bias[...]");
+    b.when(bias ? "self.bias is not None" : "self.bias is None");
+    return b;
+  };
+  auto linen_layer_norm = [&](bool bias) {
+    Binding b("flax.linen.LayerNorm.__call__");
+    b.operand("x", Binding::kLeadingDims).operand(linen_param("scale"));
+    if (bias) b.operand(linen_param("bias"));
+    b.param("epsilon", "self.epsilon")
+        .when("'params' in self.variables")
+        .when("'scale' in self.variables['params']")
+        .when("self.use_scale")
+        .when(bias ? "self.use_bias" : "not self.use_bias")
+        .when("mask is None")
+        .when("self.dtype is None")
+        .when("self.axis_name is None")
+        .when("self.reduction_axes in (-1, (-1,))")
+        .when("self.feature_axes in (-1, (-1,))");
+    return b;
+  };
+  plugin.primitive("jaxonnx.nn.layer_norm",
+                   [](Lowering& L) { lower_last_axis_norm(L, "LayerNormalization", 17); })
+      .emits({"LayerNormalization"})
+      .doc(onnx_doc("LayerNormalization"))
+      .summary("flax nnx / linen LayerNorm over the last axis as LayerNormalization")
+      .binds(layer_norm(true))
+      .binds(layer_norm(false))
+      .binds(linen_layer_norm(true))
+      .binds(linen_layer_norm(false));
+
+  plugin.primitive("jaxonnx.nn.rms_norm",
+                   [](Lowering& L) { lower_last_axis_norm(L, "RMSNormalization", 23); })
+      .emits({"RMSNormalization"})
+      .doc(onnx_doc("RMSNormalization"))
+      .summary("flax nnx RMSNorm over the last axis as RMSNormalization (opset 23)")
+      .binds(nnx_norm("RMSNorm", "reduction_axes")
+                 .when("self.feature_axes in (-1, (-1,))")
+                 .when("self.scale is not None")
+                 .operand("self.scale[...]"));
+
+  plugin.primitive("jaxonnx.nn.batch_norm", lower_batch_norm)
+      .emits({"BatchNormalization", "Transpose"})
+      .doc(onnx_doc("BatchNormalization"))
+      .summary("flax nnx BatchNorm in inference mode as BatchNormalization")
+      .binds(nnx_norm("BatchNorm", "axis")
+                 .when("use_running_average or (use_running_average is None and "
+                       "self.use_running_average)")
+                 .when("self.scale is not None")
+                 .when("self.bias is not None")
+                 .operand("self.scale[...]")
+                 .operand("self.bias[...]")
+                 .operand("self.mean[...]")
+                 .operand("self.var[...]"));
+
+  Binding group_norm("flax.nnx.GroupNorm.__call__");
+  group_norm.operand("x")
+      .operand("self.scale[...]")
+      .operand("self.bias[...]")
+      .param("epsilon", "self.epsilon")
+      .param("num_groups", "self.num_groups")
+      .when("mask is None")
+      .when("self.dtype is None")
+      .when("self.axis_name is None")
+      .when("self.reduction_axes is None")
+      .when("self.scale is not None")
+      .when("self.bias is not None")
+      .when("self.num_groups * self.group_size == x.shape[-1]");
+  plugin.primitive("jaxonnx.nn.group_norm", lower_group_norm)
+      .emits({"GroupNormalization", "Transpose"})
+      .doc(onnx_doc("GroupNormalization"))
+      .summary("flax nnx GroupNorm as GroupNormalization (opset 21)")
+      .binds(group_norm);
+
+  for (bool max : {true, false}) {
+    const char* fn = max ? "max_pool" : "avg_pool";
+    auto ref = plugin.primitive(std::string("jaxonnx.nn.") + fn,
+                                [max](Lowering& L) { lower_pool(L, max); })
+                   .emits({max ? "MaxPool" : "AveragePool", "Transpose"})
+                   .doc(onnx_doc(max ? "MaxPool" : "AveragePool"))
+                   .summary(std::string("flax ") + fn + " as " + (max ? "MaxPool" : "AveragePool") +
+                            (max ? " (skips NaN; not bound with crisp=\"exact\")" : ""));
+    for (const char* ns : {"flax.nnx.", "flax.linen."}) {
+      Binding b(std::string(ns) + fn);
+      b.operand("inputs")
+          .param("window", "tuple(window_shape)")
+          .param("strides", "strides")
+          .param("padding", "padding");
+      if (max) b.when("not jaxonnx_exact");
+      else b.param("count_include_pad", "count_include_pad");
+      ref.binds(b);
+    }
+  }
+}

@@ -1,0 +1,360 @@
+"""Crisp ops: binding specs (ABI 1.2) route jax.nn / flax calls to one ONNX op.
+
+Each op: numbers against JAX through onnxruntime (f32, f64 where onnxruntime
+has the kernel, static and symbolic batch), the fused op in the graph, under
+jit and vmap; the window restores every target, also on an exception; crisp
+on and off give the same numbers; below the op's opset the reference lowers.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnxruntime as ort
+import pytest
+from flax import nnx
+
+import jaxonnx
+from jaxonnx import _bindings, _plugins
+from helpers import check, op_types, symbolic_specs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (jax.nn function, kwargs, ONNX op, onnxruntime has a float64 kernel)
+ACTIVATIONS = [
+    ("relu", {}, "Relu", True),
+    ("sigmoid", {}, "Sigmoid", True),
+    ("gelu", {"approximate": True}, "Gelu", False),
+    ("gelu", {"approximate": False}, "Gelu", False),
+    ("elu", {"alpha": 0.7}, "Elu", False),
+    ("celu", {"alpha": 1.3}, "Celu", False),
+    ("selu", {}, "Selu", False),
+    ("leaky_relu", {"negative_slope": 0.05}, "LeakyRelu", False),
+    ("hard_sigmoid", {}, "HardSigmoid", False),
+    ("hard_swish", {}, "HardSwish", False),
+    ("softplus", {}, "Softplus", False),
+    ("mish", {}, "Mish", False),
+    ("softmax", {}, "Softmax", True),
+    ("softmax", {"axis": 1}, "Softmax", True),
+    ("log_softmax", {}, "LogSoftmax", True),
+]
+IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for n, kw, _, _ in ACTIVATIONS]
+
+
+def wide_inputs(shape, dtype, rng):
+    return (rng.standard_normal(size=shape) * 4).astype(dtype)
+
+
+@pytest.mark.parametrize("name,kwargs,op,f64", ACTIVATIONS, ids=IDS)
+@pytest.mark.parametrize("shape", [(3, 5), ("B", 5)], ids=["static", "symbolic"])
+def test_activation(name, kwargs, op, f64, shape):
+    fn = lambda x: getattr(jax.nn, name)(x, **kwargs)  # noqa: E731
+    model = check(fn, [shape], make_inputs=wide_inputs)
+    assert op in op_types(model)
+    if f64:
+        model = check(fn, [shape], x64=True, make_inputs=wide_inputs)
+        assert op in op_types(model)
+
+
+@pytest.mark.parametrize("name,kwargs,op,f64", ACTIVATIONS[:4] + ACTIVATIONS[-3:],
+                         ids=IDS[:4] + IDS[-3:])
+def test_activation_under_jit_and_vmap(name, kwargs, op, f64):
+    f = lambda x: getattr(jax.nn, name)(x, **kwargs)  # noqa: E731
+    for fn in (jax.jit(f), jax.vmap(f), jax.vmap(jax.jit(f))):
+        model = check(fn, [("B", 4, 6)], make_inputs=wide_inputs)
+        assert op in op_types(model)
+
+
+def test_flax_namespaces_bind_too():
+    model = check(lambda x: nnx.relu(nnx.gelu(x)), [("B", 8)])
+    assert {"Relu", "Gelu"} <= set(op_types(model))
+
+
+def test_below_the_ops_opset_the_reference_is_lowered():
+    model = check(lambda x: jax.nn.gelu(x), [("B", 8)], opset=18)
+    assert "Gelu" not in op_types(model)
+    model = check(lambda x: jax.nn.gelu(x), [("B", 8)], opset=20)
+    assert "Gelu" in op_types(model)
+
+
+def test_gelu_float64_lowers_the_reference():
+    model = check(lambda x: jax.nn.gelu(x), [("B", 8)], x64=True)
+    assert "Gelu" not in op_types(model)  # onnxruntime has no float64 Gelu
+
+
+@pytest.mark.parametrize("name", ["relu", "elu", "leaky_relu"])
+def test_jvp_differentiates_the_original(name):
+    # (gelu's and softmax's tangents need add_any, which no bundled plugin
+    # lowers yet; test_eager_calls_in_the_window_run_the_original grads them)
+    f = getattr(jax.nn, name)
+    g = lambda x: jax.jvp(f, (x,), (jnp.cos(x),))  # noqa: E731
+    check(g, [(3, 5)])
+    check(jax.vmap(g), [("B", 3, 5)])
+
+
+# ------------------------------------------------------------------ layers
+
+def linear(din, dout, use_bias=True):
+    return nnx.Linear(din, dout, use_bias=use_bias, rngs=nnx.Rngs(0))
+
+
+@pytest.mark.parametrize("use_bias", [True, False])
+def test_linear_2d_is_gemm(use_bias):
+    model = check(linear(6, 4, use_bias), [("B", 6)])
+    assert op_types(model).count("Gemm") == 1
+    assert "MatMul" not in op_types(model)
+
+
+def test_linear_3d_is_matmul_add():
+    model = check(linear(6, 4), [("B", 3, 6)])
+    assert sorted(op_types(model)) == ["Add", "MatMul"]
+
+
+def test_linear_float64():
+    with jax.enable_x64(True):
+        m = nnx.Linear(6, 4, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
+    model = check(m, [("B", 6)], x64=True)
+    assert op_types(model) == ["Gemm"]
+
+
+def test_linear_under_vmap_and_jit():
+    m = linear(6, 4)
+    model = check(jax.vmap(jax.jit(lambda x: m(x))), [("B", 2, 6)])
+    assert "MatMul" in op_types(model) or "Gemm" in op_types(model)
+    assert len(op_types(model)) <= 2
+
+
+def test_layer_norm():
+    m = nnx.LayerNorm(8, rngs=nnx.Rngs(0))
+    m.scale[...] = jax.random.normal(jax.random.key(1), (8,))
+    m.bias[...] = jax.random.normal(jax.random.key(2), (8,))
+    model = check(m, [("B", 3, 8)], make_inputs=wide_inputs)
+    assert op_types(model) == ["LayerNormalization"]
+    model = check(jax.vmap(m), [("B", 3, 8)], make_inputs=wide_inputs)
+    assert op_types(model) == ["LayerNormalization"]
+    no_bias = nnx.LayerNorm(8, use_bias=False, rngs=nnx.Rngs(0))
+    assert op_types(check(no_bias, [("B", 8)])) == ["LayerNormalization"]
+
+
+def test_layer_norm_float64():
+    with jax.enable_x64(True):
+        m = nnx.LayerNorm(8, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
+    model = check(m, [("B", 8)], x64=True)
+    assert op_types(model) == ["LayerNormalization"]
+
+
+def test_rms_norm():
+    m = nnx.RMSNorm(8, rngs=nnx.Rngs(0))
+    m.scale[...] = jax.random.normal(jax.random.key(1), (8,))
+    model = check(m, [("B", 3, 8)], make_inputs=wide_inputs)
+    assert op_types(model) == ["RMSNormalization"]
+    model = check(m, [("B", 3, 8)], make_inputs=wide_inputs, opset=22)
+    assert "RMSNormalization" not in op_types(model)
+
+
+def test_batch_norm_inference():
+    m = nnx.BatchNorm(4, use_running_average=True, rngs=nnx.Rngs(0))
+    m.mean[...] = jnp.arange(4.0)
+    m.var[...] = jnp.arange(1.0, 5.0)
+    m.scale[...] = jnp.array([0.5, 1.0, 2.0, -1.0])
+    model = check(m, [("B", 5, 5, 4)])
+    assert op_types(model).count("BatchNormalization") == 1
+    assert op_types(check(m, [("B", 4)])) == ["BatchNormalization"]
+
+
+def test_linen_dense_and_layer_norm():
+    import flax.linen as nn
+
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.LayerNorm()(nn.Dense(5)(x))
+
+    m = M()
+    params = m.init(jax.random.key(0), jnp.ones((2, 4)))
+    model = check(lambda x: m.apply(params, x), [("B", 4)])
+    assert op_types(model) == ["Gemm", "LayerNormalization"]
+
+
+def test_a_configuration_no_spec_handles_traces_the_original():
+    m = nnx.LayerNorm(8, reduction_axes=(-2, -1), feature_axes=-1, rngs=nnx.Rngs(0))
+    model = check(m, [("B", 3, 8)])
+    assert "LayerNormalization" not in op_types(model)
+
+
+def test_group_norm():
+    m = nnx.GroupNorm(6, num_groups=3, rngs=nnx.Rngs(0))
+    m.scale[...] = jax.random.normal(jax.random.key(1), (6,))
+    m.bias[...] = jax.random.normal(jax.random.key(2), (6,))
+    model = check(m, [("B", 4, 5, 6)], rtol=1e-4, atol=1e-4)
+    assert op_types(model).count("GroupNormalization") == 1
+    assert "GroupNormalization" not in op_types(check(m, [("B", 4, 5, 6)], opset=20))
+
+
+@pytest.mark.parametrize("pool,op", [("max_pool", "MaxPool"), ("avg_pool", "AveragePool")])
+@pytest.mark.parametrize("padding", ["VALID", "SAME", ((1, 0), (0, 1))])
+def test_pool(pool, op, padding):
+    fn = lambda x: getattr(nnx, pool)(x, window_shape=(2, 3), strides=(2, 1), padding=padding)  # noqa: E731
+    model = check(fn, [("B", 7, 6, 3)])
+    assert op in op_types(model)
+
+
+def test_avg_pool_without_padded_counts():
+    fn = lambda x: nnx.avg_pool(x, (3, 3), padding="SAME", count_include_pad=False)  # noqa: E731
+    assert "AveragePool" in op_types(check(fn, [("B", 5, 5, 2)]))
+
+
+def test_exact_keeps_max_pool_nan_propagation():
+    fn = lambda x: nnx.max_pool(x, (2, 2), strides=(2, 2))  # noqa: E731
+    spec = [jax.ShapeDtypeStruct((1, 2, 2, 1), np.float32)]
+    exact = jaxonnx.to_onnx(fn, spec, crisp="exact")
+    assert "MaxPool" not in op_types(exact)
+    x = np.array([1.0, np.nan, 0.0, 2.0], np.float32).reshape(1, 2, 2, 1)
+    out = ort.InferenceSession(exact.SerializeToString()).run(None, {"in_0": x})[0]
+    assert np.isnan(out).all() and np.isnan(np.asarray(fn(x))).all()
+    assert "MaxPool" in op_types(jaxonnx.to_onnx(fn, spec))
+
+
+# ------------------------------------------------------------------ the window
+
+class Boom(Exception):
+    pass
+
+
+def test_window_restores_every_target_also_on_an_exception():
+    before = (jax.nn.gelu, nnx.gelu, nnx.Linear.__dict__["__call__"], "__call__" in
+              nnx.LayerNorm.__dict__, nnx.max_pool)
+
+    def fails(x):
+        assert jax.nn.gelu is not before[0]  # the window is open while tracing
+        raise Boom()
+
+    with pytest.raises(Boom):
+        jaxonnx.to_onnx(fails, [(2,)])
+    after = (jax.nn.gelu, nnx.gelu, nnx.Linear.__dict__["__call__"], "__call__" in
+             nnx.LayerNorm.__dict__, nnx.max_pool)
+    assert all(a is b for a, b in zip(before, after))
+
+
+def test_crisp_false_traces_through():
+    model = jaxonnx.to_onnx(lambda x: jax.nn.gelu(x), [("B", 4)], crisp=False)
+    assert "Gelu" not in op_types(model)
+
+
+def test_crisp_rejects_other_values():
+    with pytest.raises(jaxonnx.ConversionError, match="crisp"):
+        jaxonnx.to_onnx(jax.nn.relu, [(2,)], crisp="yes")
+
+
+def test_eager_calls_in_the_window_run_the_original():
+    reg = _plugins.registry(None)
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    with _bindings.window(reg):
+        eager = jax.nn.gelu(x)
+        jitted = jax.jit(jax.nn.gelu)(x)  # binds the primitive; XLA runs its reference
+        grad = jax.grad(lambda v: jnp.sum(jax.nn.gelu(v)))(x)
+    np.testing.assert_allclose(eager, jax.nn.gelu(x), rtol=1e-6)
+    np.testing.assert_allclose(jitted, jax.nn.gelu(x), rtol=1e-6)
+    np.testing.assert_allclose(grad, jax.grad(lambda v: jnp.sum(jax.nn.gelu(v)))(x), rtol=1e-6)
+
+
+def test_every_binding_spec_compiles_and_has_a_dotted_target():
+    reg = _plugins.registry(None)
+    specs = _bindings._specs(reg)
+    assert "jax.nn.gelu" in specs and "flax.nnx.Linear.__call__" in specs
+    for target, ss in specs.items():
+        assert "." in target and all(s.primitive.startswith("jaxonnx.nn.") for s in ss)
+
+
+def test_a_spec_expression_outside_the_language_is_refused():
+    with pytest.raises(jaxonnx.ConversionError, match="do not allow"):
+        _bindings._compile("x.__class__", "test")
+    with pytest.raises(jaxonnx.ConversionError, match="do not allow"):
+        _bindings._compile("open('f')", "test")
+
+
+# ------------------------------------------------------------------ models
+
+sys.path.insert(0, str(ROOT / "examples"))
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "gpt", "vit"])
+def test_examples_give_the_same_numbers_with_crisp_on_and_off(name):
+    import importlib
+    module = importlib.import_module(name)
+    model = module.make_model(small=True)
+    import _common
+    specs = _common.specs(module.inputs(small=True))
+    on = jaxonnx.to_onnx(model, specs)
+    off = jaxonnx.to_onnx(model, specs, crisp=False)
+    assert len(on.graph.node) < len(off.graph.node)
+    args = _common.sample(module.inputs(small=True), 2)
+    feeds = {i.name: a for i, a in zip(on.graph.input, args)}
+    a = ort.InferenceSession(on.SerializeToString()).run(None, feeds)
+    b = ort.InferenceSession(off.SerializeToString()).run(None, feeds)
+    expected = jax.tree_util.tree_leaves(model(*args))
+    for x, y, e in zip(a, b, expected):
+        np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(x, np.asarray(e), rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------ attention
+
+def qkv_inputs(shape, dtype, rng):
+    return rng.standard_normal(size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"scale": 0.3}], ids=str)
+def test_dot_product_attention(kwargs):
+    fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, **kwargs)  # noqa: E731
+    model = check(fn, [("B", 5, 2, 8), ("B", 7 if not kwargs.get("is_causal") else 5, 2, 8),
+                       ("B", 7 if not kwargs.get("is_causal") else 5, 2, 8)])
+    assert op_types(model).count("Attention") == 1
+    assert "Softmax" not in op_types(model) and "Transpose" not in op_types(model)
+
+
+def test_dot_product_attention_with_a_mask():
+    mask = jnp.asarray(np.tril(np.ones((1, 1, 5, 5), np.bool_)))
+    fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, mask=mask)  # noqa: E731
+    model = check(fn, [("B", 5, 2, 8)] * 3)
+    assert "Attention" in op_types(model)
+    exact = jaxonnx.to_onnx(fn, symbolic_specs([("B", 5, 2, 8)] * 3, [np.float32] * 3),
+                            crisp="exact")
+    assert "Attention" not in op_types(exact)  # a fully masked row: NaN in ONNX
+
+
+def test_dot_product_attention_below_opset_23_and_under_vmap():
+    fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v)  # noqa: E731
+    assert "Attention" not in op_types(check(fn, [("B", 5, 2, 8)] * 3, opset=22))
+    check(jax.vmap(fn), [("B", 3, 5, 2, 8)] * 3)  # rank 5: the reference
+
+
+def test_multi_head_attention_is_one_attention():
+    m = nnx.MultiHeadAttention(2, 16, decode=False, rngs=nnx.Rngs(0))
+    model = check(lambda x: m(x), [("B", 6, 16)])
+    # q, k, v: MatMul + Add each; Attention; the output projection: MatMul + Add.
+    # The heads' Reshapes of the projections and of Attention fold away.
+    assert sorted(op_types(model)) == sorted(["MatMul", "Add"] * 4 + ["Attention"])
+
+
+def test_linear_general():
+    m = nnx.LinearGeneral(6, (2, 4), rngs=nnx.Rngs(0))
+    model = check(m, [("B", 3, 6)])
+    assert op_types(model) == ["MatMul", "Add", "Reshape"]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nnx.RMSNorm(4, param_dtype=jnp.float64, rngs=nnx.Rngs(0)),
+    lambda: (lambda x: nnx.max_pool(x, (2, 2), strides=(1, 1))),
+], ids=["RMSNormalization", "MaxPool"])
+def test_float64_layers_load_and_match(make, request):
+    # (BatchNorm: flax keeps its statistics in float32 whatever param_dtype says,
+    # and mixed dtypes lower the reference)
+    with jax.enable_x64(True):
+        fn = make()
+    model = check(fn, [("B", 3, 3, 4)], x64=True)
+    assert request.node.callspec.id in op_types(model)
