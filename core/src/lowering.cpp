@@ -392,6 +392,7 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
     passes::ManagerOptions passes_options;
     passes_options.dump_dir = options.dump_ir_dir;
     passes_options.pass_seconds = &times.per_pass;
+    if (options.fuse) passes_options.rules = registry.rules();
     passes::optimize(model, passes_options);
   } else {
     prune(model.graph);

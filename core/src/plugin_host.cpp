@@ -60,6 +60,25 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
     if (JXO_HAS_FIELD(pd, jxo_primitive_desc, summary)) info.summary = str(pd->summary);
     p.primitives.push_back(std::move(info));
   }
+  if (JXO_HAS_FIELD(d, jxo_plugin_desc, num_rules))  // ABI 1.2: rewrite rules
+    for (size_t i = 0; i < d->num_rules; ++i) {
+      const jxo_rule_desc* rd = d->rules[i];
+      if (!rd || rd->struct_size < offsetof(jxo_rule_desc, user_data) + sizeof(void*))
+        throw PluginLoadError("rewrite rule #" + std::to_string(i) + " has a truncated descriptor");
+      RuleInfo rule;
+      rule.name = str(rd->name);
+      rule.root_op = str(rd->root_op);
+      rule.rewrite = rd->rewrite;
+      rule.user_data = rd->user_data;
+      if (rule.name.empty() || rule.root_op.empty() || !rule.rewrite)
+        throw PluginLoadError("rewrite rule #" + std::to_string(i) +
+                              " has no name, root op or callback");
+      if (JXO_HAS_FIELD(rd, jxo_rule_desc, min_opset)) rule.min_opset = rd->min_opset;
+      if (JXO_HAS_FIELD(rd, jxo_rule_desc, num_onnx_ops))
+        for (size_t k = 0; k < rd->num_onnx_ops; ++k) rule.onnx_ops.push_back(str(rd->onnx_ops[k]));
+      if (JXO_HAS_FIELD(rd, jxo_rule_desc, summary)) rule.summary = str(rd->summary);
+      p.rules.push_back(std::move(rule));
+    }
   return p;
 }
 
@@ -173,6 +192,7 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
                             (err.size ? str(err) : std::string("(no message)")));
     auto* plugin = new LoadedPlugin(describe(path, desc));
     for (PrimitiveInfo& prim : plugin->primitives) prim.plugin = plugin;
+    for (RuleInfo& rule : plugin->rules) rule.plugin = plugin;
     (*loaded)[path] = plugin;
     return *plugin;
   } catch (const PluginLoadError& e) {
@@ -184,6 +204,13 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
 const PrimitiveInfo* Registry::find(const std::string& primitive) const {
   auto it = by_name_.find(primitive);
   return it == by_name_.end() ? nullptr : it->second;
+}
+
+std::vector<const RuleInfo*> Registry::rules() const {
+  std::vector<const RuleInfo*> out;
+  for (const LoadedPlugin* p : plugins_)
+    for (const RuleInfo& r : p->rules) out.push_back(&r);
+  return out;
 }
 
 void Registry::add(const LoadedPlugin& plugin) {

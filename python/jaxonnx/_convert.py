@@ -46,7 +46,7 @@ def _write_atomically(path, data: bytes):
 
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             enable_double_precision=False, return_mode="proto", output_path=None,
-            plugin_dirs=None, optimize=True):
+            plugin_dirs=None, optimize=True, fuse=True):
     """Converts `fn` to an ONNX model.
 
     fn: a callable (a function, or a flax nnx module) taking one positional argument per
@@ -70,6 +70,11 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         False keeps the raw lowering, with only dead nodes removed.
         With $JAXONNX_DUMP_IR set to a folder, the graph is written there as
         text before and after every pass run.
+    fuse: with optimize, apply the plugins' rewrite rules, which turn JAX's
+        decompositions into fused ONNX ops (MatMul+Add -> Gemm, the softmax
+        chain -> Softmax, layer norm -> LayerNormalization, ...). They agree
+        with JAX within float rounding on finite inputs; docs/coverage.md lists
+        where they differ on NaN/inf. False keeps the exact decompositions.
 
     Raises ConversionError (a ValueError) with a message naming what went wrong.
     """
@@ -95,7 +100,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         input_names = [f"in_{i}" for i in range(len(specs))] + list(params)
         data = _core.convert(_plugins.registry(plugin_dirs), closed, int(opset), model_name,
                              input_names, [], _source.describe, _version(),
-                             bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""))
+                             bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""),
+                             fuse=bool(fuse))
 
     if return_mode == "bytes":
         return data

@@ -34,6 +34,17 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
     prims.append(q);
   }
   d["primitives"] = prims;
+  pb::list rules;
+  for (const RuleInfo& rule : p.rules) {
+    pb::dict q;
+    q["name"] = rule.name;
+    q["root_op"] = rule.root_op;
+    q["onnx_ops"] = rule.onnx_ops;
+    q["min_opset"] = rule.min_opset;
+    q["summary"] = rule.summary;
+    rules.append(q);
+  }
+  d["rules"] = rules;
   return d;
 }
 
@@ -41,7 +52,7 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
                   const std::string& model_name, std::vector<std::string> input_names,
                   std::vector<std::string> output_names, pb::object describe_source,
                   const std::string& producer_version, bool optimize,
-                  const std::string& dump_ir_dir, pb::object times) {
+                  const std::string& dump_ir_dir, pb::object times, bool fuse) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
@@ -55,6 +66,7 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   options.output_names = std::move(output_names);
   options.producer_version = producer_version;
   options.optimize = optimize;
+  options.fuse = fuse;
   options.dump_ir_dir = dump_ir_dir;
   options.times = &phases;
   if (!describe_source.is_none())
@@ -122,7 +134,7 @@ PYBIND11_MODULE(_core, m) {
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
         pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
-        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none());
+        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(), pb::arg("fuse") = true);
   m.def("abstract_eval", &abstract_eval_primitive, pb::arg("registry"), pb::arg("name"),
         pb::arg("in_avals"), pb::arg("params"));
 }

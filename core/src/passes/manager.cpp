@@ -73,7 +73,10 @@ Pipeline default_pipeline() {
 // Functions, when the IR grows them, are optimized here too, each body on its
 // own; a call site is an opaque node of the function's domain everywhere.
 void optimize(ir::Model& model, const ManagerOptions& options) {
-  PassManager(default_pipeline(), options).run(model.graph);
+  Pipeline pipeline = default_pipeline();
+  if (!options.rules.empty())  // before dce, which removes what a fusion leaves unread
+    pipeline.insert(pipeline.end() - 1, fuse(options.rules, model.opset));
+  PassManager(std::move(pipeline), options).run(model.graph);
 }
 
 }  // namespace jaxonnx::passes
