@@ -6,14 +6,13 @@
 // Numeric policy: a fused op agrees with JAX within float rounding on finite
 // inputs (it re-associates, nothing more). Differences on NaN/inf are listed
 // in docs/coverage.md (the rules section). Every rule checks onnxruntime's CPU
-// kernel table (jaxonnx/kernels.hpp) for the dtype before it fuses.
+// kernel table (jaxonnx/kernels.hpp, through plugin.hpp) for the dtype before it fuses.
 //
 // Rules match from the last node of a chain backwards. Intermediates a rule
 // would remove must have no reader outside the chain (otherwise fusing would
 // duplicate work rather than save it); every constant must be the one the
 // decomposition needs (a softmax over a sum divided by anything but the sum is
 // not a softmax).
-#include <jaxonnx/kernels.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -724,19 +723,25 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
       .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm");
   plugin.rule("max0_to_relu", "Max", max0_to_relu)
       .emits({"Relu"})
-      .summary("Max(x, 0) -> Relu (NaN: Relu may give 0 where JAX gives NaN)");
+      .summary("Max(x, 0) -> Relu. Signed zero: Relu(-0.0) is -0.0 where JAX gives 0.0; "
+               "NaN and inf as JAX");
   plugin.rule("softmax", "Div", softmax)
       .emits({"Softmax"})
-      .summary("exp(x - max x) / sum exp(x - max x) over one axis -> Softmax");
+      .summary("exp(x - max x) / sum exp(x - max x) over one axis (with JAX's -inf initial and "
+               "the lowering's NaN guard) -> Softmax. A row holding NaN or inf gives NaN, as in JAX");
   plugin.rule("log_softmax", "Sub", log_softmax)
       .emits({"LogSoftmax"})
-      .summary("(x - max x) - log(sum exp(x - max x)) over one axis -> LogSoftmax");
+      .summary("(x - max x) - log(sum exp(x - max x)) over one axis -> LogSoftmax. A row "
+               "holding NaN or inf gives NaN, as in JAX");
   for (const char* root : {"Mul", "Div"})
     plugin.rule(std::string("normalization_") + root, root, normalization)
         .emits({"LayerNormalization", "RMSNormalization"})
         .min_opset(17)
-        .summary("(x - mean) / sqrt(var + eps) * scale over trailing axes -> LayerNormalization "
-                 "(opset 17); x / sqrt(mean(x^2) + eps) * scale -> RMSNormalization (opset 23)");
+        .summary("(x - mean) / sqrt(var + eps) * scale over trailing axes (var as mean((x - "
+                 "mean)^2) or JAX's max(0, mean(x^2) - mean^2)) -> LayerNormalization (opset 17); "
+                 "x / sqrt(mean(x^2) + eps) * scale -> RMSNormalization (opset 23). onnxruntime "
+                 "computes var as mean((x - mean)^2): where JAX's fast form cancels "
+                 "catastrophically the fused op is the more accurate. NaN/inf rows give NaN, as in JAX");
   plugin.rule("normalization_bias", "Add", normalization_bias)
       .emits({"LayerNormalization"})
       .min_opset(17)
@@ -749,7 +754,9 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
   plugin.rule("gelu", "Mul", gelu)
       .emits({"Gelu"})
       .min_opset(20)
-      .summary("0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))) or 0.5 x (1 + erf(x/sqrt 2)) -> Gelu");
+      .summary("0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))) or 0.5 x (1 + erf(x/sqrt 2)) -> "
+               "Gelu (float32; onnxruntime has no float64 Gelu). NaN and inf as JAX. JAX's exact "
+               "gelu lowers erfc as a polynomial, which this rule does not match");
   plugin.rule("swish", "Mul", swish)
       .emits({"Swish"})
       .min_opset(24)

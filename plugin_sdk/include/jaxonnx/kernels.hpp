@@ -27,7 +27,7 @@ constexpr uint32_t kUnsigned = bit(JXO_DTYPE_UINT8) | bit(JXO_DTYPE_UINT16) |
                                bit(JXO_DTYPE_UINT32) | bit(JXO_DTYPE_UINT64);
 constexpr uint32_t kBool = bit(JXO_DTYPE_BOOL);
 constexpr uint32_t kNumeric = kF | kSigned | kUnsigned;
-// Max/Min and Where lack 16-bit integers and (Where) uint64 and bool.
+// Max/Min (and Pad) lack 16-bit integers; Where also uint64 and bool.
 constexpr uint32_t kMaxMin = kF | bit(JXO_DTYPE_INT8) | bit(JXO_DTYPE_INT32) |
                              bit(JXO_DTYPE_INT64) | bit(JXO_DTYPE_UINT8) | bit(JXO_DTYPE_UINT32) |
                              bit(JXO_DTYPE_UINT64);
@@ -63,6 +63,7 @@ inline constexpr Entry kTable[] = {
     {"Min", kMaxMin, 0},
     {"Mul", kNumeric, 0},
     {"Neg", kF | kSigned, 0},
+    {"Pad", kMaxMin | kBool, 0},
     {"Pow", kF | bit(JXO_DTYPE_INT32) | bit(JXO_DTYPE_INT64), 0},
     {"RMSNormalization", kF, 0},
     {"Reciprocal", kF, 0},
