@@ -277,26 +277,31 @@ class Fuse : public Pass {
       }
       if (!uses) uses = std::make_unique<Uses>(g);
       bool applied = false;
+      size_t before = g.nodes.size();
+      size_t inserted = 0;
       for (const RuleInfo* rule : it->second)
-        if ((applied = attempt(g, *uses, k, *rule))) break;
+        if ((applied = attempt(g, *uses, k, *rule, &inserted))) break;
       if (!applied) {
         ++k;
         continue;
       }
       // The root (now unread, or erased when it defined a graph output) and
       // whatever only it read are dead; dce removes them, so the next match
-      // sees true read counts. Then start over: indices have moved.
+      // sees true read counts. Removed nodes lie at or before the root, so
+      // the replacement now starts at or after k - removed: go on from there
+      // (its nodes may be roots of further rules).
       changed = true;
       erase_marked(g);
       dead_code_elimination()->run(g);
       uses.reset();
-      k = 0;
+      size_t removed = before + inserted - g.nodes.size();
+      k = k > removed ? k - removed : 0;
     }
     return changed;
   }
 
  private:
-  bool attempt(ir::Graph& g, const Uses& uses, size_t k, const RuleInfo& rule) {
+  bool attempt(ir::Graph& g, const Uses& uses, size_t k, const RuleInfo& rule, size_t* inserted) {
     jxo_rewrite rw;
     rw.graph = &g;
     rw.uses = &uses;
@@ -313,6 +318,7 @@ class Fuse : public Pass {
       throw ConversionError("the rewrite rule " + rw.rule + " failed at node '" +
                             g.nodes[k].name + "' (" + g.nodes[k].op_type + "): " + msg);
     }
+    *inserted = rw.nodes.size();
     if (rw.replaced.empty() || !commit(g, uses, rw)) {
       drop(g, rw);
       return false;
