@@ -37,6 +37,23 @@ def render() -> str:
         "|---|---|---|",
     ]
     lines += [f"| `{name}` | {plugin} | {ops} |" for name, plugin, ops in rows]
+    rules = [(r, plugin["name"]) for plugin in reg.plugins for r in plugin.get("rules", [])]
+    lines += [
+        "",
+        "## Rewrite rules",
+        "",
+        "Applied by the optimizer's `fuse` pass (docs/optimizer.md) unless",
+        "`to_onnx(..., fuse=False)`, which keeps the exact decompositions. A fused op agrees with",
+        "JAX within float rounding on finite inputs; the summary says where it differs on NaN/inf.",
+        "",
+        "| rule | plugin | at | ONNX ops emitted | from opset | what it fuses |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r, plugin in rules:
+        ops = ", ".join(f"[{op}](https://onnx.ai/onnx/operators/onnx__{op}.html)"
+                        for op in r["onnx_ops"])
+        lines.append(f"| `{r['name']}` | {plugin} | {r['root_op']} | {ops} | "
+                     f"{r['min_opset'] or ''} | {r['summary']} |")
     lines += crisp_table(reg)
     return "\n".join(lines) + "\n"
 

@@ -7,6 +7,8 @@
 
 #include "lowering.hpp"
 #include "onnx_schema.hpp"
+#include "jaxonnx/kernels.hpp"
+#include "passes/fuse_api.hpp"
 
 namespace jaxonnx {
 namespace {
@@ -212,6 +214,31 @@ ir::Attribute to_attribute(const jxo_attr& a, Converter& conv, std::vector<Graph
   return out;
 }
 
+const jxo_aval* value_aval(const jxo_lowering* ctx, jxo_value v);
+
+// The node's ops against onnxruntime's kernel table (kernels.hpp), and, in test
+// builds, against the ops the primitive declares (.emits): a model that
+// onnxruntime cannot load, or undocumented coverage, fails here instead.
+std::string unsupported(jxo_lowering* ctx, const jxo_node* node, const std::string& op) {
+  if (node->domain.size) return "";
+#ifdef JAXONNX_CHECK_EMITS
+  const std::vector<std::string>& declared = ctx->prim->onnx_ops;
+  if (std::find(declared.begin(), declared.end(), op) == declared.end())
+    return "emit_node: op '" + op + "' is not among the ops '" + ctx->prim->name +
+           "' declares (.emits)";
+#endif
+  const sdk::kernels::Entry* entry = sdk::kernels::find(op);
+  if (!entry) return "";
+  const jxo_aval* t = nullptr;
+  if (entry->data_input < node->num_inputs && node->inputs[entry->data_input] != JXO_NO_VALUE)
+    t = value_aval(ctx, node->inputs[entry->data_input]);
+  if (!t && node->num_outputs && node->outputs) t = node->outputs[0];
+  if (!t || sdk::kernels::has(op, t->dtype)) return "";
+  return "emit_node: onnxruntime's CPU provider has no " + op + " kernel for " +
+         dtype_name(t->dtype) + " (jaxonnx/kernels.hpp); compute it in a supported type "
+         "(kernels::compute_type) and cast around";
+}
+
 jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* outputs) {
   return guarded([&]() -> jxo_status* {
     Converter& conv = *ctx->conv;
@@ -235,6 +262,7 @@ jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* output
     for (size_t k = 0; k < node->num_attrs; ++k)
       if (!node->attrs[k])
         return fail("emit_node(" + n.op_type + "): attribute " + std::to_string(k) + " is NULL");
+    if (std::string why = unsupported(ctx, node, n.op_type); !why.empty()) return fail(why);
     for (size_t k = 0; k < node->num_inputs; ++k) {
       jxo_value v = node->inputs[k];
       if (v != JXO_NO_VALUE && !valid_value(ctx, v))
@@ -522,6 +550,13 @@ const jxo_api kApi = {
     jaxpr_input_aval, jaxpr_output_aval, jaxpr_output_source, jaxpr_depends,
     jaxpr_num_eqns, jaxpr_eqn_primitive, jaxpr_eqn_params, jaxpr_eqn_num_inputs,
     jaxpr_eqn_input_source, jaxpr_output_eqn,
+    // minor 2: the rewrite view, served by the fuse pass (passes/fuse.cpp)
+    rewrite_api::rw_root, rewrite_api::rw_opset, rewrite_api::rw_producer,
+    rewrite_api::rw_op_type, rewrite_api::rw_domain, rewrite_api::rw_num_inputs,
+    rewrite_api::rw_input, rewrite_api::rw_num_outputs, rewrite_api::rw_output,
+    rewrite_api::rw_attr, rewrite_api::rw_num_reads, rewrite_api::rw_value_aval,
+    rewrite_api::rw_value_constant, rewrite_api::rw_emit_node, rewrite_api::rw_constant,
+    rewrite_api::rw_replace,
 };
 
 const jxo_api* get_api(uint32_t minor) { return minor <= JXO_ABI_MINOR ? &kApi : nullptr; }

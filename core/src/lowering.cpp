@@ -450,6 +450,7 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
     passes_options.dump_dir = options.dump_ir_dir;
     passes_options.pass_seconds = &times.per_pass;
     passes_options.poll = options.poll;
+    if (options.fuse) passes_options.rules = registry.rules();
     passes::optimize(model, passes_options);
   } else {
     prune(model);

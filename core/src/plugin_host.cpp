@@ -150,13 +150,41 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
       info.doc_url = checked_str(pd->doc_url, what + "'s doc URL");
     if (JXO_HAS_FIELD(pd, jxo_primitive_desc, summary))
       info.summary = checked_str(pd->summary, what + "'s summary");
-    if d->abi_minor >= 2 && JXO_HAS_FIELD(pd, jxo_primitive_desc, num_bindings)) {
+    if (d->abi_minor >= 2 && JXO_HAS_FIELD(pd, jxo_primitive_desc, num_bindings)) {
       if (pd->num_bindings && !pd->bindings)
         throw PluginLoadError(what + " ('" + info.name + "') lists binding specs but no table");
       for (size_t k = 0; k < pd->num_bindings; ++k)
         info.bindings.push_back(binding(pd->bindings[k], "primitive '" + info.name + "'"));
     }
     p.primitives.push_back(std::move(info));
+  }
+  if (JXO_HAS_FIELD(d, jxo_plugin_desc, num_rules)) {  // ABI 1.2: rewrite rules
+    if (d->num_rules && !d->rules)
+      throw PluginLoadError("its descriptor lists rewrite rules but no table");
+    for (size_t i = 0; i < d->num_rules; ++i) {
+      const jxo_rule_desc* rd = d->rules[i];
+      if (!rd || rd->struct_size < offsetof(jxo_rule_desc, user_data) + sizeof(void*))
+        throw PluginLoadError("rewrite rule #" + std::to_string(i) + " has a truncated descriptor");
+      RuleInfo rule;
+      rule.name = checked_str(rd->name, "rewrite rule #" + std::to_string(i) + "'s name");
+      rule.root_op = checked_str(rd->root_op, "rewrite rule #" + std::to_string(i) + "'s root op");
+      rule.rewrite = rd->rewrite;
+      rule.user_data = rd->user_data;
+      if (rule.name.empty() || rule.root_op.empty() || !rule.rewrite)
+        throw PluginLoadError("rewrite rule #" + std::to_string(i) +
+                              " has no name, root op or callback");
+      if (JXO_HAS_FIELD(rd, jxo_rule_desc, min_opset)) rule.min_opset = rd->min_opset;
+      std::string what = "rewrite rule '" + rule.name + "'";
+      if (JXO_HAS_FIELD(rd, jxo_rule_desc, num_onnx_ops)) {
+        if (rd->num_onnx_ops && !rd->onnx_ops)
+          throw PluginLoadError(what + " lists ONNX ops but no table");
+        for (size_t k = 0; k < rd->num_onnx_ops; ++k)
+          rule.onnx_ops.push_back(checked_str(rd->onnx_ops[k], what + "'s ONNX op"));
+      }
+      if (JXO_HAS_FIELD(rd, jxo_rule_desc, summary))
+        rule.summary = checked_str(rd->summary, what + "'s summary");
+      p.rules.push_back(std::move(rule));
+    }
   }
   return p;
 }
@@ -373,6 +401,7 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
                             (err.size && err.data ? printable(str(err)) : std::string("(no message)")));
     auto* plugin = new LoadedPlugin(describe(path, desc));
     for (PrimitiveInfo& prim : plugin->primitives) prim.plugin = plugin;
+    for (RuleInfo& rule : plugin->rules) rule.plugin = plugin;
     (*loaded)[path] = plugin;
     return *plugin;
   } catch (const PluginLoadError& e) {
@@ -391,6 +420,13 @@ bool names_plugin(const std::string& choice, const LoadedPlugin& p) {
   return choice == p.name || choice == p.path;
 }
 }  // namespace
+
+std::vector<const RuleInfo*> Registry::rules() const {
+  std::vector<const RuleInfo*> out;
+  for (const LoadedPlugin* p : plugins_)
+    for (const RuleInfo& r : p->rules) out.push_back(&r);
+  return out;
+}
 
 void Registry::add(const LoadedPlugin& plugin) {
   for (const LoadedPlugin* p : plugins_)

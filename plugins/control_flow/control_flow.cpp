@@ -147,7 +147,7 @@ Value keep_finished(Lowering& L, Value pred, const Aval& pa, Value next, Value o
     for (size_t d = ps.size(); d < a.shape.size(); ++d) ps.push_back(1);
     p = L.op("Unsqueeze", {pred, L.i64s(axes)}, Aval(dtype::boolean, ps));
   }
-  return L.op("Where", {p, next, old}, a);
+  return L.where(p, next, old, a);  // a bool carry selects as uint8 (kernels.hpp)
 }
 
 // while(cond_consts..., body_consts..., init...; cond_jaxpr, body_jaxpr,

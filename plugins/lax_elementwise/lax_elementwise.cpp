@@ -32,18 +32,12 @@ using namespace jaxonnx::sdk;
 // ------------------------------------------------------- kernel coverage --
 
 // The dtype onnxruntime (CPU) runs `op` in for operands of dtype `t`: `t`
-// itself, or an exact widening where it has no kernel for `t`.
+// itself, or an exact widening where it has no kernel for `t` (kernels.hpp).
 int32_t compute_type(std::string_view op, int32_t t) {
   if (op == "Cast" || op == "Identity") return t;
   if (t == dtype::bf16) return dtype::f32;  // bfloat16: Cast is the only kernel
-  bool narrow_int = t == dtype::i16 || t == dtype::u16;
-  if ((op == "Max" || op == "Min") && narrow_int) return dtype::i32;
-  if (op == "Where") {
-    if (narrow_int) return dtype::i32;
-    if (t == dtype::u64) return dtype::i64;  // Cast keeps the bits both ways
-    if (t == dtype::boolean) return dtype::u8;
-  }
-  return t;
+  int32_t c = kernels::compute_type(op, t, /*bits_only=*/op == "Where");
+  return c == JXO_DTYPE_UNDEFINED ? t : c;
 }
 
 // `op` over `ins` whose data operands (from index `first_data` on; Where's

@@ -90,13 +90,11 @@ Value max_starts(Lowering& L, int32_t dt, const Shape& dims, const Shape& sizes)
   return L.cast(hi, a, dt);
 }
 
-// ONNX's Where has no bool / 16-bit / uint64 kernels in onnxruntime: select
-// in a type that round-trips those values exactly.
+// ONNX's Where has no bool / 16-bit / uint64 kernels in onnxruntime
+// (kernels.hpp): select in a type that round-trips those values exactly.
 int32_t where_dtype(int32_t t) {
-  if (t == dtype::boolean) return dtype::u8;
-  if (t == dtype::i16 || t == dtype::u16) return dtype::i32;
-  if (t == dtype::u64) return dtype::i64;
-  return t;
+  int32_t c = kernels::compute_type("Where", t, /*bits_only=*/true);
+  return c == JXO_DTYPE_UNDEFINED ? t : c;
 }
 
 // The gather's fill_value (already resolved by JAX for FILL_OR_DROP) as a

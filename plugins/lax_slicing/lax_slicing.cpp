@@ -136,12 +136,11 @@ void lower_split(Lowering& L) {
 
 // -------------------------------------------------------------------- pad --
 
-// onnxruntime's CPU Pad has no int16/uint16/bfloat16 kernel: pad those in a
-// wider type that holds every value exactly and cast back.
+// onnxruntime's CPU Pad has no int16/uint16/bfloat16 kernel (kernels.hpp):
+// pad those in a wider type that holds every value exactly and cast back.
 int32_t pad_compute_dtype(int32_t t) {
-  if (t == dtype::i16 || t == dtype::u16) return dtype::i32;
-  if (t == dtype::bf16) return dtype::f32;
-  return t;
+  int32_t c = kernels::compute_type("Pad", t);
+  return c == JXO_DTYPE_UNDEFINED ? t : c;
 }
 
 // Interior padding: r pad values between neighbours along each axis with

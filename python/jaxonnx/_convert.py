@@ -55,10 +55,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             return_mode="proto", output_path=None, inputs_as_nchw=None, outputs_as_nchw=None,
             input_names=None, output_names=None, export_mode="standard",
             normalization_mode="auto", plugin_dirs=None, optimize=True, plugin_overrides=None,
-            inline_functions=False, external_data=None, crisp=True):
+            inline_functions=False, external_data=None, crisp=True, fuse=True):
     """Converts `fn` to an ONNX model. jax2onnx 0.17.1's signature and meanings,
     plus plugin_dirs, optimize, plugin_overrides, inline_functions,
-    external_data, crisp and return_mode="bytes".
+    external_data, crisp, fuse and return_mode="bytes".
 
     fn: a callable (a function, a flax nnx module or a bound method of one)
         taking one positional argument per entry of `inputs`. An nnx module is
@@ -124,6 +124,11 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         "exact" keeps only those that agree with JAX on NaN and infinity too;
         False traces through every callable (as normalization_mode="force_decomposed"
         does).
+    fuse: with optimize, apply the plugins' rewrite rules, which turn JAX's
+        decompositions into fused ONNX ops (MatMul+Add -> Gemm, the softmax
+        chain -> Softmax, layer norm -> LayerNormalization, ...). They agree
+        with JAX within float rounding on finite inputs; docs/coverage.md lists
+        where they differ on NaN/inf. False keeps the exact decompositions.
 
     With $JAXONNX_ENABLE_STACKTRACE_METADATA=1 (or jax2onnx's variable) every
     node carries its provenance as metadata_props: pkg.jaxonnx.primitive,
@@ -191,7 +196,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
                              bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""),
                              inline_functions=bool(inline_functions),
                              provenance=_source.provenance_from_env(),
-                             external_data=external, data_files=data_files)
+                             external_data=external, data_files=data_files,
+                             fuse=bool(fuse))
         if lowered_opset != opset:
             data = _opset.relabel(data, int(opset))
     progress.converted(data, data_files, inline=external is _output.INLINE)

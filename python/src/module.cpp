@@ -45,6 +45,17 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
     prims.append(q);
   }
   d["primitives"] = prims;
+  pb::list rules;
+  for (const RuleInfo& rule : p.rules) {
+    pb::dict q;
+    q["name"] = rule.name;
+    q["root_op"] = rule.root_op;
+    q["onnx_ops"] = rule.onnx_ops;
+    q["min_opset"] = rule.min_opset;
+    q["summary"] = rule.summary;
+    rules.append(q);
+  }
+  d["rules"] = rules;
   return d;
 }
 
@@ -53,7 +64,8 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
                   std::vector<std::string> output_names, pb::object describe_source,
                   const std::string& producer_version, bool optimize,
                   const std::string& dump_ir_dir, pb::object times, bool inline_functions,
-                  pb::object provenance, pb::object external_data, pb::object data_files) {
+                  pb::object provenance, pb::object external_data, pb::object data_files,
+                  bool fuse) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
@@ -67,6 +79,7 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   options.output_names = std::move(output_names);
   options.producer_version = producer_version;
   options.optimize = optimize;
+  options.fuse = fuse;
   options.dump_ir_dir = dump_ir_dir;
   options.inline_functions = inline_functions;
   options.times = &phases;
@@ -220,7 +233,8 @@ PYBIND11_MODULE(_core, m) {
         pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
         pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(),
         pb::arg("inline_functions") = false, pb::arg("provenance") = pb::none(),
-        pb::arg("external_data") = pb::none(), pb::arg("data_files") = pb::none());
+        pb::arg("external_data") = pb::none(), pb::arg("data_files") = pb::none(),
+        pb::arg("fuse") = true);
   m.def(
       "load_plugin",
       [](const std::string& path) {

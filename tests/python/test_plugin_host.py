@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,6 +107,8 @@ def test_skipped_files_warn_and_good_plugins_still_work(test_plugins, monkeypatc
     assert "jaxonnx_plugin_init_v1" in warning_for("missing_entry.so")
     assert "ABI major 2" in warning_for("wrong_major.so")
     assert f"ABI 1.{jaxonnx._core.ABI_MINOR + 1}" in warning_for("newer_minor.so")
+    assert re.search(r"needs jaxonnx ABI 1\.\d+; this host serves ABI 1\.0 to 1\.\d+",
+                     warning_for("newer_minor.so"))
     assert "failing_init: cannot start on purpose" in warning_for("failing_init.so")
     assert all(m.startswith("jaxonnx skipped ") for m in messages)
     assert not any("good.so" in m for m in messages)

@@ -83,7 +83,10 @@ Pipeline default_pipeline() {
 // site is an opaque node of the function's domain everywhere. Functions no
 // call reaches any more are dropped.
 void optimize(ir::Model& model, const ManagerOptions& options) {
-  PassManager manager(default_pipeline(), options);
+  Pipeline pipeline = default_pipeline();
+  if (!options.rules.empty())  // before dce, which removes what a fusion leaves unread
+    pipeline.insert(pipeline.end() - 1, fuse(options.rules, model.opset));
+  PassManager manager(std::move(pipeline), options);
   for (ir::Function& f : model.functions) manager.run(*f.body);
   manager.run(model.graph);
   ir::drop_uncalled_functions(model);

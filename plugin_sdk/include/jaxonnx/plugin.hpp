@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "jaxonnx/kernels.hpp"
 #include "jaxonnx/plugin_abi.h"
 #include "jaxonnx/sdk_version.h"
 
@@ -415,16 +416,13 @@ class Lowering {
     return op("Cast", {v}, from.with_dtype(to), {Attr::i("to", to)});
   }
 
-  // Where(cond, a, b) giving `out`. onnxruntime has no Where kernel for bool,
-  // int16, uint16 or uint64 values: those select in a type of the same width
-  // or wider (uint8, int32, int64) that keeps every value, and cast back.
+  // Where(cond, a, b) giving `out`. Where onnxruntime has no Where kernel for
+  // out's dtype (kernels.hpp: bool, 16-bit integers, uint64), it selects in a
+  // type that keeps every value (or, for uint64, every bit) and casts back.
   Value where(Value cond, Value a, Value b, const Aval& out) {
     int32_t t = out.dtype;
-    int32_t c = t == dtype::boolean                     ? dtype::u8
-                : t == dtype::i16 || t == dtype::u16    ? dtype::i32
-                : t == dtype::u64                       ? dtype::i64
-                                                        : t;
-    if (c == t) return op("Where", {cond, a, b}, out);
+    int32_t c = kernels::compute_type("Where", t, /*bits_only=*/true);
+    if (c == t || c == JXO_DTYPE_UNDEFINED) return op("Where", {cond, a, b}, out);
     Aval wide = out.with_dtype(c);
     Value r = op("Where", {cond, cast(a, aval_of(a), c), cast(b, aval_of(b), c)}, wide);
     return cast(r, wide, t);
@@ -825,6 +823,10 @@ class AbstractEval {
 using LowerFn = std::function<void(Lowering&)>;
 using AbstractEvalFn = std::function<void(AbstractEval&)>;
 
+}  // namespace jaxonnx::sdk
+#include "jaxonnx/rewrite.hpp"  // rewrite rules (ABI 1.2); builds on the types above
+namespace jaxonnx::sdk {
+
 // ------------------------------------------------------------ registration --
 
 namespace detail {
@@ -953,6 +955,15 @@ class Plugin {
     return PrimitiveRef(entries_.back().get());
   }
 
+  // A rewrite rule (ABI 1.2) ending at a node of op `root_op`; see rewrite.hpp.
+  RuleRef rule(std::string name, std::string root_op, RewriteFn fn) {
+    rules_.push_back(std::make_unique<detail::RuleEntry>());
+    rules_.back()->name = std::move(name);
+    rules_.back()->root_op = std::move(root_op);
+    rules_.back()->fn = std::move(fn);
+    return RuleRef(rules_.back().get());
+  }
+
   const jxo_plugin_desc* descriptor() const { return &desc_; }
 
   // Freezes everything into the C descriptor. Called once.
@@ -998,12 +1009,30 @@ class Plugin {
     desc_.sdk_version = jxo_str{JAXONNX_SDK_VERSION, sizeof(JAXONNX_SDK_VERSION) - 1};
     desc_.primitives = prim_ptrs_.data();
     desc_.num_primitives = prim_ptrs_.size();
+    for (auto& r : rules_) {
+      for (const std::string& op : r->ops) r->ops_c.push_back(to_jxo(op));
+      jxo_rule_desc& d = r->desc;
+      d.struct_size = sizeof(jxo_rule_desc);
+      d.name = to_jxo(r->name);
+      d.root_op = to_jxo(r->root_op);
+      d.rewrite = &detail::rewrite_trampoline;
+      d.user_data = r.get();
+      d.min_opset = r->min_opset;
+      d.onnx_ops = r->ops_c.data();
+      d.num_onnx_ops = r->ops_c.size();
+      d.summary = to_jxo(r->summary);
+      rule_ptrs_.push_back(&d);
+    }
+    desc_.rules = rule_ptrs_.data();
+    desc_.num_rules = rule_ptrs_.size();
     return &desc_;
   }
 
  private:
   std::vector<std::unique_ptr<detail::PrimitiveEntry>> entries_;
   std::vector<const jxo_primitive_desc*> prim_ptrs_;
+  std::vector<std::unique_ptr<detail::RuleEntry>> rules_;
+  std::vector<const jxo_rule_desc*> rule_ptrs_;
   std::string name_, version_;
   jxo_plugin_desc desc_{};
 };

@@ -33,7 +33,9 @@
  * JXO_ATTR_GRAPH and jxo_attr.graph), output_used, and jaxpr introspection
  * (jaxpr_input_aval, jaxpr_output_aval, jaxpr_output_source, jaxpr_depends, and the
  * equations: jaxpr_num_eqns ... jaxpr_output_eqn).
- * Minor 2 (append-only): binding specs (jxo_binding, jxo_primitive_desc.bindings). */
+ * Minor 2 (append-only): binding specs (jxo_binding, jxo_primitive_desc.bindings), and
+ * rewrite rules (jxo_rule_desc, jxo_plugin_desc.rules and num_rules; the rewrite view
+ * and emitters rw_root ... rw_replace of jxo_api). */
 #define JXO_ABI_MINOR 2
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
@@ -113,6 +115,9 @@ typedef struct jxo_jaxpr jxo_jaxpr;                 /* a closed jaxpr (a param) 
  * or until the lowering callback that made it returns, whichever is first.
  * A handle that is never used is discarded with its subgraph. */
 typedef struct jxo_graph jxo_graph;
+/* One attempt of a rewrite rule at one node of a graph being optimized
+ * (minor 2). Valid during the rule's callback only. */
+typedef struct jxo_rewrite jxo_rewrite;
 
 /* An IR value. Handles are small non-negative integers local to one
  * conversion. */
@@ -316,6 +321,46 @@ typedef struct jxo_api {
   int64_t (*jaxpr_eqn_input_source)(const jxo_jaxpr* j, size_t k, size_t i);
   /* The equation that produces outvar i; -1 when no equation does. */
   int64_t (*jaxpr_output_eqn)(const jxo_jaxpr* j, size_t i);
+
+  /* -- rewrite rules (minor 2) --
+   * A rule's callback sees one graph of the lowered model through a read-only
+   * view: nodes are indices into that graph, values are jxo_value handles local
+   * to it (not the lowering's handles). The callback matches from the root
+   * node backwards, and when it decides to rewrite, emits the replacement with
+   * rw_emit_node / rw_constant and maps each root output it replaces to a new
+   * value with rw_replace. Nothing changes in the graph unless the callback
+   * returns NULL having called rw_replace; then the host inserts the emitted
+   * nodes before the root and redirects every read of the replaced outputs.
+   * Matched intermediates stay until nothing reads them, so a rule that
+   * matches a value with other readers is still correct (only not smaller).
+   * Every accessor accepts out-of-range arguments and then answers
+   * empty / -1 / 0 / NULL. Pointers returned are valid during the callback. */
+  int64_t (*rw_root)(const jxo_rewrite* rw);              /* the node the rule is tried at */
+  int64_t (*rw_opset)(const jxo_rewrite* rw);             /* the default-domain opset */
+  int64_t (*rw_producer)(const jxo_rewrite* rw, jxo_value v); /* -1: input/initializer/capture */
+  jxo_str (*rw_op_type)(const jxo_rewrite* rw, int64_t node);
+  jxo_str (*rw_domain)(const jxo_rewrite* rw, int64_t node); /* empty: the default domain */
+  size_t (*rw_num_inputs)(const jxo_rewrite* rw, int64_t node);
+  jxo_value (*rw_input)(const jxo_rewrite* rw, int64_t node, size_t i); /* JXO_NO_VALUE if skipped */
+  size_t (*rw_num_outputs)(const jxo_rewrite* rw, int64_t node);
+  jxo_value (*rw_output)(const jxo_rewrite* rw, int64_t node, size_t i);
+  /* The attribute `name` of `node`, NULL when absent. A GRAPH attribute is
+   * shown with a NULL graph (subgraphs are not part of the view). */
+  const jxo_attr* (*rw_attr)(const jxo_rewrite* rw, int64_t node, jxo_str name);
+  /* How many times `v` is read: node inputs, subgraph captures, and one more
+   * when it is a graph output. */
+  size_t (*rw_num_reads)(const jxo_rewrite* rw, jxo_value v);
+  const jxo_aval* (*rw_value_aval)(const jxo_rewrite* rw, jxo_value v); /* NULL: untyped */
+  /* The data of `v` when it is an initializer or a Constant node's value. */
+  const jxo_tensor* (*rw_value_constant)(const jxo_rewrite* rw, jxo_value v);
+  /* Emits a replacement node (default domain only); its inputs must be values
+   * defined before the root or by nodes emitted earlier in this callback.
+   * Writes node->num_outputs fresh values to `outputs`. */
+  jxo_status* (*rw_emit_node)(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs);
+  jxo_status* (*rw_constant)(jxo_rewrite* rw, const jxo_tensor* tensor, jxo_value* out);
+  /* Output `root_output` of the root node is to be replaced by `value`, which
+   * must have the same dtype and shape. */
+  jxo_status* (*rw_replace)(jxo_rewrite* rw, jxo_value root_output, jxo_value value);
 } jxo_api;
 
 /* --------------------------------------------------- the plugin's side -- */
@@ -323,6 +368,10 @@ typedef struct jxo_api {
 typedef jxo_status* (*jxo_lower_fn)(const jxo_api* api, jxo_lowering* ctx, void* user_data);
 typedef jxo_status* (*jxo_abstract_eval_fn)(const jxo_api* api, jxo_abstract_eval* ctx,
                                             void* user_data);
+/* A rewrite rule's callback (minor 2). Returns NULL both when it rewrote and
+ * when the pattern does not match; a status is an error in the rule, which
+ * fails the conversion. */
+typedef jxo_status* (*jxo_rewrite_fn)(const jxo_api* api, jxo_rewrite* rw, void* user_data);
 
 /* A binding spec (minor 2): while jaxonnx traces, a call of the Python callable
  * `target` binds the primitive of the jxo_primitive_desc that lists it, instead
@@ -374,6 +423,24 @@ typedef struct jxo_primitive_desc {
   size_t num_bindings;
 } jxo_primitive_desc;
 
+/* A rewrite rule (minor 2): a small pattern over the ONNX nodes of the
+ * lowered model, ending at a node of op `root_op` (default domain), and its
+ * replacement. The core's fuse pass tries every rule at every node of its
+ * root op, in plugin order then rule order, and applies what matches; it
+ * never names an op itself. Like an LLVM pass plugin's pass, a rule is owned
+ * by its plugin and knows the ops it matches; the host only runs it. */
+typedef struct jxo_rule_desc {
+  uint32_t struct_size;
+  jxo_str name;            /* unique in the plugin, e.g. "matmul_add_to_gemm" */
+  jxo_str root_op;         /* the op type of the node the pattern ends at */
+  jxo_rewrite_fn rewrite;  /* required */
+  void* user_data;         /* passed back to `rewrite` */
+  int64_t min_opset;       /* the rule is not tried below this default-domain opset */
+  const jxo_str* onnx_ops; /* the ONNX ops the replacement may emit, for docs and checks */
+  size_t num_onnx_ops;
+  jxo_str summary; /* one line, may be empty */
+} jxo_rule_desc;
+
 typedef struct jxo_plugin_desc {
   uint32_t struct_size;
   uint32_t abi_major; /* JXO_ABI_MAJOR the plugin was built with */
@@ -383,6 +450,9 @@ typedef struct jxo_plugin_desc {
   jxo_str sdk_version;
   const jxo_primitive_desc* const* primitives;
   size_t num_primitives;
+  /* -- minor 2 -- */
+  const jxo_rule_desc* const* rules; /* rewrite rules, applied by the core's fuse pass */
+  size_t num_rules;
 } jxo_plugin_desc;
 
 /* What the host passes to the entry point. Frozen: it never grows. */
@@ -437,6 +507,14 @@ JXO_STATIC_ASSERT(offsetof(jxo_binding, operands) == 8 + sizeof(jxo_str), "jxo_b
 JXO_STATIC_ASSERT(offsetof(jxo_binding, leading_dims_operands) ==
                       8 + sizeof(jxo_str) + 6 * sizeof(void*),
                   "jxo_binding layout");
+JXO_STATIC_ASSERT(offsetof(jxo_api, rw_replace) ==
+                      offsetof(jxo_api, status_create) + 64 * sizeof(void*),
+                  "jxo_api minor-2 layout: append new fields after rw_replace");
+JXO_STATIC_ASSERT(offsetof(jxo_plugin_desc, rules) ==
+                      offsetof(jxo_plugin_desc, num_primitives) + sizeof(size_t),
+                  "jxo_plugin_desc minor-2 layout: rules follow num_primitives");
+JXO_STATIC_ASSERT(offsetof(jxo_rule_desc, name) == 8, "jxo_rule_desc layout");
+JXO_STATIC_ASSERT(offsetof(jxo_rule_desc, root_op) == 8 + sizeof(jxo_str), "jxo_rule_desc layout");
 JXO_STATIC_ASSERT(offsetof(jxo_attr, tensor) + sizeof(void*) == offsetof(jxo_attr, graph),
                   "jxo_attr minor-1 layout: graph follows tensor");
 

@@ -11,5 +11,6 @@ JAXONNX_PLUGIN(JXO_TEST_DUP_NAME, "0.0.1") {
   plugin.primitive("test.identity", [](sdk::Lowering& L) {
           L.bind(0, L.op("Identity", {L.input(0)}, L.out_aval(0)));
         })
+      .emits({"Identity"})
       .abstract_eval([](sdk::AbstractEval& A) { A.add_output(A.in_aval(0)); });
 }

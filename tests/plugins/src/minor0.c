@@ -57,13 +57,17 @@ static jxo_status* lower_old_graph_attr(const jxo_api* api, jxo_lowering* ctx, v
   return emit(api, ctx, 5 /* JXO_ATTR_GRAPH, which minor 0 did not have */);
 }
 
+static const jxo_str kOps[] = {S("Identity")};
 static const jxo_primitive_desc kOld = {sizeof(jxo_primitive_desc), S("test.old_attr"),
-                                        lower_old_attr, 0, 0, 0, 0, S(""), S("")};
+                                        lower_old_attr, 0, 0, kOps, 1, S(""), S("")};
 static const jxo_primitive_desc kOldGraph = {sizeof(jxo_primitive_desc), S("test.old_graph_attr"),
-                                             lower_old_graph_attr, 0, 0, 0, 0, S(""), S("")};
+                                             lower_old_graph_attr, 0, 0, kOps, 1, S(""), S("")};
 static const jxo_primitive_desc* const kPrims[] = {&kOld, &kOldGraph};
-static const jxo_plugin_desc kDesc = {sizeof(jxo_plugin_desc), JXO_ABI_MAJOR, 0,
-                                      S("test_minor0"), S("1.0.0"), S("c"), kPrims, 2};
+/* The descriptor as a minor-0 build had it: it ends at num_primitives, and
+ * whatever lies beyond (garbage here) is not the host's to read. */
+static const jxo_plugin_desc kDesc = {offsetof(jxo_plugin_desc, rules), JXO_ABI_MAJOR, 0,
+                                      S("test_minor0"), S("1.0.0"), S("c"), kPrims, 2,
+                                      (const jxo_rule_desc* const*)16, 12345};
 
 __attribute__((visibility("default"))) const jxo_plugin_desc* jaxonnx_plugin_init_v1(
     const jxo_host* host, jxo_str* error) {

@@ -71,6 +71,9 @@ struct ConvertOptions {
   // Run the optimizer (passes.hpp) after lowering. Off, the model is the raw
   // lowering with only dead code removed.
   bool optimize = true;
+  // With optimize, also apply the plugins' rewrite rules (fused ops such as
+  // Gemm, Softmax, LayerNormalization). Off keeps JAX's exact decompositions.
+  bool fuse = true;
   // When non-empty, the optimizer writes the graph around every pass run here.
   std::string dump_ir_dir;
   // When set, convert() fills it.

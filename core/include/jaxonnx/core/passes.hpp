@@ -22,6 +22,10 @@
 
 #include "jaxonnx/core/ir.hpp"
 
+namespace jaxonnx {
+struct RuleInfo;
+}
+
 namespace jaxonnx::passes {
 
 class Pass {
@@ -53,6 +57,8 @@ std::unique_ptr<Pass> constant_folding();
 std::unique_ptr<Pass> deduplication();
 std::unique_ptr<Pass> dead_code_elimination();
 Pipeline default_pipeline();
+// Applies plugins' rewrite rules (ABI 1.2) for the target `opset`; see fuse.cpp.
+std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset);
 
 struct ManagerOptions {
   // A round runs every pass once over every graph; rounds repeat until no
@@ -65,6 +71,8 @@ struct ManagerOptions {
   std::vector<std::pair<std::string, double>>* pass_seconds = nullptr;
   // When set, called before every pass run; it may throw to stop.
   std::function<void()> poll;
+  // Plugins' rewrite rules: when any, optimize() runs the fuse pass before dce.
+  std::vector<const RuleInfo*> rules;
 };
 
 class PassManager {

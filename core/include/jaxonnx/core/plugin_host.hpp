@@ -34,12 +34,23 @@ struct PrimitiveInfo {
   const LoadedPlugin* plugin = nullptr;
 };
 
+// One rewrite rule a plugin contributes (ABI 1.2), run by the fuse pass.
+struct RuleInfo {
+  std::string name, root_op, summary;
+  jxo_rewrite_fn rewrite = nullptr;
+  void* user_data = nullptr;
+  int64_t min_opset = 0;
+  std::vector<std::string> onnx_ops;
+  const LoadedPlugin* plugin = nullptr;
+};
+
 // A plugin that loaded and negotiated. Lives for the process.
 struct LoadedPlugin {
   std::string path;  // canonical
   std::string name, version, sdk_version;
   uint32_t abi_major = 0, abi_minor = 0;
   std::vector<PrimitiveInfo> primitives;
+  std::vector<RuleInfo> rules;
 
   std::string label() const;  // "'name' 1.2.3 (path)"
 };
@@ -68,6 +79,8 @@ class Registry {
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
   const std::vector<std::string>& dirs() const { return dirs_; }
   const std::vector<Conflict>& conflicts() const { return conflicts_; }
+  // Every plugin's rewrite rules, in plugin order, then declaration order.
+  std::vector<const RuleInfo*> rules() const;
 
   // Scans `dirs` in order and loads every plugin file found there. A file
   // that is not a valid plugin becomes a diagnostic; a primitive claimed by

@@ -1,0 +1,52 @@
+// Private: the rewrite view the fuse pass shows a plugin's rule (ABI 1.2), and
+// the host functions over it, which host_api.cpp puts into the jxo_api table.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "jaxonnx/core/ir.hpp"
+#include "jaxonnx/plugin_abi.h"
+#include "rewrite.hpp"
+
+// One attempt of one rule at one root node. Nothing touches the graph until
+// the pass commits it.
+struct jxo_rewrite {
+  jaxonnx::ir::Graph* graph = nullptr;
+  const jaxonnx::passes::Uses* uses = nullptr;
+  size_t root = 0;
+  int64_t opset = 0;
+  const std::vector<std::string>* allowed_ops = nullptr;  // the rule's declared ops
+  std::string rule;  // "plugin/rule", for messages
+  // The attempt's work: nodes to insert before the root, initializers to add,
+  // root outputs to redirect. Their values are appended to graph->values and
+  // popped again if the attempt is dropped.
+  std::vector<jaxonnx::ir::Node> nodes;
+  std::vector<jaxonnx::ir::Initializer> initializers;
+  std::vector<std::pair<jaxonnx::ir::ValueId, jaxonnx::ir::ValueId>> replaced;
+  size_t values_before = 0;
+  // Storage for what the view hands out (valid during the callback).
+  std::deque<jxo_attr> attrs;
+  std::deque<std::vector<jxo_str>> strings;
+};
+
+namespace jaxonnx::rewrite_api {
+int64_t rw_root(const jxo_rewrite* rw);
+int64_t rw_opset(const jxo_rewrite* rw);
+int64_t rw_producer(const jxo_rewrite* rw, jxo_value v);
+jxo_str rw_op_type(const jxo_rewrite* rw, int64_t node);
+jxo_str rw_domain(const jxo_rewrite* rw, int64_t node);
+size_t rw_num_inputs(const jxo_rewrite* rw, int64_t node);
+jxo_value rw_input(const jxo_rewrite* rw, int64_t node, size_t i);
+size_t rw_num_outputs(const jxo_rewrite* rw, int64_t node);
+jxo_value rw_output(const jxo_rewrite* rw, int64_t node, size_t i);
+const jxo_attr* rw_attr(const jxo_rewrite* rw, int64_t node, jxo_str name);
+size_t rw_num_reads(const jxo_rewrite* rw, jxo_value v);
+const jxo_aval* rw_value_aval(const jxo_rewrite* rw, jxo_value v);
+const jxo_tensor* rw_value_constant(const jxo_rewrite* rw, jxo_value v);
+jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs);
+jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* tensor, jxo_value* out);
+jxo_status* rw_replace(jxo_rewrite* rw, jxo_value root_output, jxo_value value);
+}  // namespace jaxonnx::rewrite_api

@@ -1,0 +1,764 @@
+// onnx_fusion: rewrite rules (ABI 1.2) that turn the decompositions JAX
+// programs lower to into fused ONNX ops, so that a layer norm or softmax
+// written in jnp gives the same graph as the library call. The core's fuse
+// pass applies them; to_onnx(..., fuse=False) keeps the decompositions.
+//
+// Numeric policy: a fused op agrees with JAX within float rounding on finite
+// inputs (it re-associates, nothing more). Differences on NaN/inf are listed
+// in docs/coverage.md (the rules section). Every rule checks onnxruntime's CPU
+// kernel table (jaxonnx/kernels.hpp, through plugin.hpp) for the dtype before it fuses.
+//
+// Rules match from the last node of a chain backwards. Intermediates a rule
+// would remove must have no reader outside the chain (otherwise fusing would
+// duplicate work rather than save it); every constant must be the one the
+// decomposition needs (a softmax over a sum divided by anything but the sum is
+// not a softmax).
+#include <jaxonnx/plugin.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace jaxonnx::sdk;
+using Axes = std::vector<int64_t>;
+
+constexpr int64_t kNone = -1;
+
+bool float_type(const Aval& a) { return a.dtype == dtype::f32 || a.dtype == dtype::f64; }
+
+// The other input of binary node `n`, when input `i` is `v`; kNoValue else.
+Value other(Rewrite& R, int64_t n, Value v) {
+  if (R.input(n, 0) == v) return R.input(n, 1);
+  if (R.input(n, 1) == v) return R.input(n, 0);
+  return kNoValue;
+}
+
+// For a commutative binary node `n` with one operand a constant splat
+// satisfying `pred`, the other operand.
+template <typename Pred>
+Value with_const(Rewrite& R, int64_t n, Pred pred) {
+  if (n < 0 || R.num_inputs(n) != 2) return kNoValue;
+  for (int k = 0; k < 2; ++k) {
+    auto c = R.splat(R.input(n, k));
+    if (c && pred(*c)) return R.input(n, 1 - k);
+  }
+  return kNoValue;
+}
+Value with_const(Rewrite& R, int64_t n, double want) {
+  return with_const(R, n, [want](double c) {
+    return std::fabs(c - want) <= 1e-6 * std::max(1.0, std::fabs(want));
+  });
+}
+
+// Follows single-use Reshape / Unsqueeze / Squeeze back to their source: the
+// lowering moves reduced values between keepdims shapes with these.
+Value skip_reshapes(Rewrite& R, Value v) {
+  for (;;) {
+    int64_t n = R.producer(v);
+    if (!(R.is(n, "Reshape") || R.is(n, "Unsqueeze") || R.is(n, "Squeeze")) ||
+        !R.single_use(v))
+      return v;
+    v = R.input(n, 0);
+  }
+}
+
+// `v` is zero everywhere: a zero splat, possibly broadcast (Expand) and reshaped.
+bool is_zero(Rewrite& R, Value v) {
+  for (;;) {
+    if (auto c = R.splat(v)) return *c == 0.0;
+    int64_t n = R.producer(v);
+    if (!(R.is(n, "Reshape") || R.is(n, "Unsqueeze") || R.is(n, "Expand"))) return false;
+    v = R.input(n, 0);
+  }
+}
+
+// A reduction `op` of x over `axes` (normalized, sorted), at value v.
+struct Reduction {
+  Value x = kNoValue;
+  Axes axes;
+};
+std::optional<Reduction> reduction(Rewrite& R, Value v, std::string_view op) {
+  int64_t n = R.def(v, op);
+  if (n < 0) return std::nullopt;
+  Reduction r{R.input(n, 0), {}};
+  Aval x = R.aval(r.x);
+  if (x.rank() < 0) return std::nullopt;
+  std::optional<std::vector<int64_t>> axes = R.attr_ints(n, "axes");
+  if (!axes && R.num_inputs(n) > 1) {
+    auto values = R.constant_values(R.input(n, 1));
+    if (!values) return std::nullopt;
+    axes = std::vector<int64_t>(values->begin(), values->end());
+  }
+  if (!axes || axes->empty()) return std::nullopt;  // all axes (or noop_with_empty_axes): not ours
+  for (int64_t a : *axes) r.axes.push_back(a < 0 ? a + x.rank() : a);
+  std::sort(r.axes.begin(), r.axes.end());
+  return r;
+}
+
+// `v` has x's shape with `axes` set to 1: a reduction kept for broadcasting.
+bool keepdims_of(Rewrite& R, Value v, Value x, const Axes& axes) {
+  Aval a = R.aval(v), b = R.aval(x);
+  if (a.rank() < 0 || a.rank() != b.rank()) return false;
+  for (int64_t i = 0; i < b.rank(); ++i) {
+    bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (reduced ? a.shape[i] != Dim(1) : a.shape[i] != b.shape[i]) return false;
+  }
+  return true;
+}
+
+// The static element count of x over `axes`, or -1.
+int64_t count_over(Rewrite& R, Value x, const Axes& axes) {
+  Aval a = R.aval(x);
+  int64_t n = 1;
+  for (int64_t i : axes) {
+    if (i >= a.rank() || !a.shape[i].is_static()) return -1;
+    n *= a.shape[i].value;
+  }
+  return n;
+}
+
+// mean(x) over axes at v: ReduceMean, or ReduceSum divided (or multiplied by
+// the reciprocal) by the element count.
+std::optional<Reduction> mean(Rewrite& R, Value v) {
+  v = skip_reshapes(R, v);
+  if (auto r = reduction(R, v, "ReduceMean")) return r;
+  int64_t n = R.def(v, "Div");
+  Value sum = kNoValue;
+  std::optional<double> k;
+  if (n >= 0) {
+    sum = R.input(n, 0);
+    k = R.splat(R.input(n, 1));
+    if (k) k = 1.0 / *k;
+  } else if ((n = R.def(v, "Mul")) >= 0) {
+    for (int i = 0; i < 2 && sum == kNoValue; ++i)
+      if ((k = R.splat(R.input(n, i)))) sum = R.input(n, 1 - i);
+  }
+  if (sum == kNoValue || !k || !R.single_use(sum)) return std::nullopt;
+  auto r = reduction(R, skip_reshapes(R, sum), "ReduceSum");
+  if (!r) return std::nullopt;
+  int64_t count = count_over(R, r->x, r->axes);
+  if (count <= 0 || std::fabs(*k * count - 1.0) > 1e-6) return std::nullopt;
+  return r;
+}
+
+// The factors of a product: values with a power of +1 or -1, and a constant.
+struct Factor {
+  Value v;
+  int power;
+};
+struct Product {
+  std::vector<Factor> factors;
+  double scale = 1;
+};
+// Expands Mul, Div, Neg and Reciprocal nodes read only by the product (the
+// root always), folding constant splats into `scale`.
+void expand(Rewrite& R, Value v, int power, bool root, Product& p) {
+  if (auto c = R.splat(v)) {
+    if (*c == 0) { p.scale = 0; return; }
+    p.scale *= power > 0 ? *c : 1.0 / *c;
+    return;
+  }
+  int64_t n = R.producer(v);
+  bool open = n >= 0 && R.num_outputs(n) == 1 && (root || R.single_use(v));
+  if (open && R.is(n, "Mul")) {
+    expand(R, R.input(n, 0), power, false, p);
+    expand(R, R.input(n, 1), power, false, p);
+  } else if (open && R.is(n, "Div")) {
+    expand(R, R.input(n, 0), power, false, p);
+    expand(R, R.input(n, 1), -power, false, p);
+  } else if (open && R.is(n, "Neg")) {
+    p.scale = -p.scale;
+    expand(R, R.input(n, 0), power, false, p);
+  } else if (open && R.is(n, "Reciprocal")) {
+    expand(R, R.input(n, 0), -power, false, p);
+  } else {
+    p.factors.push_back({v, power});
+  }
+}
+Product product(Rewrite& R, Value v) {
+  Product p;
+  expand(R, v, 1, true, p);
+  return p;
+}
+
+bool near(double a, double b, double tol = 1e-6) { return std::fabs(a - b) <= tol * std::max(1.0, std::fabs(b)); }
+
+// ------------------------------------------------------------- MatMul+Add --
+
+// Add(MatMul(A, B), C) with A, B 2-D -> Gemm(A, B, C). C must broadcast to
+// the [M, N] result one way (Gemm's C is unidirectionally broadcast).
+void matmul_add_to_gemm(Rewrite& R) {
+  int64_t add = R.root();
+  for (int k = 0; k < 2; ++k) {
+    Value mm = R.input(add, k), c = R.input(add, 1 - k);
+    int64_t m = R.def(mm, "MatMul");
+    if (m < 0 || !R.single_use(mm)) continue;
+    Value a = R.input(m, 0), b = R.input(m, 1);
+    Aval ta = R.aval(a), tb = R.aval(b), tc = R.aval(c), out = R.aval(R.output(add));
+    if (ta.rank() != 2 || tb.rank() != 2 || tc.rank() < 0 || tc.rank() > 2) continue;
+    if (!float_type(out) || tc.dtype != out.dtype || !kernels::has("Gemm", out.dtype)) continue;
+    Aval prod = R.aval(mm);
+    if (prod.rank() != 2 || out.shape != prod.shape) continue;  // C must not widen the result
+    bool fits = true;
+    for (int64_t i = 0; i < tc.rank(); ++i) {
+      const Dim& d = tc.shape[tc.rank() - 1 - i];
+      fits = fits && (d == Dim(1) || d == prod.shape[1 - i]);
+    }
+    if (!fits) continue;
+    R.replace(R.output(add), R.op("Gemm", {a, b, c}, out));
+    return;
+  }
+}
+
+// ---------------------------------------------------------------- Max(x, 0) --
+
+void max0_to_relu(Rewrite& R) {
+  int64_t n = R.root();
+  if (R.num_inputs(n) != 2) return;
+  Value x = with_const(R, n, 0.0);
+  Aval out = R.aval(R.output(n));
+  if (x == kNoValue || !float_type(out) || !kernels::has("Relu", out.dtype)) return;
+  if (R.aval(x).shape != out.shape || R.aval(x).rank() < 0) return;  // 0 must not broadcast x
+  R.replace(R.output(n), R.op("Relu", {x}, out));
+}
+
+// ------------------------------------------------------------------ softmax --
+
+// m is x's max over one axis, kept for broadcasting; JAX's guard max(-inf, .)
+// (the reduction's initial value) may wrap it. Returns the axis or kNone.
+int64_t max_over(Rewrite& R, Value m, Value x) {
+  Value src = skip_reshapes(R, m);
+  if (int64_t g = R.def(src, "Max"); g >= 0 && R.single_use(src)) {
+    Value inner = with_const(R, g, [](double c) { return std::isinf(c) && c < 0; });
+    if (inner != kNoValue) src = skip_reshapes(R, inner);
+  }
+  // The lowering's NaN guard (ReduceMax skips NaN, JAX's max does not):
+  // Where(ReduceMax(IsNaN(x)), NaN, ReduceMax(x)) over the same axes.
+  if (int64_t w = R.def(src, "Where"); w >= 0 && R.single_use(src)) {
+    Value any_nan = R.input(w, 0), nan = R.input(w, 1);
+    auto nan_value = R.splat(nan);
+    auto flags = reduction(R, any_nan, "ReduceMax");
+    int64_t isnan = flags ? R.def(flags->x, "IsNaN") : -1;
+    auto r = reduction(R, R.input(w, 2), "ReduceMax");
+    if (!nan_value || !std::isnan(*nan_value) || isnan < 0 || R.input(isnan, 0) != x || !r ||
+        flags->axes != r->axes || !R.single_use(any_nan) || !R.single_use(flags->x))
+      return kNone;
+    src = R.input(w, 2);
+  }
+  auto r = reduction(R, src, "ReduceMax");
+  if (!r || r->x != x || r->axes.size() != 1 || !R.single_use(src)) return kNone;
+  if (!keepdims_of(R, m, x, r->axes)) return kNone;
+  return r->axes[0];
+}
+
+// x - max(x): the shifted logits, at value d. Returns x and the axis.
+std::optional<std::pair<Value, int64_t>> shifted(Rewrite& R, Value d) {
+  int64_t sub = R.def(d, "Sub");
+  if (sub < 0) return std::nullopt;
+  Value x = R.input(sub, 0);
+  int64_t axis = max_over(R, R.input(sub, 1), x);
+  if (axis == kNone || !R.single_use(R.input(sub, 1))) return std::nullopt;
+  return std::make_pair(x, axis);
+}
+
+// s = sum(e) over `axis`, kept for broadcasting against e.
+bool sum_of(Rewrite& R, Value s, Value e, int64_t axis) {
+  Value src = skip_reshapes(R, s);
+  auto r = reduction(R, src, "ReduceSum");
+  if (!r || r->x != e || r->axes != Axes{axis} || !R.single_use(src)) return false;
+  return keepdims_of(R, s, e, r->axes);
+}
+
+// exp(x - max(x)) / sum(exp(x - max(x))) -> Softmax(x, axis).
+void softmax(Rewrite& R) {
+  int64_t div = R.root();
+  Value e = R.input(div, 0), s = R.input(div, 1);
+  int64_t ex = R.def(e, "Exp");
+  if (ex < 0 || R.reads(e) != 2 || !R.single_use(s) || !R.single_use(R.input(ex, 0))) return;
+  auto xs = shifted(R, R.input(ex, 0));
+  Aval out = R.aval(R.output(div));
+  if (!xs || !sum_of(R, s, e, xs->second) || !float_type(out) ||
+      !kernels::has("Softmax", out.dtype) || R.aval(xs->first).shape != out.shape)
+    return;
+  R.replace(R.output(div), R.op("Softmax", {xs->first}, out, {Attr::i("axis", xs->second)}));
+}
+
+// (x - max(x)) - log(sum(exp(x - max(x)))) -> LogSoftmax(x, axis).
+void log_softmax(Rewrite& R) {
+  int64_t sub = R.root();
+  Value d = R.input(sub, 0), l = R.input(sub, 1);
+  int64_t lg = R.def(l, "Log");
+  if (lg < 0 || R.reads(d) != 2 || !R.single_use(l)) return;
+  Value s = R.input(lg, 0);
+  Value src = skip_reshapes(R, s);
+  auto r = reduction(R, src, "ReduceSum");
+  if (!r || !R.single_use(src)) return;
+  int64_t ex = R.def(r->x, "Exp");
+  if (ex < 0 || R.input(ex, 0) != d || !R.single_use(r->x)) return;
+  auto xs = shifted(R, d);
+  Aval out = R.aval(R.output(sub));
+  if (!xs || r->axes != Axes{xs->second} || !keepdims_of(R, s, r->x, r->axes) ||
+      !float_type(out) || !kernels::has("LogSoftmax", out.dtype) ||
+      R.aval(xs->first).shape != out.shape)
+    return;
+  R.replace(R.output(sub), R.op("LogSoftmax", {xs->first}, out, {Attr::i("axis", xs->second)}));
+}
+
+// ------------------------------------------------------------ normalizations --
+
+// The trailing-axes normalization facts a product shows.
+struct Norm {
+  Value x = kNoValue;
+  Axes axes;
+  double eps = 0;
+  bool centered = false;  // layer norm (else rms norm)
+  std::vector<Value> scales;
+};
+
+bool trailing(const Axes& axes, int64_t rank) {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i)) return false;
+  return !axes.empty();
+}
+
+// x*x (Mul of one value with itself, or Pow(x, 2)): x, else kNoValue.
+Value squared(Rewrite& R, Value v) {
+  if (int64_t n = R.def(v, "Mul"); n >= 0 && R.input(n, 0) == R.input(n, 1)) return R.input(n, 0);
+  if (int64_t n = R.def(v, "Pow"); n >= 0 && R.splat(R.input(n, 1)) == 2.0) return R.input(n, 0);
+  return kNoValue;
+}
+
+// c == x - mean(x) over `axes` (kept for broadcasting); x returned.
+std::optional<Reduction> centered(Rewrite& R, Value c) {
+  int64_t sub = R.def(c, "Sub");
+  if (sub < 0) return std::nullopt;
+  Value x = R.input(sub, 0), m = R.input(sub, 1);
+  auto r = mean(R, m);
+  if (!r || r->x != x || !keepdims_of(R, m, x, r->axes)) return std::nullopt;
+  return r;
+}
+
+// v without a max(0, .) clamp (Max with 0, or the Relu that became), and
+// without reshapes; kNoValue for a Max with another constant.
+Value unclamped(Rewrite& R, Value v) {
+  v = skip_reshapes(R, v);
+  if (int64_t g = R.def(v, "Relu"); g >= 0) return skip_reshapes(R, R.input(g, 0));
+  if (int64_t g = R.def(v, "Max"); g >= 0) {
+    Value inner = with_const(R, g, 0.0);
+    return inner == kNoValue ? kNoValue : skip_reshapes(R, inner);
+  }
+  return v;
+}
+
+// var(x) over `axes`: mean((x - mean x)^2), or JAX's fast form
+// max(0, mean(x^2) - mean(x)^2) (the max optional).
+bool variance(Rewrite& R, Value v, Value x, const Axes& axes) {
+  v = unclamped(R, v);
+  if (v == kNoValue) return false;
+  auto r = mean(R, v);
+  if (!r || r->axes != axes) return false;
+  Value sq = squared(R, r->x);
+  if (sq != kNoValue) {  // mean((x - mean x)^2)
+    auto c = centered(R, sq);
+    return c && c->x == x && c->axes == axes;
+  }
+  return false;
+}
+bool fast_variance(Rewrite& R, Value v, Value x, const Axes& axes) {
+  v = unclamped(R, v);
+  if (v == kNoValue) return false;
+  int64_t sub = R.def(v, "Sub");
+  if (sub < 0) return false;
+  auto ex2 = mean(R, R.input(sub, 0));
+  Value m2 = squared(R, R.input(sub, 1));
+  if (!ex2 || ex2->axes != axes || squared(R, ex2->x) != x || m2 == kNoValue) return false;
+  auto m = mean(R, m2);
+  return m && m->x == x && m->axes == axes;
+}
+
+// o == var + eps (or mean(x^2) + eps for rms norm); returns eps.
+std::optional<double> plus_eps(Rewrite& R, Value o, std::function<bool(Value)> stat) {
+  o = skip_reshapes(R, o);
+  int64_t add = R.def(o, "Add");
+  if (add < 0) return std::nullopt;
+  for (int k = 0; k < 2; ++k) {
+    auto eps = R.splat(R.input(add, 1 - k));
+    if (eps && *eps >= 0 && stat(R.input(add, k))) return *eps;
+  }
+  return std::nullopt;
+}
+
+// A product of (x - mean x), 1/sqrt(var + eps) and per-feature scales, or of
+// x, 1/sqrt(mean(x^2) + eps) and scales.
+std::optional<Norm> norm_product(Rewrite& R, Value v) {
+  Product p = product(R, v);
+  if (!near(p.scale, 1.0)) return std::nullopt;
+  Norm n;
+  Value inv = kNoValue, data = kNoValue;
+  for (const Factor& f : p.factors) {
+    int64_t sq = f.power < 0 ? R.def(f.v, "Sqrt") : -1;
+    if (sq >= 0 && inv == kNoValue) { inv = R.input(sq, 0); continue; }
+    if (f.power < 0) return std::nullopt;
+    n.scales.push_back(f.v);
+  }
+  if (inv == kNoValue) return std::nullopt;
+  // The data factor is the one the statistic is about.
+  for (size_t k = 0; k < n.scales.size() && data == kNoValue; ++k) {
+    Value c = n.scales[k];
+    if (auto r = centered(R, c)) {
+      Value x = r->x;
+      Axes axes = r->axes;
+      auto eps = plus_eps(R, inv, [&](Value s) {
+        return variance(R, s, x, axes) || fast_variance(R, s, x, axes);
+      });
+      if (eps) { n = Norm{x, axes, *eps, true, {}}; data = c; }
+    } else {
+      Value x = c;
+      // rms: x, or x - 0 (what JAX's rms norm does before its statistic).
+      if (int64_t s = R.def(c, "Sub"); s >= 0 && is_zero(R, R.input(s, 1))) x = R.input(s, 0);
+      Axes axes;
+      auto eps = plus_eps(R, inv, [&](Value s) {
+        auto m = mean(R, s);
+        if (!m || squared(R, m->x) != x) return false;
+        axes = m->axes;
+        return true;
+      });
+      if (eps) { n = Norm{x, axes, *eps, false, {}}; data = c; }
+    }
+  }
+  if (data == kNoValue || !keepdims_of(R, inv, n.x, n.axes)) return std::nullopt;
+  for (const Factor& f : p.factors)
+    if (f.power > 0 && f.v != data) n.scales.push_back(f.v);
+  return n;
+}
+
+// `v` broadcasts over x's batch axes only and matches its trailing `axes`:
+// leading dims 1, then the feature dims.
+bool feature_shaped(Rewrite& R, Value v, const Aval& x, const Axes& axes) {
+  Aval a = R.aval(v);
+  if (a.dtype != x.dtype || a.rank() < static_cast<int64_t>(axes.size()) || a.rank() > x.rank())
+    return false;
+  for (int64_t i = 0; i < a.rank(); ++i) {
+    int64_t xi = x.rank() - a.rank() + i;
+    bool feature = std::find(axes.begin(), axes.end(), xi) != axes.end();
+    if (feature ? a.shape[i] != x.shape[xi] : a.shape[i] != Dim(1)) return false;
+  }
+  return true;
+}
+
+// A per-feature parameter `v` of a normalization over x's trailing `axes`, as
+// a value of the normalized shape: a constant re-shaped, or a value already
+// of that shape.
+std::optional<Value> feature_param(Rewrite& R, Value v, const Aval& x, const Axes& axes) {
+  std::vector<int64_t> dims;
+  for (int64_t a : axes) {
+    if (!x.shape[a].is_static()) return std::nullopt;
+    dims.push_back(x.shape[a].value);
+  }
+  if (!feature_shaped(R, v, x, axes)) return std::nullopt;
+  if (R.aval(v).shape.size() == axes.size()) return v;
+  const jxo_tensor* t = R.constant(v);
+  if (!t) return std::nullopt;
+  return R.constant(t->dtype, dims, t->data, t->nbytes);
+}
+
+Value ones(Rewrite& R, const Aval& x, const Axes& axes) {
+  std::vector<int64_t> dims;
+  int64_t count = 1;
+  for (int64_t a : axes) {
+    dims.push_back(x.shape[a].value);
+    count *= x.shape[a].value;
+  }
+  if (x.dtype == dtype::f64) {
+    std::vector<double> one(static_cast<size_t>(count), 1.0);
+    return R.constant(x.dtype, dims, one.data(), one.size() * 8);
+  }
+  std::vector<float> one(static_cast<size_t>(count), 1.0f);
+  return R.constant(x.dtype, dims, one.data(), one.size() * 4);
+}
+
+// Emits the normalization of `n` with an optional bias; true when it did.
+bool emit_norm(Rewrite& R, const Norm& n, Value bias, Value replaced) {
+  Aval x = R.aval(n.x), out = R.aval(replaced);
+  const char* op = n.centered ? "LayerNormalization" : "RMSNormalization";
+  if (!float_type(x) || x.shape != out.shape || !trailing(n.axes, x.rank()) ||
+      n.scales.size() > 1 || !kernels::has(op, x.dtype))
+    return false;
+  if (!n.centered && (R.opset() < 23 || bias != kNoValue)) return false;
+  if (n.centered && R.opset() < 17) return false;
+  for (int64_t a : n.axes)
+    if (!x.shape[a].is_static()) return false;
+  Value scale = kNoValue;
+  if (!n.scales.empty()) {
+    auto s = feature_param(R, n.scales[0], x, n.axes);
+    if (!s) return false;
+    scale = *s;
+  }
+  Value b = kNoValue;
+  if (bias != kNoValue) {
+    auto s = feature_param(R, bias, x, n.axes);
+    if (!s) return false;
+    b = *s;
+  }
+  if (scale == kNoValue) scale = ones(R, x, n.axes);
+  std::vector<Value> ins = {n.x, scale};
+  if (b != kNoValue) ins.push_back(b);
+  std::vector<Attr> attrs = {Attr::i("axis", n.axes.front()), Attr::f("epsilon", n.eps)};
+  R.replace(replaced, R.op(op, ins, out, attrs));
+  return true;
+}
+
+// The product rooted here: (x - mean) * rsqrt(var + eps) [* scale], or the
+// division by sqrt(var + eps), or the rms form.
+void normalization(Rewrite& R) {
+  Value v = R.output(R.root());
+  if (auto n = norm_product(R, v)) emit_norm(R, *n, kNoValue, v);
+}
+
+// The elements of constant `c` as one value per normalized feature (x's
+// trailing `axes`), when c broadcasts over x without widening it: a splat of
+// any such shape, or a per-feature tensor (leading dims 1).
+std::optional<std::vector<double>> per_feature(Rewrite& R, Value c, const Aval& x, const Axes& axes) {
+  auto values = R.constant_values(c);
+  Aval a = R.aval(c);
+  if (!values || a.dtype != x.dtype || a.rank() < 0 || a.rank() > x.rank()) return std::nullopt;
+  size_t count = 1;
+  for (int64_t ax : axes) count *= static_cast<size_t>(x.shape[ax].value);
+  bool ones = true;
+  for (const Dim& d : a.shape) ones = ones && d == Dim(1);
+  if (ones) return std::vector<double>(count, values->at(0));  // a scalar, however shaped
+  if (!feature_shaped(R, c, x, axes) || values->size() != count) return std::nullopt;
+  return values;
+}
+
+Value feature_constant(Rewrite& R, const Aval& x, const Axes& axes, const std::vector<double>& v) {
+  std::vector<int64_t> dims;
+  for (int64_t a : axes) dims.push_back(x.shape[a].value);
+  if (x.dtype == dtype::f64) return R.constant(x.dtype, dims, v.data(), v.size() * 8);
+  std::vector<float> f(v.begin(), v.end());
+  return R.constant(x.dtype, dims, f.data(), f.size() * 4);
+}
+
+// A single-use LayerNormalization / RMSNormalization at `p`, with x's axes.
+int64_t norm_node(Rewrite& R, Value p, Aval* x, Axes* axes) {
+  int64_t n = R.def(p, "LayerNormalization");
+  if (n < 0) n = R.def(p, "RMSNormalization");
+  if (n < 0 || !R.single_use(p)) return -1;
+  *x = R.aval(R.input(n, 0));
+  int64_t axis = R.attr_int(n, "axis", -1);
+  if (axis < 0) axis += x->rank();
+  axes->clear();
+  for (int64_t a = axis; a < x->rank(); ++a) axes->push_back(a);
+  for (int64_t a : *axes)
+    if (!x->shape[a].is_static()) return -1;
+  return n;
+}
+
+// Re-emits normalization node `n` with new scale and bias (kNoValue: none).
+void re_emit(Rewrite& R, int64_t n, Value scale, Value bias, Value replaced) {
+  std::vector<Value> ins = {R.input(n, 0), scale};
+  if (bias != kNoValue) ins.push_back(bias);
+  std::vector<Attr> attrs = {Attr::i("axis", R.attr_int(n, "axis", -1)),
+                             Attr::f("epsilon", R.attr_float(n, "epsilon", 1e-5))};
+  R.replace(replaced, R.op(R.op_type(n), ins, R.aval(replaced), attrs));
+}
+
+// norm + bias: a LayerNormalization takes the bias (added to its own when it
+// has one and both are constants).
+void normalization_bias(Rewrite& R) {
+  int64_t add = R.root();
+  for (int k = 0; k < 2; ++k) {
+    Value p = R.input(add, k), c = R.input(add, 1 - k);
+    if (!R.single_use(p)) continue;
+    if (auto n = norm_product(R, p); n && n->centered) {  // a product not fused yet
+      if (emit_norm(R, *n, c, R.output(add))) return;
+      continue;
+    }
+    Aval x;
+    Axes axes;
+    int64_t n = norm_node(R, p, &x, &axes);
+    if (n < 0 || !R.is(n, "LayerNormalization") || R.aval(R.output(add)).shape != x.shape) continue;
+    Value bias = kNoValue;
+    if (R.num_inputs(n) < 3 || R.input(n, 2) == kNoValue) {
+      if (auto v = per_feature(R, c, x, axes)) bias = feature_constant(R, x, axes, *v);
+      else if (auto f = feature_param(R, c, x, axes)) bias = *f;
+    } else {
+      auto old = R.constant_values(R.input(n, 2));
+      auto v = per_feature(R, c, x, axes);
+      if (!old || !v || old->size() != v->size()) continue;
+      for (size_t i = 0; i < v->size(); ++i) (*v)[i] += (*old)[i];
+      bias = feature_constant(R, x, axes, *v);
+    }
+    if (bias == kNoValue) continue;
+    re_emit(R, n, R.input(n, 1), bias, R.output(add));
+    return;
+  }
+}
+
+// norm * k for a constant per-feature (or splat) k: the scale (and bias) take it.
+void normalization_scale(Rewrite& R) {
+  int64_t mul = R.root();
+  for (int k = 0; k < 2; ++k) {
+    Value p = R.input(mul, k), c = R.input(mul, 1 - k);
+    Aval x;
+    Axes axes;
+    int64_t n = norm_node(R, p, &x, &axes);
+    if (n < 0 || R.aval(R.output(mul)).shape != x.shape) continue;
+    auto factor = per_feature(R, c, x, axes);
+    auto scale = R.constant_values(R.input(n, 1));
+    if (!factor || !scale || scale->size() != factor->size()) continue;
+    for (size_t i = 0; i < scale->size(); ++i) (*scale)[i] *= (*factor)[i];
+    Value bias = kNoValue;
+    if (R.num_inputs(n) > 2 && R.input(n, 2) != kNoValue) {
+      auto b = R.constant_values(R.input(n, 2));
+      if (!b || b->size() != factor->size()) continue;
+      for (size_t i = 0; i < b->size(); ++i) (*b)[i] *= (*factor)[i];
+      bias = feature_constant(R, x, axes, *b);
+    }
+    re_emit(R, n, feature_constant(R, x, axes, *scale), bias, R.output(mul));
+    return;
+  }
+}
+
+// --------------------------------------------------------------------- gelu --
+
+// `v` is `k * x` for the given k (within float32 rounding).
+bool scaled(Rewrite& R, Value v, Value x, double k) {
+  Product p = product(R, v);
+  return p.factors.size() == 1 && p.factors[0].v == x && p.factors[0].power == 1 &&
+         near(p.scale, k, 1e-6);
+}
+
+// The gate of gelu over x: 1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)) gives
+// "tanh"; 1 + erf(x / sqrt(2)) or 1 - erf(-x / sqrt(2)) (JAX's erfc form
+// after lowering) gives "none"; else empty.
+std::string gelu_gate(Rewrite& R, Value g, Value x) {
+  int64_t n = R.def(g, "Add");
+  int sign = 1;
+  Value t = kNoValue;
+  if (n >= 0 && R.single_use(g)) {
+    t = with_const(R, n, 1.0);
+  } else if ((n = R.def(g, "Sub")) >= 0 && R.single_use(g) && R.splat(R.input(n, 0)) == 1.0) {
+    t = R.input(n, 1);
+    sign = -1;
+  }
+  if (t == kNoValue || !R.single_use(t)) return "";
+  if (int64_t e = R.def(t, "Erf"); e >= 0) {
+    return scaled(R, R.input(e, 0), x, sign * M_SQRT1_2) ? "none" : "";
+  }
+  int64_t th = R.def(t, "Tanh");
+  if (th < 0 || sign != 1) return "";
+  Product p = product(R, R.input(th, 0));
+  if (p.factors.size() != 1 || !near(p.scale, std::sqrt(2.0 / M_PI))) return "";
+  Value inner = p.factors[0].v;
+  int64_t add = R.def(inner, "Add");
+  if (add < 0 || !R.single_use(inner)) return "";
+  Value cube = other(R, add, x);
+  if (cube == kNoValue) return "";
+  Product c = product(R, cube);
+  if (!near(c.scale, 0.044715, 1e-5)) return "";
+  int count = 0;
+  for (const Factor& f : c.factors) {
+    if (f.v == x && f.power == 1) { ++count; continue; }
+    int64_t sq = R.def(f.v, "Mul");
+    if (sq >= 0 && R.input(sq, 0) == x && R.input(sq, 1) == x && R.single_use(f.v) && f.power == 1) {
+      count += 2;
+      continue;
+    }
+    int64_t pw = R.def(f.v, "Pow");
+    if (pw >= 0 && R.input(pw, 0) == x && R.splat(R.input(pw, 1)) == 3.0 && f.power == 1) {
+      count += 3;
+      continue;
+    }
+    return "";
+  }
+  return count == 3 ? "tanh" : "";
+}
+
+// 0.5 * x * gate(x) in any association -> Gelu(x, approximate).
+void gelu(Rewrite& R) {
+  Value root = R.output(R.root());
+  Product p = product(R, root);
+  Aval out = R.aval(root);
+  if (p.factors.size() != 2 || !near(p.scale, 0.5) || !float_type(out) ||
+      !kernels::has("Gelu", out.dtype))
+    return;
+  for (int k = 0; k < 2; ++k) {
+    Value x = p.factors[k].v, g = p.factors[1 - k].v;
+    if (p.factors[0].power != 1 || p.factors[1].power != 1 || R.aval(x).shape != out.shape) continue;
+    std::string approx = gelu_gate(R, g, x);
+    if (approx.empty()) continue;
+    R.replace(root, R.op("Gelu", {x}, out, {Attr::s("approximate", approx)}));
+    return;
+  }
+}
+
+// ------------------------------------------------------------------- swish --
+
+// x * sigmoid(x) -> Swish(x) (alpha 1), where the opset has Swish (24).
+void swish(Rewrite& R) {
+  int64_t mul = R.root();
+  Aval out = R.aval(R.output(mul));
+  if (!float_type(out) || !kernels::has("Swish", out.dtype)) return;
+  for (int k = 0; k < 2; ++k) {
+    Value x = R.input(mul, k), s = R.input(mul, 1 - k);
+    int64_t sg = R.def(s, "Sigmoid");
+    if (sg < 0 || R.input(sg, 0) != x || !R.single_use(s) || R.aval(x).shape != out.shape) continue;
+    R.replace(R.output(mul), R.op("Swish", {x}, out));
+    return;
+  }
+}
+
+}  // namespace
+
+JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
+  plugin.rule("matmul_add_to_gemm", "Add", matmul_add_to_gemm)
+      .emits({"Gemm"})
+      .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm");
+  plugin.rule("max0_to_relu", "Max", max0_to_relu)
+      .emits({"Relu"})
+      .summary("Max(x, 0) -> Relu. Signed zero: Relu(-0.0) is -0.0 where JAX gives 0.0; "
+               "NaN and inf as JAX");
+  plugin.rule("softmax", "Div", softmax)
+      .emits({"Softmax"})
+      .summary("exp(x - max x) / sum exp(x - max x) over one axis (with JAX's -inf initial and "
+               "the lowering's NaN guard) -> Softmax. A row holding NaN or inf gives NaN, as in JAX");
+  plugin.rule("log_softmax", "Sub", log_softmax)
+      .emits({"LogSoftmax"})
+      .summary("(x - max x) - log(sum exp(x - max x)) over one axis -> LogSoftmax. A row "
+               "holding NaN or inf gives NaN, as in JAX");
+  for (const char* root : {"Mul", "Div"})
+    plugin.rule(std::string("normalization_") + root, root, normalization)
+        .emits({"LayerNormalization", "RMSNormalization"})
+        .min_opset(17)
+        .summary("(x - mean) / sqrt(var + eps) * scale over trailing axes (var as mean((x - "
+                 "mean)^2) or JAX's max(0, mean(x^2) - mean^2)) -> LayerNormalization (opset 17); "
+                 "x / sqrt(mean(x^2) + eps) * scale -> RMSNormalization (opset 23). onnxruntime "
+                 "computes var as mean((x - mean)^2): where JAX's fast form cancels "
+                 "catastrophically the fused op is the more accurate. NaN/inf rows give NaN, as in JAX");
+  plugin.rule("normalization_bias", "Add", normalization_bias)
+      .emits({"LayerNormalization"})
+      .min_opset(17)
+      .summary("a layer norm plus a per-feature bias -> LayerNormalization with B");
+  plugin.rule("normalization_scale", "Mul", normalization_scale)
+      .emits({"LayerNormalization", "RMSNormalization"})
+      .min_opset(17)
+      .summary("a normalization times a constant per-feature factor -> its scale (and bias) "
+               "times the factor");
+  plugin.rule("gelu", "Mul", gelu)
+      .emits({"Gelu"})
+      .min_opset(20)
+      .summary("0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))) or 0.5 x (1 + erf(x/sqrt 2)) -> "
+               "Gelu (float32; onnxruntime has no float64 Gelu). NaN and inf as JAX. JAX's exact "
+               "gelu lowers erfc as a polynomial, which this rule does not match");
+  plugin.rule("swish", "Mul", swish)
+      .emits({"Swish"})
+      .min_opset(24)
+      .summary("x * sigmoid(x) -> Swish (opset 24)");
+}

@@ -1,0 +1,197 @@
+// The fuse pass (plugin rewrite rules, ABI 1.2) on hand-built IR, with rules
+// written against the SDK's Rewrite view exactly as a plugin writes them.
+#include <doctest/doctest.h>
+
+#include <jaxonnx/plugin.hpp>
+
+#include <string>
+#include <vector>
+
+#include "jaxonnx/core/error.hpp"
+#include "jaxonnx/core/passes.hpp"
+#include "jaxonnx/core/plugin_host.hpp"
+
+using namespace jaxonnx;
+namespace sdk = jaxonnx::sdk;
+
+namespace {
+
+Aval f32(std::vector<int64_t> dims) {
+  std::vector<Dim> d;
+  for (int64_t x : dims) d.push_back(Dim{x, {}});
+  return Aval(JXO_DTYPE_FLOAT32, d);
+}
+
+struct Graph {
+  ir::Graph g;
+  ir::ValueId value(const Aval& t, std::string name) {
+    ir::ValueId v = g.add_value(std::move(name));
+    g.values[v].has_type = true;
+    g.values[v].type = t;
+    return v;
+  }
+  ir::ValueId input(const Aval& t, std::string name) {
+    ir::ValueId v = value(t, std::move(name));
+    g.inputs.push_back(v);
+    return v;
+  }
+  ir::ValueId op(const char* op, std::vector<ir::ValueId> ins, const Aval& t) {
+    ir::ValueId v = value(t, "v" + std::to_string(g.values.size()));
+    g.nodes.push_back(ir::Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(ins), {v}, {}});
+    return v;
+  }
+  void output(ir::ValueId v, std::string name) {
+    g.values[v].name = std::move(name);
+    g.outputs.push_back(v);
+  }
+  std::vector<std::string> ops() const {
+    std::vector<std::string> out;
+    for (const ir::Node& n : g.nodes) out.push_back(n.op_type);
+    return out;
+  }
+};
+
+// A rule as a plugin declares it: the SDK's entry, seen by the host as RuleInfo.
+struct TestRule {
+  sdk::detail::RuleEntry entry;
+  LoadedPlugin plugin;
+  RuleInfo info;
+  TestRule(std::string name, std::string root, std::vector<std::string> ops, sdk::RewriteFn fn,
+           int64_t min_opset = 0) {
+    entry.fn = std::move(fn);
+    plugin.name = "test_rules";
+    info.name = std::move(name);
+    info.root_op = std::move(root);
+    info.rewrite = &sdk::detail::rewrite_trampoline;
+    info.user_data = &entry;
+    info.min_opset = min_opset;
+    info.onnx_ops = std::move(ops);
+    info.plugin = &plugin;
+  }
+};
+
+bool fuse(ir::Graph& g, const TestRule& rule, int64_t opset = 23) {
+  passes::Pipeline p;
+  p.push_back(passes::fuse({&rule.info}, opset));
+  p.push_back(passes::dead_code_elimination());
+  return passes::PassManager(std::move(p)).run(g) > 1;
+}
+
+// Neg(Neg(x)) -> x, when the inner Neg has no other reader.
+void neg_neg(sdk::Rewrite& R) {
+  sdk::Value inner = R.input(R.root(), 0);
+  int64_t n = R.def(inner, "Neg");
+  if (n < 0 || !R.single_use(inner)) return;
+  R.replace(R.output(R.root()), R.input(n, 0));
+}
+
+// Relu(Relu(x)) -> a new Relu(x).
+void relu_relu(sdk::Rewrite& R) {
+  sdk::Value inner = R.input(R.root(), 0);
+  int64_t n = R.def(inner, "Relu");
+  if (n < 0 || !R.single_use(inner)) return;
+  R.replace(R.output(R.root()), R.op("Relu", {R.input(n, 0)}, R.aval(inner)));
+}
+
+}  // namespace
+
+TEST_CASE("fuse: a rule replaces a root output with an existing value") {
+  Graph b;
+  ir::ValueId x = b.input(f32({2, 3}), "x");
+  ir::ValueId y = b.op("Exp", {b.op("Neg", {b.op("Neg", {x}, f32({2, 3}))}, f32({2, 3}))}, f32({2, 3}));
+  b.output(y, "y");
+  TestRule rule("neg_neg", "Neg", {}, neg_neg);
+  CHECK(fuse(b.g, rule));
+  CHECK(b.ops() == std::vector<std::string>{"Exp"});
+  CHECK(b.g.nodes[0].inputs[0] == x);
+}
+
+TEST_CASE("fuse: an intermediate with another reader is not fused") {
+  Graph b;
+  ir::ValueId x = b.input(f32({2}), "x");
+  ir::ValueId inner = b.op("Neg", {x}, f32({2}));
+  b.output(b.op("Exp", {b.op("Neg", {inner}, f32({2}))}, f32({2})), "y");
+  b.output(inner, "also");
+  TestRule rule("neg_neg", "Neg", {}, neg_neg);
+  CHECK_FALSE(fuse(b.g, rule));
+  CHECK(b.ops() == std::vector<std::string>{"Neg", "Neg", "Exp"});
+}
+
+TEST_CASE("fuse: a root that defines a graph output hands its name to the replacement") {
+  Graph b;
+  ir::ValueId x = b.input(f32({4}), "x");
+  ir::ValueId y = b.op("Relu", {b.op("Relu", {x}, f32({4}))}, f32({4}));
+  b.output(y, "y");
+  TestRule rule("relu_relu", "Relu", {"Relu"}, relu_relu);
+  CHECK(fuse(b.g, rule));
+  REQUIRE(b.ops() == std::vector<std::string>{"Relu"});
+  CHECK(b.g.nodes[0].inputs[0] == x);
+  CHECK(b.g.nodes[0].outputs[0] == y);
+  CHECK(b.g.values[b.g.outputs[0]].name == "y");
+}
+
+TEST_CASE("fuse: a graph output is not replaced by a value the rule did not emit") {
+  Graph b;
+  ir::ValueId x = b.input(f32({4}), "x");
+  b.output(b.op("Neg", {b.op("Neg", {x}, f32({4}))}, f32({4})), "y");
+  TestRule rule("neg_neg", "Neg", {}, neg_neg);
+  size_t values = b.g.values.size();
+  CHECK_FALSE(fuse(b.g, rule));
+  CHECK(b.ops() == std::vector<std::string>{"Neg", "Neg"});
+  CHECK(b.g.values.size() == values);
+}
+
+TEST_CASE("fuse: a rule that emits without replacing changes nothing") {
+  Graph b;
+  ir::ValueId x = b.input(f32({4}), "x");
+  b.output(b.op("Exp", {b.op("Relu", {x}, f32({4}))}, f32({4})), "y");
+  TestRule rule("emit_only", "Relu", {"Relu"},
+                [](sdk::Rewrite& R) { R.op("Relu", {R.input(R.root(), 0)}, sdk::Aval(sdk::dtype::f32, {4})); });
+  size_t values = b.g.values.size();
+  CHECK_FALSE(fuse(b.g, rule));
+  CHECK(b.ops() == std::vector<std::string>{"Relu", "Exp"});
+  CHECK(b.g.values.size() == values);
+}
+
+TEST_CASE("fuse: a rule below its min_opset is not tried") {
+  Graph b;
+  ir::ValueId x = b.input(f32({4}), "x");
+  b.output(b.op("Exp", {b.op("Relu", {b.op("Relu", {x}, f32({4}))}, f32({4}))}, f32({4})), "y");
+  TestRule rule("relu_relu", "Relu", {"Relu"}, relu_relu, /*min_opset=*/20);
+  CHECK_FALSE(fuse(b.g, rule, 18));
+  CHECK(fuse(b.g, rule, 20));
+  CHECK(b.ops() == std::vector<std::string>{"Relu", "Exp"});
+}
+
+TEST_CASE("fuse: an undeclared op, a wrong type or a late input fails the conversion") {
+  auto build = [](Graph& b) {
+    ir::ValueId x = b.input(f32({4}), "x");
+    b.output(b.op("Exp", {b.op("Relu", {b.op("Relu", {x}, f32({4}))}, f32({4}))}, f32({4})), "y");
+  };
+  {
+    Graph b;
+    build(b);
+    TestRule rule("undeclared", "Relu", {"Sigmoid"}, relu_relu);
+    CHECK_THROWS_WITH_AS(fuse(b.g, rule), doctest::Contains("not among the ops the rule declares"),
+                         ConversionError);
+  }
+  {
+    Graph b;
+    build(b);
+    TestRule rule("wrong_type", "Relu", {"Relu"}, [](sdk::Rewrite& R) {
+      R.replace(R.output(R.root()), R.op("Relu", {R.input(R.root(), 0)}, sdk::Aval(sdk::dtype::f32, {5})));
+    });
+    CHECK_THROWS_WITH_AS(fuse(b.g, rule), doctest::Contains("'wrong_type' of plugin 'test_rules'"),
+                         ConversionError);
+  }
+  {
+    Graph b;
+    build(b);
+    TestRule rule("late_input", "Relu", {"Relu"}, [](sdk::Rewrite& R) {
+      sdk::Value own = R.output(R.root());
+      R.replace(own, R.op("Relu", {own}, R.aval(own)));
+    });
+    CHECK_THROWS_WITH_AS(fuse(b.g, rule), doctest::Contains("not a value defined before the root"),
+                         ConversionError);
+  }
+}

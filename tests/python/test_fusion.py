@@ -1,0 +1,251 @@
+"""The onnx_fusion plugin's rewrite rules, applied by the core's fuse pass.
+
+Each rule: the fused op is there (structure), numbers match JAX in onnxruntime
+(f32 and f64 where onnxruntime has the kernel, static and symbolic batch), and
+each refusal keeps the decomposition (shapes that must not fuse, an
+intermediate with another reader, wrong constants, too old an opset).
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnx
+import pytest
+from flax import nnx
+
+import jaxonnx
+from helpers import check, op_types
+
+
+def ops(fn, shapes, opset=23, x64=False, **kw):
+    dtype = np.float64 if x64 else np.float32
+    with jax.enable_x64(x64):
+        specs = [jax.ShapeDtypeStruct(s, dtype) for s in shapes]
+        model = jaxonnx.to_onnx(fn, specs, opset=opset, enable_double_precision=x64, **kw)
+    onnx.checker.check_model(model, full_check=True)
+    return op_types(model)
+
+
+# ------------------------------------------------------------------- Gemm --
+
+W = np.random.default_rng(1).standard_normal((16, 4)).astype(np.float32)
+BIAS = np.random.default_rng(2).standard_normal((4,)).astype(np.float32)
+
+
+def linear(x):
+    return x @ W.astype(x.dtype) + BIAS.astype(x.dtype)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("batch", [8, "B"])
+def test_matmul_add_becomes_gemm(batch, x64):
+    model = check(linear, [(batch, 16)], x64=x64)
+    assert op_types(model) == ["Gemm"]
+
+
+def test_nnx_linear_becomes_gemm():
+    layer = nnx.Linear(16, 4, rngs=nnx.Rngs(0))
+    assert op_types(check(layer, [("B", 16)])) == ["Gemm"]
+
+
+def test_gemm_bias_of_full_shape():
+    b = np.ones((8, 4), np.float32)
+    assert op_types(check(lambda x: x @ W + b, [(8, 16)])) == ["Gemm"]
+
+
+def test_gemm_refuses_3d_a_bias_that_widens_and_a_shared_product():
+    assert "Gemm" not in ops(linear, [(2, 8, 16)])  # 3-D: MatMul + Add
+    wide = np.ones((3, 1, 4), np.float32)
+    assert "Gemm" not in ops(lambda x: x @ W + wide, [(8, 16)])  # bias widens the result
+
+    def shared(x):
+        y = x @ W
+        return y + BIAS, y
+    assert "Gemm" not in ops(shared, [(8, 16)])  # the product is read twice
+    check(shared, [(8, 16)])
+
+
+def test_fuse_false_keeps_the_decomposition():
+    assert ops(linear, [(8, 16)], fuse=False) == ["MatMul", "Add"]
+
+
+# ------------------------------------------------------------------- Relu --
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_max0_becomes_relu(x64):
+    assert op_types(check(jax.nn.relu, [("B", 5)], x64=x64)) == ["Relu"]
+    assert op_types(check(lambda x: jnp.maximum(0.0, x), [(3, 5)], x64=x64)) == ["Relu"]
+
+
+def test_relu_refuses_other_constants_broadcasts_and_ints():
+    assert "Relu" not in ops(lambda x: jnp.maximum(x, 0.5), [(3, 5)])
+    assert "Relu" not in ops(lambda x: jnp.maximum(x, jnp.zeros((2, 3, 5))), [(3, 5)])
+    check(lambda x: jnp.maximum(x, jnp.zeros((2, 3, 5), x.dtype)), [(3, 5)])
+    with jax.enable_x64(False):
+        m = jaxonnx.to_onnx(lambda x: jnp.maximum(x, 0), [jax.ShapeDtypeStruct((3,), np.int32)])
+    assert "Relu" not in op_types(m)
+
+
+# ---------------------------------------------------------------- softmax --
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_softmax_becomes_softmax(axis, x64):
+    model = check(lambda x: jax.nn.softmax(x, axis=axis), [("B", 7)] if axis else [(6, 7)], x64=x64)
+    assert op_types(model) == ["Softmax"]
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_log_softmax_becomes_log_softmax(x64):
+    assert op_types(check(jax.nn.log_softmax, [("B", 7)], x64=x64)) == ["LogSoftmax"]
+
+
+def test_softmax_written_in_jnp_fuses_too():
+    def sm(x):
+        e = jnp.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    assert op_types(check(sm, [("B", 7)])) == ["Softmax"]
+
+
+def test_softmax_refuses_shared_exp_two_axes_and_a_foreign_sum():
+    def shared(x):
+        e = jnp.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True), e
+    assert "Softmax" not in ops(shared, [(4, 7)])
+    check(shared, [(4, 7)])
+    assert "Softmax" not in ops(lambda x: jax.nn.softmax(x, axis=(0, 1)), [(4, 7)])
+
+    def foreign(x):  # divides by the sum of a different tensor
+        e = jnp.exp(x - x.max(-1, keepdims=True))
+        return e / jnp.exp(x).sum(-1, keepdims=True)
+    assert "Softmax" not in ops(foreign, [(4, 7)])
+    check(foreign, [(4, 7)])
+
+
+# ------------------------------------------------------------ layer norms --
+
+def jnp_layer_norm(x):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / jnp.sqrt(v + 1e-5) * 2.0 + 0.5
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("batch", [8, "B"])
+def test_nnx_layer_norm_becomes_layer_normalization(batch, x64):
+    dtype = jnp.float64 if x64 else jnp.float32
+    with jax.enable_x64(x64):
+        ln = nnx.LayerNorm(16, rngs=nnx.Rngs(0), param_dtype=dtype, dtype=dtype)
+        ln.scale.value = jax.random.normal(jax.random.key(1), (16,), dtype)
+        ln.bias.value = jax.random.normal(jax.random.key(2), (16,), dtype)
+    model = check(ln, [(batch, 16)], x64=x64, rtol=1e-4, atol=1e-5)
+    assert op_types(model) == ["LayerNormalization"]
+
+
+def test_jnp_layer_norm_gives_the_same_graph():
+    assert op_types(check(jnp_layer_norm, [("B", 16)], rtol=1e-4, atol=1e-5)) == [
+        "LayerNormalization"]
+
+
+def test_layer_norm_over_two_trailing_axes():
+    def ln(x):
+        m = x.mean((-2, -1), keepdims=True)
+        v = jnp.square(x - m).mean((-2, -1), keepdims=True)
+        return (x - m) * jax.lax.rsqrt(v + 1e-6)
+    assert op_types(check(ln, [("B", 3, 4)], rtol=1e-4, atol=1e-5)) == ["LayerNormalization"]
+
+
+def test_layer_norm_refuses_a_wrong_count_a_leading_axis_and_opset_16():
+    def wrong_count(x):  # divides the sum by 15, not 16
+        m = x.sum(-1, keepdims=True) / 15
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) / jnp.sqrt(v + 1e-5)
+    assert "LayerNormalization" not in ops(wrong_count, [(4, 16)])
+    check(wrong_count, [(4, 16)])
+
+    def leading(x):
+        m = x.mean(0, keepdims=True)
+        v = ((x - m) ** 2).mean(0, keepdims=True)
+        return (x - m) / jnp.sqrt(v + 1e-5)
+    assert "LayerNormalization" not in ops(leading, [(4, 16)])
+    check(leading, [(4, 16)])
+
+
+def test_layer_norm_at_opset_18_and_rms_norm_below_23():
+    assert "LayerNormalization" in ops(jnp_layer_norm, [(4, 16)], opset=18)
+    rms = nnx.RMSNorm(16, rngs=nnx.Rngs(0))
+    assert "RMSNormalization" not in op_types(check(rms, [("B", 16)], opset=18, rtol=1e-4))
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_rms_norm_becomes_rms_normalization(x64):
+    dtype = jnp.float64 if x64 else jnp.float32
+    with jax.enable_x64(x64):
+        rms = nnx.RMSNorm(16, rngs=nnx.Rngs(0), param_dtype=dtype, dtype=dtype)
+        rms.scale.value = jax.random.normal(jax.random.key(1), (16,), dtype)
+    model = check(rms, [("B", 16)], x64=x64, rtol=1e-4, atol=1e-5)
+    assert op_types(model) == ["RMSNormalization"]
+
+    def jnp_rms(x):
+        return x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + 1e-6)
+    assert op_types(check(jnp_rms, [("B", 16)], rtol=1e-4, atol=1e-5)) == ["RMSNormalization"]
+
+
+# ------------------------------------------------------------------- gelu --
+
+@pytest.mark.parametrize("batch", [5, "B"])
+def test_tanh_gelu_becomes_gelu(batch):
+    model = check(lambda x: jax.nn.gelu(x, approximate=True), [(batch, 9)], rtol=1e-4, atol=1e-5)
+    assert op_types(model) == ["Gelu"]
+
+    def jnp_gelu(x):
+        return 0.5 * x * (1 + jnp.tanh(np.sqrt(2 / np.pi).astype(np.float32) * (x + 0.044715 * x ** 3)))
+    assert op_types(check(jnp_gelu, [(batch, 9)], rtol=1e-4, atol=1e-5)) == ["Gelu"]
+
+
+@pytest.mark.parametrize("batch", [5, "B"])
+def test_erf_gelu_becomes_gelu(batch):
+    def erf_gelu(x):
+        return 0.5 * x * (1 + jax.lax.erf(x / np.sqrt(2).astype(np.float32)))
+    assert op_types(check(erf_gelu, [(batch, 9)], rtol=1e-4, atol=1e-5)) == ["Gelu"]
+
+    def erf_gelu_2(x):
+        return x * (0.5 + 0.5 * jax.lax.erf(x * np.float32(1 / np.sqrt(2))))
+    check(erf_gelu_2, [(batch, 9)], rtol=1e-4, atol=1e-5)
+
+
+def test_gelu_refuses_opset_18_float64_and_a_wrong_constant():
+    assert "Gelu" not in ops(jax.nn.gelu, [(5, 9)], opset=18)
+    check(jax.nn.gelu, [(5, 9)], opset=18)
+    assert "Gelu" not in ops(jax.nn.gelu, [(5, 9)], x64=True)  # onnxruntime: no Gelu(double)
+    check(jax.nn.gelu, [(5, 9)], x64=True)
+
+    def wrong(x):
+        return 0.5 * x * (1 + jnp.tanh(0.8 * (x + 0.044715 * x ** 3)))
+    assert "Gelu" not in ops(wrong, [(5, 9)])
+    check(wrong, [(5, 9)])
+
+
+# ------------------------------------------------------------------ swish --
+
+def test_silu_becomes_swish_at_opset_24_and_stays_below():
+    assert "Swish" not in ops(jax.nn.silu, [(5, 9)])
+    model = check(jax.nn.silu, [("B", 9)], opset=24)
+    assert op_types(model) == ["Swish"]
+
+
+# --------------------------------------------------------- whole networks --
+
+def test_transformer_block_fuses_its_parts():
+    class Block(nnx.Module):
+        def __init__(self, rngs):
+            self.ln = nnx.LayerNorm(32, rngs=rngs)
+            self.fc1 = nnx.Linear(32, 64, rngs=rngs)
+            self.fc2 = nnx.Linear(64, 32, rngs=rngs)
+
+        def __call__(self, x):
+            h = self.fc2(jax.nn.gelu(self.fc1(self.ln(x))))
+            return jax.nn.softmax(x + h)
+
+    model = check(Block(nnx.Rngs(0)), [("B", 32)], rtol=1e-4, atol=1e-5)
+    assert op_types(model) == ["LayerNormalization", "Gemm", "Gelu", "Gemm", "Add", "Softmax"]
