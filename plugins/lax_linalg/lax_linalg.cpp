@@ -577,15 +577,18 @@ JAXONNX_PLUGIN("lax_linalg", "0.1.0") {
   plugin.primitive("cholesky", lower_cholesky)
       .emits({"Slice", "Mul", "ReduceSum", "Sub", "Sqrt", "Div", "Concat", "Where", "LessOrEqual",
               "Cast", "ReduceMax", "Loop", "Gather", "Unsqueeze", "Transpose", "MatMul", "Equal", "GreaterOrEqual", "And", "Expand"})
+      .emits_shape_ops()
       .doc(onnx_doc("Sqrt"))
       .summary("column-by-column (left-looking) Cholesky, unrolled (a Loop for n > 64); NaN matrix when not positive definite");
   plugin.primitive("triangular_solve", lower_triangular_solve)
       .emits({"Slice", "MatMul", "Sub", "Div", "Concat", "Transpose", "Loop", "Gather", "Unsqueeze", "Less", "Greater", "Where", "Equal", "Expand"})
+      .emits_shape_ops()
       .doc(onnx_doc("MatMul"))
       .summary("forward/back substitution, one row of the solution per step (a Loop for n > 64)");
   plugin.primitive("lu", lower_lu)
       .emits({"Slice", "Abs", "ArgMax", "Equal", "Where", "ReduceSum", "Add", "Div", "Mul", "Sub", "Concat",
               "Squeeze", "Cast", "Loop", "Gather", "Unsqueeze", "GreaterOrEqual", "Greater", "GatherElements", "Expand", "And"})
+      .emits_shape_ops()
       .doc(onnx_doc("ArgMax"))
       .summary("LU with partial pivoting (getf2), unrolled over the columns (a Loop beyond 64)");
   plugin.primitive("lu_pivots_to_permutation", lower_lu_pivots_to_permutation)

@@ -50,6 +50,18 @@ def _names(kind, names, count):
     return names
 
 
+def _default_names(names, taken):
+    """`names`, each made distinct from the user's `taken` names (theirs win)."""
+    taken, out = set(taken), []
+    for base in names:
+        name, k = base, 1
+        while name in taken:
+            name, k = f"{base}_{k}", k + 1
+        taken.add(name)
+        out.append(name)
+    return out
+
+
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             enable_double_precision=False, record_primitive_calls_file=None,
             return_mode="proto", output_path=None, inputs_as_nchw=None, outputs_as_nchw=None,
@@ -171,8 +183,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         param_specs = _specs.normalize_params(params, enable_double_precision)
         nchw_in = _layout.indices(inputs_as_nchw, "inputs_as_nchw", len(specs))
         nchw_out = _layout.indices(outputs_as_nchw, "outputs_as_nchw")
-        names_in = _names("input_names", input_names, len(specs)) or \
-            [f"in_{i}_nchw" if i in nchw_in else f"in_{i}" for i in range(len(specs))]
+        names_in = _names("input_names", input_names, len(specs)) or _default_names(
+            [f"in_{i}_nchw" if i in nchw_in else f"in_{i}" for i in range(len(specs))], params)
         if set(names_in) & set(params):
             raise ConversionError(f"input_names {sorted(set(names_in) & set(params))} are "
                                   f"input_params keys too")

@@ -37,12 +37,13 @@ def _why(dtype_name: str) -> str:
     return f"which ONNX models cannot carry{extra}; jaxonnx exports {_SUPPORTED_TEXT}"
 
 
-def _jaxprs(jaxpr):
-    """`jaxpr` and every jaxpr nested in its equations' params."""
-    yield jaxpr
+def _eqns(jaxpr):
+    """Every equation of `jaxpr`, nested ones included, the ones inside an
+    equation's params before the equation (so that the innermost is named)."""
     for eqn in jaxpr.eqns:
         for sub in jax_core.jaxprs_in_params(eqn.params):
-            yield from _jaxprs(sub)
+            yield from _eqns(sub)
+        yield eqn
 
 
 def check_program(closed, input_names) -> None:
@@ -57,15 +58,15 @@ def check_program(closed, input_names) -> None:
             label = f"'{name}'" if name else f"{i}"
             raise ConversionError(
                 f"input {label} has dtype {dt} ({v.aval.str_short()}), {_why(dt)}")
+    for eqn in _eqns(jaxpr):
+        for v in list(eqn.invars) + list(eqn.outvars):
+            if (dt := _unsupported(v.aval)):
+                raise ConversionError(
+                    f"'{eqn.primitive.name}' {'reads' if v in eqn.invars else 'makes'} a "
+                    f"{dt} value ({v.aval.str_short()}) at {_source.describe(eqn.source_info)}"
+                    f", {_why(dt)}")
+    # Outputs last: a computed one was named with its equation above.
     for i, v in enumerate(jaxpr.outvars):
         if (dt := _unsupported(v.aval)):
             raise ConversionError(
                 f"output {i} has dtype {dt} ({v.aval.str_short()}), {_why(dt)}")
-    for j in _jaxprs(jaxpr):
-        for eqn in j.eqns:
-            for v in list(eqn.invars) + list(eqn.outvars):
-                if (dt := _unsupported(v.aval)):
-                    raise ConversionError(
-                        f"'{eqn.primitive.name}' {'reads' if v in eqn.invars else 'makes'} a "
-                        f"{dt} value ({v.aval.str_short()}) at {_source.describe(eqn.source_info)}"
-                        f", {_why(dt)}")

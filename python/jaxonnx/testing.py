@@ -381,15 +381,17 @@ def _elf_exports(path):
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 
-def check_plugin(path, *, opset: int = 23, allow_empty_emits: bool = False) -> dict:
+def check_plugin(path, *, opset: int = 23, allow_empty_emits: bool = False,
+                 defined_elsewhere=()) -> dict:
     """Loads one plugin file and asserts its descriptor is sound:
 
     - it loads in this jaxonnx (ABI major equal, minor not newer than the host's);
     - plugin and primitive names are non-empty, well formed and unique;
     - every primitive declares .emits(...) ops (unless allow_empty_emits), each
       one ONNX knows at `opset`;
-    - a primitive JAX does not define has an abstract eval (jaxonnx.primitive
-      needs it to trace);
+    - a primitive JAX does not define has an abstract eval or a binding spec
+      (jaxonnx.primitive needs one to trace), unless `defined_elsewhere` names
+      it (a primitive another library defines, such as equinox's);
     - its dynamic symbol table exports exactly jaxonnx_plugin_init_v1 (ELF files).
     Returns the plugin's description (as `python -m jaxonnx plugins --json`
     gives it) plus "abi_range"; raises AssertionError listing every problem.
@@ -423,9 +425,12 @@ def check_plugin(path, *, opset: int = 23, allow_empty_emits: bool = False) -> d
                 onnx.defs.get_schema(op_type, opset, domain)
             except onnx.defs.SchemaError:
                 problems.append(f"{name}: .emits({op!r}): ONNX has no such op at opset {opset}")
-        if name not in jax_names and not prim["abstract_eval"]:
+        # A primitive bound by a binding spec takes its abstract eval from the
+        # original callable (jax.eval_shape of its reference) when it gives none.
+        if name not in jax_names and name not in defined_elsewhere \
+                and not prim["abstract_eval"] and not prim.get("bindings"):
             problems.append(f"{name}: JAX does not define this primitive and the plugin gives no "
-                            f"abstract eval, so jaxonnx.primitive cannot trace it")
+                            f"abstract eval or binding spec, so it cannot be traced")
     exports = _elf_exports(path)
     if exports is not None and exports != ["jaxonnx_plugin_init_v1"]:
         problems.append(f"the dynamic symbol table exports {exports}, not exactly "

@@ -96,8 +96,8 @@ def test_convert_dtypes_opset_and_attribute_path(models, tmp_path, capsys):
     (["{m}:scaled", "--input", "3,,2"], "empty dimension", 2),
     (["{m}:two_inputs", "--input", "3,4", "--input", "3", "--dtype", "float32", "--dtype",
       "int32", "--dtype", "int8"], "3 --dtype for 2 --input", 2),
-    (["{m}:scaled", "--input", "B,3", "--opset", "5"], "opset must be an int from 18", 1),
-    (["{m}:scaled", "--input", "B,4"], "failed: TypeError: dot_general", 1),  # the model's own error
+    (["{m}:scaled", "--input", "B,3", "--opset", "5"], "opset must be an int from 7", 1),
+    (["{m}:scaled", "--input", "B,4"], "TypeError: dot_general", 1),  # the model's own error
 ])
 def test_convert_errors(models, tmp_path, capsys, argv, message, code):
     out = tmp_path / "m.onnx"
