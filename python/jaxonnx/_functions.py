@@ -21,6 +21,7 @@ import jax
 import numpy as np
 from jax.extend import core as jex_core
 
+from jaxonnx import _nnx
 from jaxonnx._core import ConversionError
 
 # Equations bound here point at the user's call, not at this file.
@@ -179,12 +180,7 @@ def _trace(fn, instance, leaves, treedef, operand_idx, specs):
     # A flax nnx module that updates its own state (BatchNorm statistics, RNG
     # counters) cannot do so from the body's trace: the body works on a copy
     # made inside that trace, and its updates are dropped.
-    from flax import nnx
-
-    graphdef, state = nnx.split(instance)
-    # tree.map rebuilds the Variables inside the body's trace.
-    copy = functools.partial(
-        body, make_instance=lambda: nnx.merge(graphdef, jax.tree.map(lambda a: a, state)))
+    copy = functools.partial(body, make_instance=_nnx.copier(instance))
     return jax.make_jaxpr(copy, return_shape=True)(*specs)
 
 

@@ -33,18 +33,26 @@ def module_of(fn):
     return None
 
 
+def copier(module):
+    """A function that makes a copy of the nnx `module` when called: called inside
+    a trace, the copy's Variables belong to that trace, so the state updates the
+    module makes while traced (Rngs counts, statistics) land on the copy."""
+    nnx = _nnx()
+    graphdef, state = nnx.split(module)
+    return lambda: nnx.merge(graphdef, state, copy=True)
+
+
 def private_copy(fn):
     """A callable that runs fn on a copy of its nnx module made inside the current
     trace, or None when fn is not an nnx module (or a bound method of one)."""
     found = module_of(fn)
     if found is None:
         return None
-    nnx = _nnx()
     module, method = found
-    graphdef, state = nnx.split(module)
+    make = copier(module)
 
     def call(*args, **kwargs):
-        return getattr(nnx.merge(graphdef, state, copy=True), method)(*args, **kwargs)
+        return getattr(make(), method)(*args, **kwargs)
 
     return call
 

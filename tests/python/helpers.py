@@ -11,6 +11,7 @@ import onnxruntime as ort
 from jax import export
 
 import jaxonnx
+from jaxonnx.testing import random_input  # noqa: F401  (tests import it from here)
 
 # Concrete sizes the symbolic batch takes when the model runs.
 BATCHES = (1, 7)
@@ -25,17 +26,6 @@ def symbolic_specs(shapes, dtypes):
         dims = export.symbolic_shape(text, scope=scope) if shape else ()
         specs.append(jax.ShapeDtypeStruct(dims, dtype))
     return specs
-
-
-def random_input(shape, dtype, rng):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.integers(0, 2, size=shape).astype(np.bool_)
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        lo, hi = max(info.min, -20), min(info.max, 20)
-        return rng.integers(lo, hi + 1, size=shape).astype(dtype)
-    return rng.standard_normal(size=shape).astype(dtype)
 
 
 def _concrete(shape, batch):
