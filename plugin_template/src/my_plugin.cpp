@@ -21,7 +21,7 @@ static void lower(Lowering& L) {
   Aval out = L.out_aval(0);
   Value x = L.input(0);
   if (out.dtype == dtype::f32) return L.bind(0, L.op("Softsign", {x}, out));
-  Value denom = L.op("Add", {L.scalar(out.dtype, 1.0), L.op("Abs", {x}, out)}, out);
+  Value denom = L.op("Add", {scalar(L, out.dtype, 1.0), L.op("Abs", {x}, out)}, out);
   L.bind(0, L.op("Div", {x, denom}, out));
 }
 

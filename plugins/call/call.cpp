@@ -74,9 +74,9 @@ void lower_empty(Lowering& L) {
   // onnxruntime's ConstantOfShape has no bfloat16: fill float32 and Cast.
   int32_t fill = out.dtype == dtype::bf16 ? dtype::f32 : out.dtype;
   std::vector<char> zero(dtype::itemsize(fill), 0);
-  Value z = L.op("ConstantOfShape", {L.shape_value(out.shape)}, out.with_dtype(fill),
+  Value z = L.op("ConstantOfShape", {shape_value(L, out.shape)}, out.with_dtype(fill),
                  {Attr::tensor("value", fill, {1}, zero.data(), zero.size())});
-  L.bind(0, L.cast(z, out.with_dtype(fill), out.dtype));
+  L.bind(0, cast(L, z, out.with_dtype(fill), out.dtype));
 }
 
 }  // namespace

@@ -55,8 +55,8 @@ struct CondLowering {
     if (hi - lo == 1) return branch(lo);
     size_t mid = branches.size() == 2 ? 1 : (lo + hi) / 2;
     Value pred = branches.size() == 2
-                     ? L.op("Equal", {index, L.scalar(index_dtype, 0)}, scalar_aval(dtype::boolean))
-                     : L.op("Less", {index, L.scalar(index_dtype, static_cast<double>(mid))},
+                     ? L.op("Equal", {index, scalar(L, index_dtype, 0)}, scalar_aval(dtype::boolean))
+                     : L.op("Less", {index, scalar(L, index_dtype, static_cast<double>(mid))},
                             scalar_aval(dtype::boolean));
     Subgraph then_g = L.begin_subgraph("cond_" + std::to_string(lo) + "_" + std::to_string(mid));
     GraphRef t = then_g.end(tree(lo, mid));
@@ -83,14 +83,14 @@ void lower_cond(Lowering& L) {
   c.index = L.input(0);
   c.index_dtype = idx.dtype;
   if (idx.dtype == dtype::boolean) {  // a predicate: false picks branch 0
-    c.index = L.cast(c.index, idx, dtype::i32);
+    c.index = cast(L, c.index, idx, dtype::i32);
     c.index_dtype = dtype::i32;
   } else if (!dtype::is_int(idx.dtype)) {
     L.fail("the branch index must be an integer, got " + idx.str());
   }
   if (n > 2 && dtype::is_signed_int(c.index_dtype)) {
-    Value negative = L.op("Less", {c.index, L.scalar(c.index_dtype, 0)}, scalar_aval(dtype::boolean));
-    c.index = L.op("Where", {negative, L.scalar(c.index_dtype, static_cast<double>(n - 1)), c.index},
+    Value negative = L.op("Less", {c.index, scalar(L, c.index_dtype, 0)}, scalar_aval(dtype::boolean));
+    c.index = L.op("Where", {negative, scalar(L, c.index_dtype, static_cast<double>(n - 1)), c.index},
                    scalar_aval(c.index_dtype));
   }
   std::vector<Value> results = c.tree(0, n);
@@ -128,9 +128,9 @@ CarryPlan plan_carries(const JaxprView& body, size_t in_base, size_t out_base, s
 // batch) is a bool array: the loop runs while any element is true.
 Value any_true(Lowering& L, Value pred, const Aval& a) {
   if (a.rank() == 0) return pred;
-  Value as_int = L.cast(pred, a, dtype::i32);
+  Value as_int = cast(L, pred, a, dtype::i32);
   Value m = L.op("ReduceMax", {as_int}, scalar_aval(dtype::i32), {Attr::i("keepdims", 0)});
-  return L.cast(m, scalar_aval(dtype::i32), dtype::boolean);
+  return cast(L, m, scalar_aval(dtype::i32), dtype::boolean);
 }
 
 // Under a batched predicate, elements whose predicate is false keep their old
@@ -145,9 +145,9 @@ Value keep_finished(Lowering& L, Value pred, const Aval& pa, Value next, Value o
     for (int64_t d = pa.rank(); d < a.rank(); ++d) axes.push_back(d);
     Shape ps = pa.shape;
     for (size_t d = ps.size(); d < a.shape.size(); ++d) ps.push_back(1);
-    p = L.op("Unsqueeze", {pred, L.i64s(axes)}, Aval(dtype::boolean, ps));
+    p = L.op("Unsqueeze", {pred, i64s(L, axes)}, Aval(dtype::boolean, ps));
   }
-  return L.where(p, next, old, a);  // a bool carry selects as uint8 (kernels.hpp)
+  return where(L, p, next, old, a);  // a bool carry selects as uint8 (kernels.hpp)
 }
 
 // while(cond_consts..., body_consts..., init...; cond_jaxpr, body_jaxpr,
@@ -262,12 +262,12 @@ void lower_scan(Lowering& L) {
 
   if (!loop_init.empty() || any_y) {
     Value trip = length.is_static()
-                     ? L.scalar(dtype::i64, static_cast<double>(length.value))
-                     : L.op("Reshape", {L.dim_value(length), L.i64s({})}, scalar_aval(dtype::i64));
+                     ? scalar(L, dtype::i64, static_cast<double>(length.value))
+                     : L.op("Reshape", {dim_value(L, length), i64s(L, {})}, scalar_aval(dtype::i64));
     Value last = kNoValue;  // length - 1, for reversed indexing
     if (reverse && m > 0)
-      last = length.is_static() ? L.scalar(dtype::i64, static_cast<double>(length.value - 1))
-                                : L.op("Sub", {trip, L.scalar(dtype::i64, 1)}, scalar_aval(dtype::i64));
+      last = length.is_static() ? scalar(L, dtype::i64, static_cast<double>(length.value - 1))
+                                : L.op("Sub", {trip, scalar(L, dtype::i64, 1)}, scalar_aval(dtype::i64));
 
     Subgraph g = L.begin_subgraph("scan_body");
     Value iter = g.input(scalar_aval(dtype::i64), "iter");
@@ -288,7 +288,7 @@ void lower_scan(Lowering& L) {
       if (y_used[q]) outs.push_back(res[k + q]);
     GraphRef gr = g.end(outs);
 
-    std::vector<Value> loop_in{trip, L.scalar(dtype::boolean, 1)};
+    std::vector<Value> loop_in{trip, scalar(L, dtype::boolean, 1)};
     loop_in.insert(loop_in.end(), loop_init.begin(), loop_init.end());
     std::vector<Value> results = L.op_n("Loop", loop_in, loop_avals, {Attr::graph("body", gr)});
     size_t r = 0;
@@ -298,7 +298,7 @@ void lower_scan(Lowering& L) {
       if (!y_used[q]) continue;
       Value y = results[r++];
       if (reverse)
-        y = L.op("Slice", {y, L.i64s({-1}), L.i64s({INT64_MIN}), L.i64s({0}), L.i64s({-1})},
+        y = L.op("Slice", {y, i64s(L, {-1}), i64s(L, {INT64_MIN}), i64s(L, {0}), i64s(L, {-1})},
                  L.out_aval(k + q));
       L.bind(k + q, y);
     }

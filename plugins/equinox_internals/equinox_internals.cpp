@@ -16,16 +16,16 @@ using namespace jaxonnx::sdk;
 // Reduces input 0 over all axes with `op` (keepdims 0) to a scalar of `t`.
 Value reduce_all(Lowering& L, const char* op, Value x, const Aval& a) {
   if (a.rank() == 0) return x;
-  return L.op(op, {L.op("Reshape", {x, L.i64s({-1})}, Aval::of_unknown_shape(a.dtype))}, Aval(a.dtype, {}),
+  return L.op(op, {L.op("Reshape", {x, i64s(L, {-1})}, Aval::of_unknown_shape(a.dtype))}, Aval(a.dtype, {}),
               {Attr::i("keepdims", 0)});
 }
 
 // any / all as ReduceMax / ReduceMin over uint8 (onnxruntime has no bool reductions).
 void lower_unvmap_bool(Lowering& L, const char* op) {
   Aval a = L.in_aval(0);
-  Value x = L.cast(L.input(0), a, dtype::u8);
+  Value x = cast(L, L.input(0), a, dtype::u8);
   Value r = reduce_all(L, op, x, a.with_dtype(dtype::u8));
-  L.bind(0, L.cast(r, Aval(dtype::u8, {}), dtype::boolean));
+  L.bind(0, cast(L, r, Aval(dtype::u8, {}), dtype::boolean));
 }
 
 // max; 16-bit integers in int32 (onnxruntime's ReduceMax lacks them), bool as any.
@@ -36,8 +36,8 @@ void lower_unvmap_max(Lowering& L) {
               : (t == dtype::i16 || t == dtype::u16) ? dtype::i32
               : t == dtype::bf16 ? dtype::f32
               : t;
-  Value r = reduce_all(L, "ReduceMax", L.cast(L.input(0), a, c), a.with_dtype(c));
-  L.bind(0, L.cast(r, Aval(c, {}), t));
+  Value r = reduce_all(L, "ReduceMax", cast(L, L.input(0), a, c), a.with_dtype(c));
+  L.bind(0, cast(L, r, Aval(c, {}), t));
 }
 
 void lower_first(Lowering& L, size_t i) { L.bind(0, L.op("Identity", {L.input(i)}, L.out_aval(0))); }

@@ -38,14 +38,14 @@ using namespace jaxonnx::sdk;
 void lower_add_any(Lowering& L) {
   Aval a = L.out_aval(0);
   int32_t c = a.dtype == dtype::bf16 ? dtype::f32 : a.dtype;
-  Value x = L.cast(L.input(0), L.in_aval(0), c), y = L.cast(L.input(1), L.in_aval(1), c);
-  L.bind(0, L.cast(L.op("Add", {x, y}, a.with_dtype(c)), a.with_dtype(c), a.dtype));
+  Value x = cast(L, L.input(0), L.in_aval(0), c), y = cast(L, L.input(1), L.in_aval(1), c);
+  L.bind(0, cast(L, L.op("Add", {x, y}, a.with_dtype(c)), a.with_dtype(c), a.dtype));
 }
 
 // zeros_like(x): zeros of x's type, expanded to its (possibly symbolic) shape.
 void lower_zeros_like(Lowering& L) {
   Aval a = L.out_aval(0);
-  L.bind(0, L.op("Expand", {L.scalar(a.dtype, 0), L.shape_value(a.shape)}, a));
+  L.bind(0, L.op("Expand", {scalar(L, a.dtype, 0), shape_value(L, a.shape)}, a));
 }
 
 // ------------------------------------------------------- window selection --
@@ -117,9 +117,9 @@ Value stacked_windows(Lowering& L, Value x, const Aval& a, Value pad, const Wind
   if (padded) {
     std::vector<int64_t> pads = lo;
     pads.insert(pads.end(), hi.begin(), hi.end());
-    x = L.op("Pad", {x, L.i64s(pads), pad}, Aval::of_unknown_shape(a.dtype), {Attr::s("mode", "constant")});
+    x = L.op("Pad", {x, i64s(L, pads), pad}, Aval::of_unknown_shape(a.dtype), {Attr::s("mode", "constant")});
   }
-  x = L.op("Unsqueeze", {x, L.i64s({r})}, Aval::of_unknown_shape(a.dtype));
+  x = L.op("Unsqueeze", {x, i64s(L, {r})}, Aval::of_unknown_shape(a.dtype));
   for (int64_t d = 0; d < r; ++d)
     if (w.dims[d] != 1 || w.strides[d] != 1) axes.push_back(d);
   Shape one = out_shape;
@@ -135,7 +135,7 @@ Value stacked_windows(Lowering& L, Value x, const Aval& a, Value pad, const Wind
       ends.push_back(from_end == 0 ? INT64_MAX : -from_end);
       steps.push_back(w.strides[d]);
     }
-    parts.push_back(L.op("Slice", {x, L.i64s(starts), L.i64s(ends), L.i64s(axes), L.i64s(steps)},
+    parts.push_back(L.op("Slice", {x, i64s(L, starts), i64s(L, ends), i64s(L, axes), i64s(L, steps)},
                          Aval(a.dtype, one)));
   }
   Shape all = out_shape;
@@ -152,7 +152,7 @@ Value pick(Lowering& L, Value stacked, const Shape& out_shape, bool is_max, int6
               {Attr::i("axis", axis), Attr::i("keepdims", 1), Attr::i("select_last_index", 0)});
 }
 
-Value extreme_pad(Lowering& L, int32_t t, bool is_max) { return L.scalar(t, is_max ? -INFINITY : INFINITY); }
+Value extreme_pad(Lowering& L, int32_t t, bool is_max) { return scalar(L, t, is_max ? -INFINITY : INFINITY); }
 
 // select_and_gather_add(tangents, operand): per window, the tangent at the
 // operand's first extremum.
@@ -161,21 +161,21 @@ void lower_select_and_gather_add(Lowering& L) {
   const Window w = window_params(L, in.rank());
   const int32_t c = compute_dtype(L, in.dtype);
   const Aval ca = in.with_dtype(c);
-  Value ops = stacked_windows(L, L.cast(L.input(1), in, c), ca, extreme_pad(L, c, w.is_max), w, out.shape);
-  Value tan = stacked_windows(L, L.cast(L.input(0), L.in_aval(0), c), ca, L.scalar(c, 0), w, out.shape);
+  Value ops = stacked_windows(L, cast(L, L.input(1), in, c), ca, extreme_pad(L, c, w.is_max), w, out.shape);
+  Value tan = stacked_windows(L, cast(L, L.input(0), L.in_aval(0), c), ca, scalar(L, c, 0), w, out.shape);
   Value idx = pick(L, ops, out.shape, w.is_max, in.rank());
   Shape one = out.shape;
   one.push_back(1);
   Value g = L.op("GatherElements", {tan, idx}, Aval(c, one), {Attr::i("axis", in.rank())});
-  g = L.op("Squeeze", {g, L.i64s({in.rank()})}, out.with_dtype(c));
-  L.bind(0, L.cast(g, out.with_dtype(c), out.dtype));
+  g = L.op("Squeeze", {g, i64s(L, {in.rank()})}, out.with_dtype(c));
+  L.bind(0, cast(L, g, out.with_dtype(c), out.dtype));
 }
 
 // A dim plus a constant, symbolic dims as a runtime [1] value.
 Value dim_plus(Lowering& L, const Dim& d, int64_t k) {
-  if (d.is_static()) return L.i64s({d.value + k});
-  Value v = L.dim_value(d);
-  return k ? L.op("Add", {v, L.i64s({k})}, Aval(dtype::i64, {1})) : v;
+  if (d.is_static()) return i64s(L, {d.value + k});
+  Value v = dim_value(L, d);
+  return k ? L.op("Add", {v, i64s(L, {k})}, Aval(dtype::i64, {1})) : v;
 }
 
 // select_and_scatter_add(source, operand): each source element added at its
@@ -185,14 +185,14 @@ void lower_select_and_scatter_add(Lowering& L) {
   const int64_t r = in.rank();
   const Window w = window_params(L, r);
   const int32_t c = compute_dtype(L, in.dtype);
-  Value ops = stacked_windows(L, L.cast(L.input(1), in, c), in.with_dtype(c), extreme_pad(L, c, w.is_max), w,
+  Value ops = stacked_windows(L, cast(L, L.input(1), in, c), in.with_dtype(c), extreme_pad(L, c, w.is_max), w,
                               src.shape);
   Value choice = pick(L, ops, src.shape, w.is_max, r);  // [src..., 1]
   const auto offs = offsets(w);
   const Aval idx1(dtype::i64, [&] { Shape s = src.shape; s.push_back(1); return s; }());
   Shape full = src.shape;
   full.push_back(1);
-  Value full_shape = L.shape_value(full);  // [src..., 1]
+  Value full_shape = shape_value(L, full);  // [src..., 1]
   std::vector<Value> coords;
   for (int64_t d = 0; d < r; ++d) {
     // i along axis d, shaped [1, .., n_d, .., 1, 1] to broadcast against [src..., 1].
@@ -211,11 +211,11 @@ void lower_select_and_scatter_add(Lowering& L) {
       for (int64_t k = 0; k < n.value; ++k) iota[static_cast<size_t>(k)] = k * w.strides[d];
       i = L.constant(iota, bdims);
     } else {
-      Value len = L.op("Squeeze", {L.dim_value(n), L.i64s({0})}, Aval(dtype::i64, {}));
-      i = L.op("Range", {L.scalar(dtype::i64, 0), len, L.scalar(dtype::i64, 1)}, Aval(dtype::i64, {n}));
-      i = L.op("Unsqueeze", {i, L.i64s(others)}, Aval(dtype::i64, bs));
+      Value len = L.op("Squeeze", {dim_value(L, n), i64s(L, {0})}, Aval(dtype::i64, {}));
+      i = L.op("Range", {scalar(L, dtype::i64, 0), len, scalar(L, dtype::i64, 1)}, Aval(dtype::i64, {n}));
+      i = L.op("Unsqueeze", {i, i64s(L, others)}, Aval(dtype::i64, bs));
       if (w.strides[d] != 1)
-        i = L.op("Mul", {i, L.scalar(dtype::i64, static_cast<double>(w.strides[d]))}, Aval(dtype::i64, bs));
+        i = L.op("Mul", {i, scalar(L, dtype::i64, static_cast<double>(w.strides[d]))}, Aval(dtype::i64, bs));
     }
     Value p;
     if (w.dims[d] == 1) {
@@ -223,7 +223,7 @@ void lower_select_and_scatter_add(Lowering& L) {
     } else {
       std::vector<int64_t> table;
       for (const auto& o : offs) table.push_back(o[d]);
-      Value j = L.op("Gather", {L.i64s(table), choice}, idx1, {Attr::i("axis", 0)});
+      Value j = L.op("Gather", {i64s(L, table), choice}, idx1, {Attr::i("axis", 0)});
       p = L.op("Add", {i, j}, idx1);
     }
     coords.push_back(p);
@@ -240,8 +240,8 @@ void lower_select_and_scatter_add(Lowering& L) {
     dims.push_back(dim_plus(L, in.shape[d], extra));
   }
   Value pshape = r == 1 ? dims[0] : L.op("Concat", dims, Aval(dtype::i64, {r}), {Attr::i("axis", 0)});
-  Value zeros = L.op("Expand", {L.scalar(c, 0), pshape}, Aval::of_unknown_shape(c));
-  Value s = L.cast(L.input(0), src, c);
+  Value zeros = L.op("Expand", {scalar(L, c, 0), pshape}, Aval::of_unknown_shape(c));
+  Value s = cast(L, L.input(0), src, c);
   Value y = L.op("ScatterND", {zeros, indices, s}, Aval::of_unknown_shape(c), {Attr::s("reduction", "add")});
   if (padded) {
     std::vector<int64_t> starts, ends;
@@ -251,11 +251,11 @@ void lower_select_and_scatter_add(Lowering& L) {
     }
     std::vector<int64_t> all(r);
     for (int64_t d = 0; d < r; ++d) all[d] = d;
-    y = L.op("Slice", {y, L.i64s(starts), L.i64s(ends), L.i64s(all)}, out.with_dtype(c));
+    y = L.op("Slice", {y, i64s(L, starts), i64s(L, ends), i64s(L, all)}, out.with_dtype(c));
   } else if (c == out.dtype) {
     y = L.op("Identity", {y}, out);
   }
-  L.bind(0, L.cast(y, out.with_dtype(c), out.dtype));
+  L.bind(0, cast(L, y, out.with_dtype(c), out.dtype));
 }
 
 }  // namespace

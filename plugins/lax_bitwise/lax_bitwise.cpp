@@ -71,7 +71,7 @@ template <typename T> Value typed_ints(Lowering& L, const std::vector<uint64_t>&
 }
 
 // An integer constant of dtype `dt` holding the low bits of `v` (rank 0 when
-// `scalar`, else 1-D). L.scalar goes through double, which would round
+// `scalar`, else 1-D). sdk::scalar goes through double, which would round
 // 64-bit masks.
 Value int_const(Lowering& L, int32_t dt, const std::vector<uint64_t>& v, bool scalar) {
   switch (dt) {
@@ -96,15 +96,15 @@ Value shift(Lowering& L, Value x, Value amount, const Aval& out, const char* dir
 // zero-extended (int16 goes through uint16 so it does not sign-extend).
 Value unsigned_view(Lowering& L, Value x, const Aval& a) {
   int n = bits_of(a.dtype);
-  Value u = L.cast(x, a, unsigned_of_width(n));
-  return L.cast(u, a.with_dtype(unsigned_of_width(n)), shift_type(n));
+  Value u = cast(L, x, a, unsigned_of_width(n));
+  return cast(L, u, a.with_dtype(unsigned_of_width(n)), shift_type(n));
 }
 
 // Where(cond, v, 0). onnxruntime's Where has no uint64 kernel: multiply by the
 // 0/1 mask there instead.
 Value zero_unless(Lowering& L, Value cond, const Aval& cond_aval, Value v, const Aval& a) {
   if (a.dtype == dtype::u64)
-    return L.op("Mul", {v, L.cast(cond, cond_aval, dtype::u64)}, a);
+    return L.op("Mul", {v, cast(L, cond, cond_aval, dtype::u64)}, a);
   return L.op("Where", {cond, v, int_scalar(L, a.dtype, 0)}, a);
 }
 
@@ -126,13 +126,13 @@ void lower_logical_shift(Lowering& L, const char* direction) {
   Value x = unsigned_view(L, L.input(0), xa);
   // A direct Cast suffices for the amount: sign extension keeps a negative
   // amount >= n, and zero extension keeps an unsigned one.
-  Value s = L.cast(L.input(1), sa, W);
+  Value s = cast(L, L.input(1), sa, W);
   Aval swa = sa.with_dtype(W), ra = out.with_dtype(W), in_range_aval = sa.with_dtype(dtype::boolean);
   Value in_range = L.op("Less", {s, int_scalar(L, W, n)}, in_range_aval);
   Value amount = L.op("Min", {s, int_scalar(L, W, n - 1)}, swa);
   Value r = shift(L, x, amount, ra, direction);
   r = zero_unless(L, in_range, in_range_aval, r, ra);
-  L.bind(0, L.cast(r, ra, out.dtype));  // truncating back to n bits wraps like XLA
+  L.bind(0, cast(L, r, ra, out.dtype));  // truncating back to n bits wraps like XLA
 }
 
 // shift_right_arithmetic on the signed view: with fill = (x < 0 ? -1 : 0),
@@ -144,15 +144,15 @@ void lower_shift_right_arithmetic(Lowering& L) {
   int n = bits_of(out.dtype);
   int32_t S = signed_of_width(n), W = shift_type(n);
   Aval xs_aval = xa.with_dtype(S), neg_aval = xa.with_dtype(dtype::boolean);
-  Value x = L.cast(L.input(0), xa, S);  // unsigned types shift their two's complement pattern
+  Value x = cast(L, L.input(0), xa, S);  // unsigned types shift their two's complement pattern
   Value neg = L.op("Less", {x, int_scalar(L, S, 0)}, neg_aval);
-  Value fill = L.op("Neg", {L.cast(neg, neg_aval, S)}, xs_aval);
-  Value t = L.cast(L.op("BitwiseXor", {x, fill}, xs_aval), xs_aval, W);
-  Value s = L.cast(L.input(1), sa, W);
+  Value fill = L.op("Neg", {cast(L, neg, neg_aval, S)}, xs_aval);
+  Value t = cast(L, L.op("BitwiseXor", {x, fill}, xs_aval), xs_aval, W);
+  Value s = cast(L, L.input(1), sa, W);
   Value amount = L.op("Min", {s, int_scalar(L, W, n - 1)}, sa.with_dtype(W));
-  Value r = L.cast(shift(L, t, amount, out.with_dtype(W), "RIGHT"), out.with_dtype(W), S);
+  Value r = cast(L, shift(L, t, amount, out.with_dtype(W), "RIGHT"), out.with_dtype(W), S);
   r = L.op("BitwiseXor", {r, fill}, out.with_dtype(S));
-  L.bind(0, L.cast(r, out.with_dtype(S), out.dtype));
+  L.bind(0, cast(L, r, out.with_dtype(S), out.dtype));
 }
 
 // ------------------------------------------------------ popcount / clz --
@@ -176,7 +176,7 @@ void lower_population_count(Lowering& L) {
   Aval a = L.in_aval(0), out = L.out_aval(0);
   Aval wa = a.with_dtype(shift_type(bits_of(a.dtype)));
   Value r = popcount(L, unsigned_view(L, L.input(0), a), wa);
-  L.bind(0, L.cast(r, wa, out.dtype));
+  L.bind(0, cast(L, r, wa, out.dtype));
 }
 
 // clz(x) = n - popcount(x | x >> 1 | x >> 2 | ...): smearing sets every bit
@@ -189,7 +189,7 @@ void lower_clz(Lowering& L) {
   for (int k = 1; k < n; k *= 2)
     x = L.op("BitwiseOr", {x, shift(L, x, int_scalar(L, wa.dtype, k), wa, "RIGHT")}, wa);
   Value r = L.op("Sub", {int_scalar(L, wa.dtype, n), popcount(L, x, wa)}, wa);
-  L.bind(0, L.cast(r, wa, out.dtype));
+  L.bind(0, cast(L, r, wa, out.dtype));
 }
 
 // ---------------------------------------------------------------- bitcast --
@@ -219,10 +219,10 @@ Value float_from_bits(Lowering& L, Value u, const Aval& a, int32_t F) {
   Aval fa = a.with_dtype(F), ia = a.with_dtype(dtype::i64), ba = a.with_dtype(dtype::boolean);
   Value e = L.op("BitwiseAnd", {shift(L, u, int_scalar(L, W, f.mbits), a, "RIGHT"), int_scalar(L, W, f.emax())}, a);
   Value m = L.op("BitwiseAnd", {u, int_scalar(L, W, (uint64_t{1} << f.mbits) - 1)}, a);
-  Value ei = L.cast(e, a, dtype::i64);
-  Value mf = L.cast(m, a, F);
+  Value ei = cast(L, e, a, dtype::i64);
+  Value mf = cast(L, m, a, F);
   Value normal = L.op("Greater", {ei, int_scalar(L, dtype::i64, 0)}, ba);
-  Value sig = L.op("Where", {normal, L.op("Add", {mf, L.scalar(F, std::ldexp(1.0, f.mbits))}, fa), mf}, fa);
+  Value sig = L.op("Where", {normal, L.op("Add", {mf, scalar(L, F, std::ldexp(1.0, f.mbits))}, fa), mf}, fa);
   // 2^(j + 1 - bias - mbits) with j = max(e, 1) - 1, as 2^(j % 64) * 2^(64 (j / 64) + 1 - bias - mbits):
   // two small tables, multiplied in this order so the first product stays exact.
   Value j = L.op("Sub", {L.op("Max", {ei, int_scalar(L, dtype::i64, 1)}, ia), int_scalar(L, dtype::i64, 1)}, ia);
@@ -235,7 +235,7 @@ Value float_from_bits(Lowering& L, Value u, const Aval& a, int32_t F) {
   // The all-ones exponent: infinity, or NaN when the mantissa is nonzero.
   Value special = L.op("Equal", {ei, int_scalar(L, dtype::i64, static_cast<uint64_t>(f.emax()))}, ba);
   Value is_inf = L.op("Equal", {m, int_scalar(L, W, 0)}, ba);
-  Value inf_or_nan = L.op("Where", {is_inf, L.scalar(F, INFINITY), L.scalar(F, NAN)}, fa);
+  Value inf_or_nan = L.op("Where", {is_inf, scalar(L, F, INFINITY), scalar(L, F, NAN)}, fa);
   v = L.op("Where", {special, inf_or_nan, v}, fa);
   Value neg = L.op("GreaterOrEqual", {u, int_scalar(L, W, uint64_t{1} << (f.bits - 1))}, ba);
   return L.op("Where", {neg, L.op("Neg", {v}, fa), v}, fa);
@@ -255,11 +255,11 @@ Value float_to_bits(Lowering& L, Value x, const Aval& a) {
   const int32_t D = dtype::f64, I = dtype::i64;
   Aval da = a.with_dtype(D), ia = a.with_dtype(I), ba = a.with_dtype(dtype::boolean);
   Value ax = L.op("Abs", {x}, a);
-  Value ad0 = L.cast(ax, a, D);
+  Value ad0 = cast(L, ax, a, D);
   Value ad = ad0, E = kNoValue;
   // One step: where cond, ad *= 2^scale and E += de.
   auto step = [&](Value cond, int scale, int64_t de) {
-    ad = L.op("Where", {cond, L.op("Mul", {ad, L.scalar(D, std::ldexp(1.0, scale))}, da), ad}, da);
+    ad = L.op("Where", {cond, L.op("Mul", {ad, scalar(L, D, std::ldexp(1.0, scale))}, da), ad}, da);
     Value de_v = int_scalar(L, I, static_cast<uint64_t>(de));
     E = E == kNoValue ? L.op("Where", {cond, de_v, int_scalar(L, I, 0)}, ia)
                       : L.op("Where", {cond, L.op("Add", {E, de_v}, ia), E}, ia);
@@ -268,36 +268,36 @@ Value float_to_bits(Lowering& L, Value x, const Aval& a) {
   int offset = 0, bound = 0;        // after the lift, |x| < 2^bound
   if (a.dtype == dtype::f32) {
     // Every float32 times 2^149 is a float64 in [1, 2^277).
-    ad = L.op("Mul", {ad0, L.scalar(D, std::ldexp(1.0, need))}, da);
+    ad = L.op("Mul", {ad0, scalar(L, D, std::ldexp(1.0, need))}, da);
     offset = -need;
     bound = f.emax() - f.bias + need;
   } else {
     // 2^1074 is no float64: below 1, lift by 2^1023, then by 2^52 if still
     // below 1 (from [2^-1074, 2^-1023)); |x| stays below 2^1024.
-    step(L.op("Less", {ad, L.scalar(D, 1.0)}, ba), 1023, -1023);
-    step(L.op("Less", {ad, L.scalar(D, 1.0)}, ba), need - 1023 + 1, -(need - 1023 + 1));
+    step(L.op("Less", {ad, scalar(L, D, 1.0)}, ba), 1023, -1023);
+    step(L.op("Less", {ad, scalar(L, D, 1.0)}, ba), need - 1023 + 1, -(need - 1023 + 1));
     bound = f.emax() - f.bias;
   }
   // Down: floor(log2 |x|) < bound, so steps 2^k .. 1 with 2^(k+1) >= bound reach [1, 2).
   int top = 1;
   while (top * 2 < bound) top *= 2;
   for (int s = top; s >= 1; s /= 2)
-    step(L.op("GreaterOrEqual", {ad, L.scalar(D, std::ldexp(1.0, s))}, ba), -s, s);
+    step(L.op("GreaterOrEqual", {ad, scalar(L, D, std::ldexp(1.0, s))}, ba), -s, s);
 
-  Value finite = L.op("Less", {ax, L.scalar(a.dtype, INFINITY)}, ba);  // false for inf and NaN
+  Value finite = L.op("Less", {ax, scalar(L, a.dtype, INFINITY)}, ba);  // false for inf and NaN
   Value normal = L.op("GreaterOrEqual", {E, int_scalar(L, I, static_cast<uint64_t>(1 - f.bias - offset))}, ba);
-  Value m_normal = L.op("Mul", {L.op("Sub", {ad, L.scalar(D, 1.0)}, da), L.scalar(D, std::ldexp(1.0, f.mbits))}, da);
+  Value m_normal = L.op("Mul", {L.op("Sub", {ad, scalar(L, D, 1.0)}, da), scalar(L, D, std::ldexp(1.0, f.mbits))}, da);
   int k1 = need / 2, k2 = need - k1;  // 2^1074 is not a float64: two exact scalings
-  Value m_sub = L.op("Mul", {L.op("Mul", {ad0, L.scalar(D, std::ldexp(1.0, k1))}, da), L.scalar(D, std::ldexp(1.0, k2))}, da);
+  Value m_sub = L.op("Mul", {L.op("Mul", {ad0, scalar(L, D, std::ldexp(1.0, k1))}, da), scalar(L, D, std::ldexp(1.0, k2))}, da);
   Value m = L.op("Where", {normal, m_normal, m_sub}, da);
-  m = L.cast(L.op("Where", {finite, m, L.scalar(D, 0.0)}, da), da, I);
+  m = cast(L, L.op("Where", {finite, m, scalar(L, D, 0.0)}, da), da, I);
   Value isnan = L.op("IsNaN", {x}, ba);
   m = L.op("Where", {isnan, int_scalar(L, I, uint64_t{1} << (f.mbits - 1)), m}, ia);  // the quiet bit
   Value e = L.op("Where", {normal, L.op("Add", {E, int_scalar(L, I, static_cast<uint64_t>(f.bias + offset))}, ia), int_scalar(L, I, 0)}, ia);
   e = L.op("Where", {finite, e, int_scalar(L, I, static_cast<uint64_t>(f.emax()))}, ia);
   // Negative: x < 0, or x is -0.0 (1 / -0.0 == -inf).
-  Value zero = L.scalar(a.dtype, 0.0);
-  Value recip = L.op("Div", {L.scalar(a.dtype, 1.0), x}, a);
+  Value zero = scalar(L, a.dtype, 0.0);
+  Value recip = L.op("Div", {scalar(L, a.dtype, 1.0), x}, a);
   Value neg = L.op("Or", {L.op("Less", {x, zero}, ba), L.op("Less", {recip, zero}, ba)}, ba);
   Value sign = L.op("Where", {neg, int_scalar(L, I, uint64_t{1} << (f.bits - 1)), int_scalar(L, I, 0)}, ia);
   Value e_bits = L.op("Mul", {e, int_scalar(L, I, uint64_t{1} << f.mbits)}, ia);
@@ -309,13 +309,13 @@ bool bitcastable(int32_t t) { return dtype::is_int(t) || t == dtype::f32 || t ==
 // x's bits as the unsigned integer of its width.
 Value to_bits(Lowering& L, Value x, const Aval& a) {
   int32_t U = unsigned_of_width(bits_of(a.dtype));
-  if (dtype::is_int(a.dtype)) return L.cast(x, a, U);
-  return L.cast(float_to_bits(L, x, a), a.with_dtype(dtype::i64), U);
+  if (dtype::is_int(a.dtype)) return cast(L, x, a, U);
+  return cast(L, float_to_bits(L, x, a), a.with_dtype(dtype::i64), U);
 }
 
 // The value of dtype `to` whose bits are the unsigned integer u (aval a, same width).
 Value from_bits(Lowering& L, Value u, const Aval& a, int32_t to) {
-  if (dtype::is_int(to)) return L.cast(u, a, to);
+  if (dtype::is_int(to)) return cast(L, u, a, to);
   return float_from_bits(L, u, a, to);
 }
 
@@ -345,12 +345,12 @@ void lower_bitcast_convert_type(Lowering& L) {
   if (bi > bo) {
     for (int k = 0; k < bi / bo; ++k) amounts.push_back(static_cast<uint64_t>(k * bo));
     int32_t W = shift_type(bi);
-    Value w = L.cast(u, in.with_dtype(Ui), W);
+    Value w = cast(L, u, in.with_dtype(Ui), W);
     Shape col_shape = in.shape;
     col_shape.push_back(Dim(1));
-    Value col = L.op("Unsqueeze", {w, L.i64s({-1})}, Aval(W, col_shape));
+    Value col = L.op("Unsqueeze", {w, i64s(L, {-1})}, Aval(W, col_shape));
     Value chunks = shift(L, col, int_const(L, W, amounts, false), out.with_dtype(W), "RIGHT");
-    Value pieces = L.cast(chunks, out.with_dtype(W), Uo);  // truncates to the low bo bits
+    Value pieces = cast(L, chunks, out.with_dtype(W), Uo);  // truncates to the low bo bits
     L.bind(0, from_bits(L, pieces, out.with_dtype(Uo), out.dtype));
     return;
   }
@@ -358,14 +358,14 @@ void lower_bitcast_convert_type(Lowering& L) {
   // Shift each chunk into place in uint64 and or them together (their bits
   // are disjoint). Not ReduceSum: onnxruntime's int64 sum is not exact.
   Aval wide = in.with_dtype(dtype::u64), joined_aval = out.with_dtype(dtype::u64);
-  Value w = L.cast(u, in.with_dtype(Ui), dtype::u64);
+  Value w = cast(L, u, in.with_dtype(Ui), dtype::u64);
   Value placed = shift(L, w, int_const(L, dtype::u64, amounts, false), wide, "LEFT");
   Value joined = kNoValue;
   for (size_t k = 0; k < amounts.size(); ++k) {
     Value chunk = L.op("Gather", {placed, int_scalar(L, dtype::i64, k)}, joined_aval, {Attr::i("axis", -1)});
     joined = k == 0 ? chunk : L.op("BitwiseOr", {joined, chunk}, joined_aval);
   }
-  Value bits = L.cast(joined, joined_aval, Uo);
+  Value bits = cast(L, joined, joined_aval, Uo);
   L.bind(0, from_bits(L, bits, out.with_dtype(Uo), out.dtype));
 }
 

@@ -154,15 +154,15 @@ Tensor dilate(Lowering& L, Tensor x, size_t n, const Ints& d) {
   }
   if (new_axes.empty()) return x;
   const int32_t t = x.a.dtype;
-  Value u = L.op("Unsqueeze", {x.v, L.i64s(new_axes)}, Aval::of_unknown_shape(t));
+  Value u = L.op("Unsqueeze", {x.v, i64s(L, new_axes)}, Aval::of_unknown_shape(t));
   Ints pads = pads_begin;
   pads.insert(pads.end(), pads_end.begin(), pads_end.end());
-  Value padded = L.op("Pad", {u, L.i64s(pads), L.scalar(t, 0)}, Aval::of_unknown_shape(t),
+  Value padded = L.op("Pad", {u, i64s(L, pads), scalar(L, t, 0)}, Aval::of_unknown_shape(t),
                       {Attr::s("mode", "constant")});
-  Value merged = L.op("Reshape", {padded, L.shape_value(target)}, Aval::of_unknown_shape(t));
+  Value merged = L.op("Reshape", {padded, shape_value(L, target)}, Aval::of_unknown_shape(t));
   Aval out = map_spatial(x.a, n, [&](size_t i, int64_t l) { return (l - 1) * d[i] + 1; });
   Ints zeros(slice_axes.size(), 0);
-  Value sliced = L.op("Slice", {merged, L.i64s(zeros), L.i64s(slice_ends), L.i64s(slice_axes)}, out);
+  Value sliced = L.op("Slice", {merged, i64s(L, zeros), i64s(L, slice_ends), i64s(L, slice_axes)}, out);
   return {sliced, out};
 }
 
@@ -182,7 +182,7 @@ Tensor crop(Lowering& L, Tensor x, size_t n, Ints& lo, Ints& hi) {
   Aval out = map_spatial(x.a, n, [&](size_t i, int64_t l) {
     return std::max<int64_t>(0, l - std::max<int64_t>(0, -lo0[i]) - std::max<int64_t>(0, -hi0[i]));
   });
-  Value v = L.op("Slice", {x.v, L.i64s(starts), L.i64s(ends), L.i64s(axes)}, out);
+  Value v = L.op("Slice", {x.v, i64s(L, starts), i64s(L, ends), i64s(L, axes)}, out);
   return {v, out};
 }
 
@@ -226,9 +226,9 @@ Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const C
     pads.push_back(0);
     pads.push_back(0);
     pads.insert(pads.end(), hi.begin(), hi.end());
-    v = L.op("Pad", {v, L.i64s(pads), L.scalar(t, 0)}, Aval::of_unknown_shape(t), {Attr::s("mode", "constant")});
+    v = L.op("Pad", {v, i64s(L, pads), scalar(L, t, 0)}, Aval::of_unknown_shape(t), {Attr::s("mode", "constant")});
   }
-  v = L.op("Unsqueeze", {v, L.i64s({2})}, Aval::of_unknown_shape(t));
+  v = L.op("Unsqueeze", {v, i64s(L, {2})}, Aval::of_unknown_shape(t));
   Ints axes;
   for (size_t i = 0; i < n; ++i) axes.push_back(static_cast<int64_t>(3 + i));
   std::vector<Value> cols;
@@ -242,15 +242,15 @@ Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const C
       starts[i] = j * p.rhs_dil[i];
       ends[i] = from_end == 0 ? INT64_MAX : -from_end;
     }
-    cols.push_back(n == 0 ? v : L.op("Slice", {v, L.i64s(starts), L.i64s(ends), L.i64s(axes), L.i64s(p.strides)},
+    cols.push_back(n == 0 ? v : L.op("Slice", {v, i64s(L, starts), i64s(L, ends), i64s(L, axes), i64s(L, p.strides)},
                                      Aval::of_unknown_shape(t)));
   }
   Value c = cols.size() == 1 ? cols[0] : L.op("Concat", cols, Aval::of_unknown_shape(t), {Attr::i("axis", 2)});
   // [N, C, K, out...] -> [N, G, C/G*K, P]; w [M, C/G, k...] -> [G, M/G, C/G*K].
-  c = L.op("Reshape", {c, L.i64s({0, group, cols_k, cols_k < 0 ? p_static : -1})}, Aval::of_unknown_shape(t));
-  Value wm = L.op("Reshape", {L.cast(w, wa, t), L.i64s({group, w_m, cols_k})}, Aval::of_unknown_shape(t));
+  c = L.op("Reshape", {c, i64s(L, {0, group, cols_k, cols_k < 0 ? p_static : -1})}, Aval::of_unknown_shape(t));
+  Value wm = L.op("Reshape", {cast(L, w, wa, t), i64s(L, {group, w_m, cols_k})}, Aval::of_unknown_shape(t));
   Value y = L.op("MatMul", {wm, c}, Aval::of_unknown_shape(t));
-  return L.op("Reshape", {y, L.shape_value(y_aval.shape)}, y_aval);
+  return L.op("Reshape", {y, shape_value(L, y_aval.shape)}, y_aval);
 }
 
 // Tries the ConvTranspose form of an lhs-dilated convolution (see the header).
@@ -280,14 +280,14 @@ bool conv_transpose(Lowering& L, const ConvParams& p, const Tensor& x, Value rhs
   Ints wperm = {p.rhs_spec[1], p.rhs_spec[0]};
   for (size_t i = 0; i < p.n; ++i) wperm.push_back(p.rhs_spec[2 + i]);
   Aval wa = permuted(rhs_a, wperm);
-  Value w = L.transpose(rhs, rhs_a, wperm);
+  Value w = transpose(L, rhs, rhs_a, wperm);
   Ints flip_axes;
   for (size_t i = 0; i < p.n; ++i) if (k[i] > 1) flip_axes.push_back(static_cast<int64_t>(2 + i));
   if (!flip_axes.empty()) {
     Ints starts(flip_axes.size(), -1), ends(flip_axes.size(), INT64_MIN), steps(flip_axes.size(), -1);
-    w = L.op("Slice", {w, L.i64s(starts), L.i64s(ends), L.i64s(flip_axes), L.i64s(steps)}, wa);
+    w = L.op("Slice", {w, i64s(L, starts), i64s(L, ends), i64s(L, flip_axes), i64s(L, steps)}, wa);
   }
-  w = L.cast(w, wa, cd);
+  w = cast(L, w, wa, cd);
   Ints pads = pads_begin;
   pads.insert(pads.end(), pads_end.begin(), pads_end.end());
   std::vector<Attr> attrs = {Attr::ints("strides", p.lhs_dil), Attr::ints("dilations", p.rhs_dil),
@@ -305,8 +305,8 @@ void lower_conv(Lowering& L) {
   const size_t n = p.n;
 
   // X in [N, C, spatial...].
-  Tensor x{L.transpose(L.input(0), lhs_a, p.lhs_spec), permuted(lhs_a, p.lhs_spec)};
-  x.v = L.cast(x.v, x.a, cd);
+  Tensor x{transpose(L, L.input(0), lhs_a, p.lhs_spec), permuted(lhs_a, p.lhs_spec)};
+  x.v = cast(L, x.v, x.a, cd);
   x.a = x.a.with_dtype(cd);
   // The Conv's output, [N, M, spatial...] (out_spec says where each goes).
   const Aval y_aval = permuted(out_a, p.out_spec).with_dtype(cd);
@@ -326,21 +326,21 @@ void lower_conv(Lowering& L) {
         for (Shape* s : {&split, &merged, &split_t, &merged_t}) s->push_back(x.a.shape[2 + i]);
       }
       Aval sa(cd, split);
-      Value v = L.op("Reshape", {x.v, L.shape_value(split_t)}, sa);
+      Value v = L.op("Reshape", {x.v, shape_value(L, split_t)}, sa);
       Ints perm = {1, 0};
       for (size_t j = 2; j < n + 3; ++j) perm.push_back(static_cast<int64_t>(j));
-      v = L.transpose(v, sa, perm);
-      x = {L.op("Reshape", {v, L.shape_value(merged_t)}, Aval(cd, merged)), Aval(cd, merged)};
+      v = transpose(L, v, sa, perm);
+      x = {L.op("Reshape", {v, shape_value(L, merged_t)}, Aval(cd, merged)), Aval(cd, merged)};
       group = p.bgc;
     }
     x = dilate(L, x, n, p.lhs_dil);
     Ints lo = p.lo, hi = p.hi;
     x = crop(L, x, n, lo, hi);
-    Value w = L.cast(L.transpose(L.input(1), rhs_a, p.rhs_spec), permuted(rhs_a, p.rhs_spec), cd);
+    Value w = cast(L, transpose(L, L.input(1), rhs_a, p.rhs_spec), permuted(rhs_a, p.rhs_spec), cd);
     if (cd == dtype::f64) {
       y = im2col_conv(L, x, w, permuted(rhs_a, p.rhs_spec).with_dtype(cd), p, lo, hi, group, y_aval);
-      y = L.cast(y, y_aval, out_a.dtype);
-      L.bind(0, L.transpose(y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec)));
+      y = cast(L, y, y_aval, out_a.dtype);
+      L.bind(0, transpose(L, y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec)));
       return;
     }
     Ints pads = lo;
@@ -349,8 +349,8 @@ void lower_conv(Lowering& L) {
              {Attr::ints("strides", p.strides), Attr::ints("dilations", p.rhs_dil),
               Attr::ints("pads", pads), Attr::i("group", group)});
   }
-  y = L.cast(y, y_aval, out_a.dtype);
-  L.bind(0, L.transpose(y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec)));
+  y = cast(L, y, y_aval, out_a.dtype);
+  L.bind(0, transpose(L, y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec)));
 }
 
 }  // namespace

@@ -59,13 +59,13 @@ Value flip_top_bit(Lowering& L, Value x, const Aval& u64) {
   return L.op("BitwiseXor", {x, L.constant(std::vector<uint64_t>{uint64_t{1} << 63}, {})}, u64);
 }
 Value to_order(Lowering& L, Value x, const Aval& in) {
-  if (in.dtype == dtype::u64) return L.cast(flip_top_bit(L, x, in), in, dtype::i64);
-  return L.cast(x, in, order_dtype(in.dtype));
+  if (in.dtype == dtype::u64) return cast(L, flip_top_bit(L, x, in), in, dtype::i64);
+  return cast(L, x, in, order_dtype(in.dtype));
 }
 Value from_order(Lowering& L, Value x, const Aval& in) {
   Aval w = in.with_dtype(order_dtype(in.dtype));
-  if (in.dtype == dtype::u64) return flip_top_bit(L, L.cast(x, w, dtype::u64), in);
-  return L.cast(x, w, in.dtype);
+  if (in.dtype == dtype::u64) return flip_top_bit(L, cast(L, x, w, dtype::u64), in);
+  return cast(L, x, w, in.dtype);
 }
 
 struct Params {
@@ -83,7 +83,7 @@ Params cum_params(Lowering& L, const Aval& in) {
 }
 
 Value cumsum(Lowering& L, Value x, const Aval& a, int64_t axis, bool reverse) {
-  return L.op("CumSum", {x, L.scalar(dtype::i64, static_cast<double>(axis))}, a,
+  return L.op("CumSum", {x, scalar(L, dtype::i64, static_cast<double>(axis))}, a,
               {Attr::i("exclusive", 0), Attr::i("reverse", reverse ? 1 : 0)});
 }
 
@@ -93,20 +93,20 @@ void lower_cumsum(Lowering& L) {
   Aval in = L.in_aval(0);
   Params p = cum_params(L, in);
   int32_t w = wrap_dtype(in.dtype);
-  Value r = cumsum(L, L.cast(L.input(0), in, w), in.with_dtype(w), p.axis, p.reverse);
-  L.bind(0, L.cast(r, in.with_dtype(w), in.dtype));
+  Value r = cumsum(L, cast(L, L.input(0), in, w), in.with_dtype(w), p.axis, p.reverse);
+  L.bind(0, cast(L, r, in.with_dtype(w), in.dtype));
 }
 
 // The smallest (max) or largest (min) value of order dtype `t`: Max's / Min's identity.
 Value extreme(Lowering& L, int32_t t, bool smallest) {
   switch (t) {
-    case dtype::f32: case dtype::f64: return L.scalar(t, smallest ? -INFINITY : INFINITY);
+    case dtype::f32: case dtype::f64: return scalar(L, t, smallest ? -INFINITY : INFINITY);
 #define JXO_LIMIT(DT, T) \
     case DT: return L.constant(std::vector<T>{smallest ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max()}, {});
     JXO_LIMIT(dtype::i8, int8_t) JXO_LIMIT(dtype::i32, int32_t) JXO_LIMIT(dtype::i64, int64_t)
     JXO_LIMIT(dtype::u8, uint8_t)
 #undef JXO_LIMIT
-    case dtype::boolean: return L.scalar(t, smallest ? 0 : 1);
+    case dtype::boolean: return scalar(L, t, smallest ? 0 : 1);
     default: throw Error(std::string("lax_cumulative: no order identity for ") + dtype::name(t));
   }
 }
@@ -118,8 +118,8 @@ void lower_cumprod(Lowering& L) {
   Params p = cum_params(L, in);
   int32_t w = wrap_dtype(in.dtype);
   Aval wa = in.with_dtype(w);
-  Value x = L.cast(L.input(0), in, w);
-  L.bind(0, L.cast(L.inclusive_scan("Mul", x, wa, p.axis, p.reverse, L.scalar(w, 1)), wa, in.dtype));
+  Value x = cast(L, L.input(0), in, w);
+  L.bind(0, cast(L, inclusive_scan(L, "Mul", x, wa, p.axis, p.reverse, scalar(L, w, 1)), wa, in.dtype));
 }
 
 // ---------------------------------------------------------- cummax/cummin --
@@ -131,11 +131,11 @@ void lower_cumextremum(Lowering& L, bool is_max) {
   if (in.dtype == dtype::f16) w = dtype::f32;  // Pad has no float16 kernel
   if (in.dtype == dtype::boolean) w = dtype::u8;
   Aval wa = in.with_dtype(w);
-  Value x = in.dtype == dtype::f16 || in.dtype == dtype::boolean ? L.cast(L.input(0), in, w)
+  Value x = in.dtype == dtype::f16 || in.dtype == dtype::boolean ? cast(L, L.input(0), in, w)
                                                                   : to_order(L, L.input(0), in);
-  Value r = L.inclusive_scan(is_max ? "Max" : "Min", x, wa, p.axis, p.reverse, extreme(L, w, is_max));
+  Value r = inclusive_scan(L, is_max ? "Max" : "Min", x, wa, p.axis, p.reverse, extreme(L, w, is_max));
   if (in.dtype == dtype::f16 || in.dtype == dtype::boolean) {
-    L.bind(0, L.cast(r, wa, in.dtype));
+    L.bind(0, cast(L, r, wa, in.dtype));
     return;
   }
   L.bind(0, from_order(L, r, in));
@@ -147,8 +147,8 @@ void lower_cumextremum(Lowering& L, bool is_max) {
 Value logaddexp(Lowering& L, Value x, Value y, const Aval& a) {
   const Aval b = a.with_dtype(dtype::boolean);
   Value hi = L.op("Max", {x, y}, a), lo = L.op("Min", {x, y}, a);
-  Value d = L.op("Where", {L.op("Equal", {hi, lo}, b), L.scalar(a.dtype, 0), L.op("Sub", {lo, hi}, a)}, a);
-  Value l = L.op("Log", {L.op("Add", {L.scalar(a.dtype, 1), L.op("Exp", {d}, a)}, a)}, a);
+  Value d = L.op("Where", {L.op("Equal", {hi, lo}, b), scalar(L, a.dtype, 0), L.op("Sub", {lo, hi}, a)}, a);
+  Value l = L.op("Log", {L.op("Add", {scalar(L, a.dtype, 1), L.op("Exp", {d}, a)}, a)}, a);
   return L.op("Add", {hi, l}, a);
 }
 
@@ -160,33 +160,33 @@ void lower_cumlogsumexp(Lowering& L) {
   // f16/bf16 accumulate in float32.
   int32_t w = (in.dtype == dtype::f64) ? dtype::f64 : dtype::f32;
   Aval wa = in.with_dtype(w);
-  Value x = L.cast(L.input(0), in, w);
+  Value x = cast(L, L.input(0), in, w);
   // The Hillis-Steele steps of Lowering::inclusive_scan, with logaddexp as
   // the combine (several ops, so not a single ONNX op type).
   const Dim n = in.shape[static_cast<size_t>(p.axis)];
   int64_t steps = 32;
   if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
-  Value axes = L.i64s({p.axis}), identity = L.scalar(w, -INFINITY);
+  Value axes = i64s(L, {p.axis}), identity = scalar(L, w, -INFINITY);
   for (int64_t k = 0; k < steps; ++k) {
     const int64_t s = int64_t{1} << k;
     Value m, pads, neg_m;
     if (n.is_static()) {
-      m = L.i64s({s});
-      pads = L.i64s(p.reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
-      neg_m = L.i64s({-s});
+      m = i64s(L, {s});
+      pads = i64s(L, p.reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
+      neg_m = i64s(L, {-s});
     } else {
-      m = L.op("Min", {L.i64s({s}), L.dim_value(n)}, Aval(dtype::i64, {1}));
-      Value zero = L.i64s({0});
+      m = L.op("Min", {i64s(L, {s}), dim_value(L, n)}, Aval(dtype::i64, {1}));
+      Value zero = i64s(L, {0});
       pads = L.op("Concat", {p.reverse ? zero : m, p.reverse ? m : zero}, Aval(dtype::i64, {2}),
                   {Attr::i("axis", 0)});
       neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
     }
     Value padded = L.op("Pad", {x, pads, identity, axes}, Aval::of_unknown_shape(w), {Attr::s("mode", "constant")});
-    Value shifted = p.reverse ? L.op("Slice", {padded, m, L.i64s({INT64_MAX}), axes}, wa)
-                              : L.op("Slice", {padded, L.i64s({0}), neg_m, axes}, wa);
+    Value shifted = p.reverse ? L.op("Slice", {padded, m, i64s(L, {INT64_MAX}), axes}, wa)
+                              : L.op("Slice", {padded, i64s(L, {0}), neg_m, axes}, wa);
     x = logaddexp(L, x, shifted, wa);
   }
-  L.bind(0, L.cast(x, wa, in.dtype));
+  L.bind(0, cast(L, x, wa, in.dtype));
 }
 
 }  // namespace

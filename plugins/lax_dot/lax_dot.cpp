@@ -88,7 +88,7 @@ bool is_identifier(const std::string& s) {
 }
 
 // The product of `dims` as one Dim: static when all are, else a symbolic
-// expression ("5*B", "B*T") that L.dim_value can evaluate at runtime.
+// expression ("5*B", "B*T") that dim_value can evaluate at runtime.
 Dim product(const Shape& dims) {
   int64_t k = 1;
   std::vector<std::string> syms;
@@ -125,7 +125,7 @@ Value reshape(Lowering& L, Value x, const Aval& a, const Shape& shape) {
   }
   std::vector<Attr> attrs;
   if (zero_size) attrs.push_back(Attr::i("allowzero", 1));
-  return L.op("Reshape", {x, L.shape_value(target)}, a.with_shape(shape), attrs);
+  return L.op("Reshape", {x, shape_value(L, target)}, a.with_shape(shape), attrs);
 }
 
 // `x` (of type `a`, updated) with each group of consecutive axes merged into
@@ -143,7 +143,7 @@ Value regroup(Lowering& L, Value x, Aval& a, const std::vector<Axes>& groups) {
   }
   Aval out = a.with_shape(shape);
   if (merges) x = reshape(L, x, a, shape);
-  else if (!new_axes.empty()) x = L.op("Unsqueeze", {x, L.i64s(new_axes)}, out);
+  else if (!new_axes.empty()) x = L.op("Unsqueeze", {x, i64s(L, new_axes)}, out);
   a = out;
   return x;
 }
@@ -158,7 +158,7 @@ Value ungroup(Lowering& L, Value y, const Aval& a, const std::vector<Axes>& grou
     merged = merged || groups[i].size() > 1;
   }
   if (merged) return reshape(L, y, a, out.shape);
-  if (!ones.empty()) return L.op("Squeeze", {y, L.i64s(ones)}, out);
+  if (!ones.empty()) return L.op("Squeeze", {y, i64s(L, ones)}, out);
   return y;
 }
 
@@ -293,7 +293,7 @@ void lower_dot_general(Lowering& L) {
   // Cast the operands to the accumulation type.
   int32_t acc = compute_dtype(la.dtype, out.dtype);
   auto operand = [&](size_t i, Aval& a) {
-    Value v = L.cast(L.input(i), a, acc);
+    Value v = cast(L, L.input(i), a, acc);
     a = a.with_dtype(acc);
     return v;
   };
@@ -308,7 +308,7 @@ void lower_dot_general(Lowering& L) {
   auto prepare = [&](Value v, Aval a, const Axes& perm, const std::vector<Axes>& groups) {
     Shape s;
     for (int64_t ax : perm) s.push_back(a.shape.at(static_cast<size_t>(ax)));
-    v = L.transpose(v, a, perm);
+    v = transpose(L, v, a, perm);
     a = a.with_shape(s);
     return regroup(L, v, a, groups);
   };
@@ -330,7 +330,7 @@ void lower_dot_general(Lowering& L) {
   Aval mm = result.with_shape(mshape);
   Value y = L.op("MatMul", {a, b}, mm);
   y = ungroup(L, y, mm, p.out_groups, ordered);
-  y = L.transpose(y, ordered, p.out_perm);
+  y = transpose(L, y, ordered, p.out_perm);
   if (acc != out.dtype) y = L.op("Cast", {y}, out, {Attr::i("to", out.dtype)});
   L.bind(0, y);
 }

@@ -46,9 +46,9 @@ Value emit(Lowering& L, const char* op, std::vector<Value> ins, int32_t t, const
            size_t first_data = 0) {
   int32_t c = compute_type(op, t);
   if (c == t) return L.op(op, ins, out);
-  for (size_t i = first_data; i < ins.size(); ++i) ins[i] = L.cast(ins[i], L.aval_of(ins[i]), c);
+  for (size_t i = first_data; i < ins.size(); ++i) ins[i] = cast(L, ins[i], L.aval_of(ins[i]), c);
   if (out.dtype != t) return L.op(op, ins, out);
-  return L.cast(L.op(op, ins, out.with_dtype(c)), out.with_dtype(c), t);
+  return cast(L, L.op(op, ins, out.with_dtype(c)), out.with_dtype(c), t);
 }
 
 // Input i, upcast from bfloat16 to float32 for lowerings that compute in
@@ -57,11 +57,11 @@ Value input_f32_if_bf16(Lowering& L, size_t i, Aval* a) {
   *a = L.in_aval(i);
   Value v = L.input(i);
   if (a->dtype != dtype::bf16) return v;
-  v = L.cast(v, *a, dtype::f32);
+  v = cast(L, v, *a, dtype::f32);
   *a = a->with_dtype(dtype::f32);
   return v;
 }
-Value narrow(Lowering& L, Value v, const Aval& computed, int32_t to) { return L.cast(v, computed, to); }
+Value narrow(Lowering& L, Value v, const Aval& computed, int32_t to) { return cast(L, v, computed, to); }
 
 // The largest / smallest value of integer dtype `t`, as a scalar of `t`.
 template <typename T> Value int_scalar(Lowering& L, T v) {
@@ -115,7 +115,7 @@ void lower_one_op(Lowering& L, const char* onnx) {
 void lower_mul(Lowering& L) {
   Aval out = L.out_aval(0);
   std::vector<Value> ins;
-  for (size_t i = 0; i < L.num_inputs(); ++i) ins.push_back(L.cast(L.input(i), L.in_aval(i), out.dtype));
+  for (size_t i = 0; i < L.num_inputs(); ++i) ins.push_back(cast(L, L.input(i), L.in_aval(i), out.dtype));
   L.bind(0, emit(L, "Mul", ins, out.dtype, out));
 }
 
@@ -124,7 +124,7 @@ void lower_neg(Lowering& L) {
   Aval a = L.in_aval(0);
   Value x = L.input(0);
   if (dtype::is_unsigned_int(a.dtype)) {
-    L.bind(0, L.op("Sub", {L.scalar(a.dtype, 0), x}, L.out_aval(0)));
+    L.bind(0, L.op("Sub", {scalar(L, a.dtype, 0), x}, L.out_aval(0)));
   } else {
     L.bind(0, emit(L, "Neg", {x}, a.dtype, L.out_aval(0)));
   }
@@ -145,17 +145,17 @@ void lower_div(Lowering& L) {
   }
   Value x = L.input(0), y = L.input(1);
   Aval mask = b.with_dtype(dtype::boolean);
-  Value zero = L.op("Equal", {y, L.scalar(t, 0)}, mask);
+  Value zero = L.op("Equal", {y, scalar(L, t, 0)}, mask);
   Value unsafe = zero, minus_one = kNoValue;
   if (dtype::is_signed_int(t)) {
-    minus_one = L.op("Equal", {y, L.scalar(t, -1)}, mask);
+    minus_one = L.op("Equal", {y, scalar(L, t, -1)}, mask);
     unsafe = L.op("Or", {zero, minus_one}, mask);
   }
-  Value q = emit(L, "Div", {x, L.where(unsafe, L.scalar(t, 1), y, b)}, t, out);
+  Value q = emit(L, "Div", {x, where(L, unsafe, scalar(L, t, 1), y, b)}, t, out);
   if (minus_one != kNoValue)
-    q = L.where(minus_one, emit(L, "Sub", {L.scalar(t, 0), q}, t, out), q, out);
-  Value all_ones = dtype::is_signed_int(t) ? L.scalar(t, -1) : int_limit(L, t, true);
-  L.bind(0, L.where(zero, all_ones, q, out));
+    q = where(L, minus_one, emit(L, "Sub", {scalar(L, t, 0), q}, t, out), q, out);
+  Value all_ones = dtype::is_signed_int(t) ? scalar(L, t, -1) : int_limit(L, t, true);
+  L.bind(0, where(L, zero, all_ones, q, out));
 }
 
 // max / min: on bool they are or / and (ONNX Max has no bool). onnxruntime's
@@ -171,7 +171,7 @@ void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {
 // x's dtype before power(), so do the same (exact for |y| < 2^24).
 void lower_pow(Lowering& L) {
   Aval x = L.in_aval(0);
-  Value y = L.cast(L.input(1), L.in_aval(1), x.dtype);
+  Value y = cast(L, L.input(1), L.in_aval(1), x.dtype);
   L.bind(0, emit(L, "Pow", {L.input(0), y}, x.dtype, L.out_aval(0)));
 }
 
@@ -186,7 +186,7 @@ void lower_integer_pow(Lowering& L) {
   if (y == 0) {
     // A ones tensor of x's shape (NaN ** 0 is 1 too, so not x * 0 + 1).
     Value shape = L.op("Shape", {x}, Aval(dtype::i64, {out.rank()}));
-    L.bind(0, narrow(L, L.op("Expand", {L.scalar(out.dtype, 1), shape}, out), out, result_dtype));
+    L.bind(0, narrow(L, L.op("Expand", {scalar(L, out.dtype, 1), shape}, out), out, result_dtype));
     return;
   }
   bool reciprocal = y < 0;
@@ -197,7 +197,7 @@ void lower_integer_pow(Lowering& L) {
     n >>= 1;
     if (n > 0) x = L.op("Mul", {x, x}, out);
   }
-  if (reciprocal) acc = L.op("Div", {L.scalar(out.dtype, 1), acc}, out);
+  if (reciprocal) acc = L.op("Div", {scalar(L, out.dtype, 1), acc}, out);
   L.bind(0, narrow(L, acc, out, result_dtype));
 }
 
@@ -218,7 +218,7 @@ void lower_order(Lowering& L, const char* onnx) {
   for (size_t i = 0; i < 2; ++i) {
     Aval a = L.in_aval(i);
     Value v = L.input(i);
-    ins.push_back(a.dtype == dtype::boolean ? L.cast(v, a, dtype::u8) : v);
+    ins.push_back(a.dtype == dtype::boolean ? cast(L, v, a, dtype::u8) : v);
   }
   L.bind(0, emit(L, onnx, ins, t == dtype::boolean ? dtype::u8 : t, L.out_aval(0)));
 }
@@ -239,7 +239,7 @@ Value select_range(Lowering& L, Value which, const Aval& which_aval, const std::
                    size_t lo, size_t hi, const Aval& out) {
   if (hi - lo == 1) return cases[lo];
   size_t mid = lo + (hi - lo) / 2;
-  Value below = L.op("Less", {which, L.scalar(which_aval.dtype, static_cast<double>(mid))},
+  Value below = L.op("Less", {which, scalar(L, which_aval.dtype, static_cast<double>(mid))},
                      which_aval.with_dtype(dtype::boolean));
   return emit(L, "Where", {below, select_range(L, which, which_aval, cases, lo, mid, out),
                            select_range(L, which, which_aval, cases, mid, hi, out)},
@@ -279,7 +279,7 @@ Value float_to_int(Lowering& L, Value x, Aval f, const Aval& out) {
   // float16/bfloat16 go through float32 (exact): Clip/IsNaN have no
   // bfloat16 kernel and float16 cannot hold the int32/int64 bounds.
   if (f.dtype == dtype::f16 || f.dtype == dtype::bf16) {
-    x = L.cast(x, f, dtype::f32);
+    x = cast(L, x, f, dtype::f32);
     f = f.with_dtype(dtype::f32);
   }
   Aval mask = f.with_dtype(dtype::boolean);
@@ -291,12 +291,12 @@ Value float_to_int(Lowering& L, Value x, Aval f, const Aval& out) {
   bool max_exact = value_bits <= significand;
   // Largest float below 2^bits: the int max itself when exact.
   double hi = max_exact ? top - 1.0 : top - std::ldexp(1.0, value_bits - significand);
-  x = L.op("Where", {L.op("IsNaN", {x}, mask), L.scalar(f.dtype, 0.0), x}, f);
-  Value y = L.op("Cast", {L.op("Clip", {x, L.scalar(f.dtype, lo), L.scalar(f.dtype, hi)}, f)}, out,
+  x = L.op("Where", {L.op("IsNaN", {x}, mask), scalar(L, f.dtype, 0.0), x}, f);
+  Value y = L.op("Cast", {L.op("Clip", {x, scalar(L, f.dtype, lo), scalar(L, f.dtype, hi)}, f)}, out,
                  {Attr::i("to", out.dtype)});
   if (max_exact) return y;
   // The int max is not a float of this type: values at or past 2^bits take it.
-  Value over = L.op("GreaterOrEqual", {x, L.scalar(f.dtype, top)}, mask);
+  Value over = L.op("GreaterOrEqual", {x, scalar(L, f.dtype, top)}, mask);
   return emit(L, "Where", {over, int_limit(L, out.dtype, true), y}, out.dtype, out, 1);
 }
 
@@ -307,7 +307,7 @@ void lower_convert_element_type(Lowering& L) {
   if (dtype::is_float(in.dtype) && dtype::is_int(out.dtype)) {
     L.bind(0, float_to_int(L, x, in, out));
   } else {
-    L.bind(0, L.cast(x, in, out.dtype));
+    L.bind(0, cast(L, x, in, out.dtype));
   }
 }
 
@@ -339,17 +339,17 @@ FloatFormat format_of(int32_t t) {
 }
 
 Value cast_round_trip(Lowering& L, Value x, const Aval& a, int32_t via) {
-  return L.cast(L.cast(x, a, via), a.with_dtype(via), a.dtype);
+  return cast(L, cast(L, x, a, via), a.with_dtype(via), a.dtype);
 }
 
 Value reduce_precision_general(Lowering& L, Value x, Aval a, FloatFormat src, int e, int m) {
   int32_t result_dtype = a.dtype;
   if (a.dtype == dtype::f16 || a.dtype == dtype::bf16) {  // exact in float32, and it has kernels
-    x = L.cast(x, a, dtype::f32);
+    x = cast(L, x, a, dtype::f32);
     a = a.with_dtype(dtype::f32);
   }
   Aval mask = a.with_dtype(dtype::boolean);
-  auto k = [&](double v) { return L.scalar(a.dtype, v); };
+  auto k = [&](double v) { return scalar(L, a.dtype, v); };
   int p = a.dtype == dtype::f64 ? 53 : 24;  // significand bits of the compute type
   int src_emax = (1 << (src.exponent_bits - 1)) - 1, src_emin = 1 - src_emax;
   bool narrower = e < src.exponent_bits;
@@ -397,7 +397,7 @@ Value reduce_precision_general(Lowering& L, Value x, Aval a, FloatFormat src, in
     hi = L.op("Where", {under, L.op("Mul", {x, k(0.0)}, a), hi}, a);
   }
   hi = L.op("Where", {over, inf, hi}, a);
-  return L.cast(hi, a, result_dtype);
+  return cast(L, hi, a, result_dtype);
 }
 
 void lower_reduce_precision(Lowering& L) {
@@ -414,8 +414,8 @@ void lower_reduce_precision(Lowering& L) {
     // which rounds below float16's smallest normal 2^-14.
     Value r = cast_round_trip(L, x, a, dtype::f16);
     Aval mask = a.with_dtype(dtype::boolean);
-    Value under = L.op("Less", {L.op("Abs", {x}, a), L.scalar(a.dtype, std::ldexp(1.0 - std::ldexp(1.0, -12), -14))}, mask);
-    L.bind(0, L.op("Where", {under, L.op("Mul", {x, L.scalar(a.dtype, 0.0)}, a), r}, a));
+    Value under = L.op("Less", {L.op("Abs", {x}, a), scalar(L, a.dtype, std::ldexp(1.0 - std::ldexp(1.0, -12), -14))}, mask);
+    L.bind(0, L.op("Where", {under, L.op("Mul", {x, scalar(L, a.dtype, 0.0)}, a), r}, a));
     return;
   }
   L.bind(0, reduce_precision_general(L, x, a, src, static_cast<int>(std::min<int64_t>(e, src.exponent_bits)),

@@ -59,7 +59,7 @@ int64_t index_of(const std::vector<int64_t>& v, int64_t x) {
 
 // A 1-D constant of int dtype `dt` (int32 or int64), the Tind of Slice.
 Value ints_of(Lowering& L, int32_t dt, const std::vector<int64_t>& v) {
-  if (dt == dtype::i64) return L.i64s(v);
+  if (dt == dtype::i64) return i64s(L, v);
   std::vector<int32_t> w(v.begin(), v.end());
   return L.constant(w, {static_cast<int64_t>(w.size())});
 }
@@ -72,7 +72,7 @@ Value dims_of(Lowering& L, int32_t dt, const Shape& s) {
     for (const Dim& d : s) v.push_back(d.value);
     return ints_of(L, dt, v);
   }
-  return L.cast(L.shape_value(s), Aval(dtype::i64, {static_cast<int64_t>(s.size())}), dt);
+  return cast(L, shape_value(L, s), Aval(dtype::i64, {static_cast<int64_t>(s.size())}), dt);
 }
 
 // dims - sizes, elementwise, as a 1-D tensor of `dt`: the largest in-bounds
@@ -86,8 +86,8 @@ Value max_starts(Lowering& L, int32_t dt, const Shape& dims, const Shape& sizes)
     return ints_of(L, dt, v);
   }
   Aval a(dtype::i64, {static_cast<int64_t>(dims.size())});
-  Value hi = L.op("Sub", {L.shape_value(dims), L.shape_value(sizes)}, a);
-  return L.cast(hi, a, dt);
+  Value hi = L.op("Sub", {shape_value(L, dims), shape_value(L, sizes)}, a);
+  return cast(L, hi, a, dt);
 }
 
 // ONNX's Where has no bool / 16-bit / uint64 kernels in onnxruntime
@@ -102,24 +102,24 @@ int32_t where_dtype(int32_t t) {
 Value fill_scalar(Lowering& L, int32_t dt) {
   Param p = L.param("fill_value");
   if (!p.exists() || p.is_none()) {
-    if (dtype::is_float(dt)) return L.scalar(dt, std::nan(""));
+    if (dtype::is_float(dt)) return scalar(L, dt, std::nan(""));
     L.fail("gather mode FILL_OR_DROP without a fill_value for dtype " + std::string(dtype::name(dt)));
   }
-  if (p.kind() == JXO_PARAM_FLOAT) return L.scalar(dt, p.as_float());
+  if (p.kind() == JXO_PARAM_FLOAT) return scalar(L, dt, p.as_float());
   int64_t v = p.as_int();
   if (dt == dtype::i64 || dt == dtype::u64) {
     Value s = L.constant(dtype::i64, {}, &v, sizeof(v));
-    return L.cast(s, Aval(dtype::i64, {}), dt);  // u64: int64 -> uint64 cast wraps exactly
+    return cast(L, s, Aval(dtype::i64, {}), dt);  // u64: int64 -> uint64 cast wraps exactly
   }
-  return L.scalar(dt, static_cast<double>(v));  // exact for every narrower type
+  return scalar(L, dt, static_cast<double>(v));  // exact for every narrower type
 }
 
 // Where(mask, y, fill) with the mask broadcast over `out`.
 Value select_fill(Lowering& L, Value mask, Value y, const Aval& out) {
   const int32_t wt = where_dtype(out.dtype);
-  Value fill = L.cast(fill_scalar(L, out.dtype), Aval(out.dtype, {}), wt);
-  Value r = L.op("Where", {mask, L.cast(y, out, wt), fill}, out.with_dtype(wt));
-  return L.cast(r, out.with_dtype(wt), out.dtype);
+  Value fill = cast(L, fill_scalar(L, out.dtype), Aval(out.dtype, {}), wt);
+  Value r = L.op("Where", {mask, cast(L, y, out, wt), fill}, out.with_dtype(wt));
+  return cast(L, r, out.with_dtype(wt), out.dtype);
 }
 
 // ----------------------------------------------------------- indices prep --
@@ -136,21 +136,21 @@ Indices prepare_indices(Lowering& L, Value idx, const Aval& ia, int32_t ct, cons
                         const Shape& op_dims, const Shape& sizes) {
   Indices r;
   r.aval = ia.with_dtype(ct);
-  r.idx = L.cast(idx, ia, ct);
+  r.idx = cast(L, idx, ia, ct);
   if (mode == "PROMISE_IN_BOUNDS") return r;
   Value hi = max_starts(L, ct, op_dims, sizes);
-  Value zero = L.scalar(ct, 0);
+  Value zero = scalar(L, ct, 0);
   if (mode == "FILL_OR_DROP") {
     Aval b = r.aval.with_dtype(dtype::boolean);
     Value ok = L.op("And", {L.op("GreaterOrEqual", {r.idx, zero}, b), L.op("LessOrEqual", {r.idx, hi}, b)}, b);
     Shape bs(ia.shape.begin(), ia.shape.end() - 1);
-    Value axis = L.i64s({ia.rank() - 1});
+    Value axis = i64s(L, {ia.rank() - 1});
     if (ia.shape.back() == Dim(1)) {
       r.mask = L.op("Squeeze", {ok, axis}, Aval(dtype::boolean, bs));
     } else {  // all of the K components: a min over 0/1 (no bool reduction in ONNX)
-      Value n = L.op("ReduceMin", {L.cast(ok, b, dtype::i32), axis}, Aval(dtype::i32, bs),
+      Value n = L.op("ReduceMin", {cast(L, ok, b, dtype::i32), axis}, Aval(dtype::i32, bs),
                      {Attr::i("keepdims", 0)});
-      r.mask = L.cast(n, Aval(dtype::i32, bs), dtype::boolean);
+      r.mask = cast(L, n, Aval(dtype::i32, bs), dtype::boolean);
     }
   } else if (mode != "CLIP") {
     L.fail("gather mode " + mode + " is not supported");
@@ -168,13 +168,13 @@ Value pick_components(Lowering& L, const Indices& ix, const std::vector<int64_t>
   bool identity = static_cast<int64_t>(ks.size()) == K;
   for (size_t i = 0; identity && i < ks.size(); ++i) identity = ks[i] == static_cast<int64_t>(i);
   if (ks.size() == 1 && !keep_last) {
-    if (K == 1) return L.op("Squeeze", {ix.idx, L.i64s({last})}, ix.aval.with_shape(s));
-    return L.op("Gather", {ix.idx, L.scalar(dtype::i64, static_cast<double>(ks[0]))}, ix.aval.with_shape(s),
+    if (K == 1) return L.op("Squeeze", {ix.idx, i64s(L, {last})}, ix.aval.with_shape(s));
+    return L.op("Gather", {ix.idx, scalar(L, dtype::i64, static_cast<double>(ks[0]))}, ix.aval.with_shape(s),
                 {Attr::i("axis", last)});
   }
   if (identity) return ix.idx;
   s.push_back(Dim(static_cast<int64_t>(ks.size())));
-  return L.op("Gather", {ix.idx, L.i64s(ks)}, ix.aval.with_shape(s), {Attr::i("axis", last)});
+  return L.op("Gather", {ix.idx, i64s(L, ks)}, ix.aval.with_shape(s), {Attr::i("axis", last)});
 }
 
 // ----------------------------------------------------------------- gather --
@@ -231,7 +231,7 @@ void gather_as_slice(Lowering& L, const Aval& in, const Aval& ia, const std::vec
     Value ends = L.op("Add", {starts, dims_of(L, ct, axis_sizes)}, va);
     x = L.op("Slice", {x, starts, ends, ints_of(L, ct, axes)}, in.with_shape(sizes));
   }
-  if (!collapsed.empty()) x = L.op("Squeeze", {x, L.i64s(collapsed)}, out);
+  if (!collapsed.empty()) x = L.op("Squeeze", {x, i64s(L, collapsed)}, out);
   if (ix.mask != kNoValue) x = select_fill(L, ix.mask, x, out);
   L.bind(0, x);
 }
@@ -308,7 +308,7 @@ void lower_gather(Lowering& L) {
       bse.push_back(Dim(wsz[static_cast<size_t>(m)]));
     }
     s1.push_back(Dim(K));
-    Value v = L.op("Unsqueeze", {ix.idx, L.i64s(new_axes)}, Aval(ct, s1));
+    Value v = L.op("Unsqueeze", {ix.idx, i64s(L, new_axes)}, Aval(ct, s1));
     for (int64_t m = 0; m < M; ++m) {
       const int64_t s = wsz[static_cast<size_t>(m)];
       std::vector<int64_t> dims(static_cast<size_t>(nb + M + 1), 1);
@@ -344,7 +344,7 @@ void lower_gather(Lowering& L) {
       xs[u] = sizes[u];
     }
     if (!axes.empty())
-      x = L.op("Slice", {x, L.i64s(std::vector<int64_t>(axes.size(), 0)), L.shape_value(ends), L.i64s(axes)},
+      x = L.op("Slice", {x, i64s(L, std::vector<int64_t>(axes.size(), 0)), shape_value(L, ends), i64s(L, axes)},
                in.with_shape(xs));
   }
 
@@ -390,17 +390,17 @@ void lower_gather(Lowering& L) {
     for (int64_t d = 0; d < R; ++d)
       if (!contains(xperm, d)) rest.push_back(d);
     xperm.insert(xperm.end(), rest.begin(), rest.end());
-    Value xt = L.transpose(x, in.with_shape(xs), xperm);
+    Value xt = transpose(L, x, in.with_shape(xs), xperm);
 
     std::vector<int64_t> iperm = ibd;
     for (int64_t j = 0; j < nbe; ++j)
       if (!contains(ibd, j)) iperm.push_back(j);
     Shape ips = bse;
     ips.push_back(Dim(static_cast<int64_t>(ks.size())));
-    Value ip = L.cast(pick_components(L, ix, ks, true), Aval(ct, ips), dtype::i64);
+    Value ip = cast(L, pick_components(L, ix, ks, true), Aval(ct, ips), dtype::i64);
     std::vector<int64_t> iperm_full = iperm;
     iperm_full.push_back(nbe);
-    Value it = L.transpose(ip, Aval(dtype::i64, ips), iperm_full);
+    Value it = transpose(L, ip, Aval(dtype::i64, ips), iperm_full);
 
     for (int64_t j : iperm) { labels.push_back(batch_label(j)); ys.push_back(bse[static_cast<size_t>(j)]); }
     for (int64_t d : rest) { labels.push_back(d); ys.push_back(xs[static_cast<size_t>(d)]); }
@@ -413,7 +413,7 @@ void lower_gather(Lowering& L) {
       labels.push_back(d);
       ys.push_back(Dim(1));
     }
-    if (!new_axes.empty()) y = L.op("Unsqueeze", {y, L.i64s(new_axes)}, in.with_shape(ys));
+    if (!new_axes.empty()) y = L.op("Unsqueeze", {y, i64s(L, new_axes)}, in.with_shape(ys));
   }
 
   std::vector<int64_t> perm;
@@ -422,7 +422,7 @@ void lower_gather(Lowering& L) {
     if (p < 0) L.fail("gather: internal axis bookkeeping failed");
     perm.push_back(p);
   }
-  y = L.transpose(y, in.with_shape(ys), perm);
+  y = transpose(L, y, in.with_shape(ys), perm);
   if (ix.mask != kNoValue) {
     Value m = ix.mask;
     if (!offset_dims.empty()) {
@@ -430,7 +430,7 @@ void lower_gather(Lowering& L) {
       int64_t j = 0;
       for (int64_t p = 0; p < out.rank(); ++p)
         if (!contains(offset_dims, p)) ms[static_cast<size_t>(p)] = bs[static_cast<size_t>(j++)];
-      m = L.op("Unsqueeze", {m, L.i64s(offset_dims)}, Aval(dtype::boolean, ms));
+      m = L.op("Unsqueeze", {m, i64s(L, offset_dims)}, Aval(dtype::boolean, ms));
     }
     y = select_fill(L, m, y, out);
   }
@@ -476,14 +476,14 @@ void lower_dynamic_slice(Lowering& L) {
       if (lit) {
         v = std::min(std::max<int64_t>(v, 0), in.shape[u].value - sizes[u].value);
         const_starts.push_back(v);
-        parts.push_back(L.i64s({v}));
+        parts.push_back(i64s(L, {v}));
         continue;
       }
     }
     all_const = false;
     const_starts.push_back(0);
-    Value s = L.cast(L.input(static_cast<size_t>(d + 1)), sa, dtype::i64);
-    parts.push_back(L.op("Unsqueeze", {s, L.i64s({0})}, Aval(dtype::i64, {1})));
+    Value s = cast(L, L.input(static_cast<size_t>(d + 1)), sa, dtype::i64);
+    parts.push_back(L.op("Unsqueeze", {s, i64s(L, {0})}, Aval(dtype::i64, {1})));
   }
   Value x = L.input(0);
   if (axes.empty()) {
@@ -494,14 +494,14 @@ void lower_dynamic_slice(Lowering& L) {
   Aval va(dtype::i64, {n});
   Value starts;
   if (all_const) {
-    starts = L.i64s(const_starts);
+    starts = i64s(L, const_starts);
   } else {
     starts = parts.size() == 1 ? parts[0] : L.op("Concat", parts, va, {Attr::i("axis", 0)});
     // Literal starts were clamped above; clamping them again is harmless.
-    starts = L.op("Min", {L.op("Max", {starts, L.i64s({0})}, va), max_starts(L, dtype::i64, dims, szs)}, va);
+    starts = L.op("Min", {L.op("Max", {starts, i64s(L, {0})}, va), max_starts(L, dtype::i64, dims, szs)}, va);
   }
-  Value ends = L.op("Add", {starts, L.shape_value(szs)}, va);
-  L.bind(0, L.op("Slice", {x, starts, ends, L.i64s(axes)}, out));
+  Value ends = L.op("Add", {starts, shape_value(L, szs)}, va);
+  L.bind(0, L.op("Slice", {x, starts, ends, i64s(L, axes)}, out));
 }
 
 }  // namespace

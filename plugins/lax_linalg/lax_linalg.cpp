@@ -83,7 +83,7 @@ void require_float(Lowering& L, const Aval& a) {
 T slice(Lowering& L, const T& x, int64_t axis, int64_t start, int64_t end) {
   Shape s = x.a.shape;
   s[static_cast<size_t>(axis)] = Dim(end - start);
-  Value v = L.op("Slice", {x.v, L.i64s({start}), L.i64s({end}), L.i64s({axis})}, x.a.with_shape(s));
+  Value v = L.op("Slice", {x.v, i64s(L, {start}), i64s(L, {end}), i64s(L, {axis})}, x.a.with_shape(s));
   return {v, x.a.with_shape(s)};
 }
 
@@ -127,14 +127,14 @@ Value bool_mask(Lowering& L, int64_t rows, int64_t cols, Pred pred) {
 T sum_keep(Lowering& L, const T& x, int64_t axis) {
   Shape s = x.a.shape;
   s[static_cast<size_t>(axis)] = Dim(1);
-  return node(L, "ReduceSum", {x.v, L.i64s({axis})}, x.a.with_shape(s), {Attr::i("keepdims", 1)});
+  return node(L, "ReduceSum", {x.v, i64s(L, {axis})}, x.a.with_shape(s), {Attr::i("keepdims", 1)});
 }
 
 // Row/column j of x (j an int64 scalar) along `axis`, kept as size 1.
 T take(Lowering& L, const T& x, Value j, int64_t axis) {
   Shape s = x.a.shape;
   s[static_cast<size_t>(axis)] = Dim(1);
-  Value j1 = L.op("Unsqueeze", {j, L.i64s({0})}, Aval(dtype::i64, {1}));
+  Value j1 = L.op("Unsqueeze", {j, i64s(L, {0})}, Aval(dtype::i64, {1}));
   return node(L, "Gather", {x.v, j1}, x.a.with_shape(s), {Attr::i("axis", axis)});
 }
 
@@ -146,7 +146,7 @@ Value iota_const(Lowering& L, int64_t n, std::vector<int64_t> dims) {
 }
 
 Value zeros_like_aval(Lowering& L, const Aval& a) {
-  return L.op("Expand", {L.scalar(a.dtype, 0.0), L.shape_value(a.shape)}, a);
+  return L.op("Expand", {scalar(L, a.dtype, 0.0), shape_value(L, a.shape)}, a);
 }
 
 // ---------------------------------------------------------------- cholesky --
@@ -169,7 +169,7 @@ std::pair<T, T> cholesky_loop(Lowering& L, const T& a, int64_t n) {
   std::vector<int64_t> perm;
   for (int64_t i = 0; i < r; ++i) perm.push_back(i);
   std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
-  Value lrow_t = L.transpose(lrow.v, lrow.a, perm);
+  Value lrow_t = transpose(L, lrow.v, lrow.a, perm);
   T c = node(L, "Sub", {acol.v, L.op("MatMul", {lc.v, lrow_t}, acol.a)}, acol.a);
   T d = take(L, c, j, r - 2);
   T col = node(L, "Div", {c.v, node(L, "Sqrt", {d.v}, d.a).v}, c.a);
@@ -179,7 +179,7 @@ std::pair<T, T> cholesky_loop(Lowering& L, const T& a, int64_t n) {
   T lc2 = node(L, "Where", {put, col.v, lc.v}, a.a);
   T dv2 = node(L, "Where", {is_col, d.v, dv.v}, dva);
   GraphRef body = g.end({cin, lc2.v, dv2.v});
-  std::vector<Value> res = L.op_n("Loop", {L.scalar(dtype::i64, double(n)), L.scalar(dtype::boolean, 1),
+  std::vector<Value> res = L.op_n("Loop", {scalar(L, dtype::i64, double(n)), scalar(L, dtype::boolean, 1),
                                            zeros_like_aval(L, a.a), zeros_like_aval(L, dva)},
                                   {a.a, dva}, {Attr::graph("body", body)});
   return {T{res[0], a.a}, T{res[1], dva}};
@@ -226,12 +226,12 @@ void lower_cholesky(Lowering& L) {
   // NaN for the whole matrix. The flags go through float for ReduceMax
   // (bool reductions need opset 20).
   Aval flags = dvec.a;
-  T bad = node(L, "LessOrEqual", {dvec.v, L.scalar(dt, 0.0)}, flags.with_dtype(dtype::boolean));
+  T bad = node(L, "LessOrEqual", {dvec.v, scalar(L, dt, 0.0)}, flags.with_dtype(dtype::boolean));
   T badf = node(L, "Cast", {bad.v}, flags, {Attr::i("to", dt)});
   Aval one = flags.with_shape(batch_then(a.a, {1, 1}));
-  T anyf = node(L, "ReduceMax", {badf.v, L.i64s({r - 1})}, one, {Attr::i("keepdims", 1)});
+  T anyf = node(L, "ReduceMax", {badf.v, i64s(L, {r - 1})}, one, {Attr::i("keepdims", 1)});
   T anyb = node(L, "Cast", {anyf.v}, one.with_dtype(dtype::boolean), {Attr::i("to", dtype::boolean)});
-  res = node(L, "Where", {anyb.v, L.scalar(dt, NAN), res.v}, a.a);
+  res = node(L, "Where", {anyb.v, scalar(L, dt, NAN), res.v}, a.a);
   L.bind(0, res.v);
 }
 
@@ -248,16 +248,16 @@ T triangular_solve_loop(Lowering& L, const T& M, const T& b, int64_t m, bool m_l
   Value step = g.input(isc, "step");
   Value cin = g.input(bsc, "cond_in");
   T x{g.input(b.a, "x"), b.a};
-  Value i = m_lower ? step : L.op("Sub", {L.scalar(dtype::i64, double(m - 1)), step}, isc);
+  Value i = m_lower ? step : L.op("Sub", {scalar(L, dtype::i64, double(m - 1)), step}, isc);
   T mrow = take(L, M, i, ra - 2);  // [..., 1, m]
   Value solved = L.op(m_lower ? "Less" : "Greater", {cols, i}, Aval(dtype::boolean, {1, m}));
-  T masked = node(L, "Where", {solved, mrow.v, L.scalar(M.a.dtype, 0.0)}, mrow.a);
+  T masked = node(L, "Where", {solved, mrow.v, scalar(L, M.a.dtype, 0.0)}, mrow.a);
   T bi = take(L, b, i, rb - 2);
   T xi = node(L, "Sub", {bi.v, L.op("MatMul", {masked.v, x.v}, bi.a)}, bi.a);
   if (!unit) xi = node(L, "Div", {xi.v, take(L, mrow, i, ra - 1).v}, bi.a);
   T x2 = node(L, "Where", {L.op("Equal", {rows, i}, Aval(dtype::boolean, {m, 1})), xi.v, x.v}, b.a);
   GraphRef body = g.end({cin, x2.v});
-  std::vector<Value> res = L.op_n("Loop", {L.scalar(dtype::i64, double(m)), L.scalar(dtype::boolean, 1),
+  std::vector<Value> res = L.op_n("Loop", {scalar(L, dtype::i64, double(m)), scalar(L, dtype::boolean, 1),
                                            zeros_like_aval(L, b.a)},
                                   {b.a}, {Attr::graph("body", body)});
   return T{res[0], b.a};
@@ -283,14 +283,14 @@ void lower_triangular_solve(Lowering& L) {
   for (int64_t i = 0; i < rb; ++i) swap_last.push_back(i);
   std::swap(swap_last[rb - 1], swap_last[rb - 2]);
   if (!left) {
-    b = {L.transpose(b.v, b.a, swap_last), b.a};
+    b = {transpose(L, b.v, b.a, swap_last), b.a};
     std::swap(b.a.shape[rb - 1], b.a.shape[rb - 2]);
     trans = !trans;
   }
   std::vector<int64_t> swap_a;
   for (int64_t i = 0; i < ra; ++i) swap_a.push_back(i);
   std::swap(swap_a[ra - 1], swap_a[ra - 2]);
-  T M = trans ? T{L.transpose(a.v, a.a, swap_a), a.a} : a;
+  T M = trans ? T{transpose(L, a.v, a.a, swap_a), a.a} : a;
   bool m_lower = lower != trans;
 
   Aval out_a = L.out_aval(0);  // batch dims of the result
@@ -318,7 +318,7 @@ void lower_triangular_solve(Lowering& L) {
     acc = step == 0 ? x : m_lower ? concat(L, {acc, x}, rb - 2) : concat(L, {x, acc}, rb - 2);
   }
   Value out = acc.v;
-  if (!left) out = L.transpose(out, acc.a, swap_last);
+  if (!left) out = transpose(L, out, acc.a, swap_last);
   L.bind(0, out);
 }
 
@@ -335,7 +335,7 @@ void lu_loop(Lowering& L, const T& a, int64_t m, int64_t n) {
   Aval pva = Aval(dtype::i64, batch_then(a.a, {K}));
   Aval pma = Aval(dtype::i64, batch_then(a.a, {m}));
   Value rows = iota_const(L, m, {m, 1}), cols = iota_const(L, n, {1, n}), ks = iota_const(L, K, {K});
-  Value zero = L.scalar(dt, 0.0);
+  Value zero = scalar(L, dt, 0.0);
   Subgraph g = L.begin_subgraph("lu_body");
   Value k = g.input(isc, "k");
   Value cin = g.input(bsc, "cond_in");
@@ -347,7 +347,7 @@ void lu_loop(Lowering& L, const T& a, int64_t m, int64_t n) {
   Aval mb(dtype::boolean, {m, 1});
   T colk = take(L, W, k, r - 1);
   T cand = node(L, "Where", {L.op("GreaterOrEqual", {rows, k}, mb), node(L, "Abs", {colk.v}, col_a).v,
-                             L.scalar(dt, -1.0)},
+                             scalar(L, dt, -1.0)},
                 col_a);
   T p = node(L, "ArgMax", {cand.v}, one_i,
              {Attr::i("axis", r - 2), Attr::i("keepdims", 1), Attr::i("select_last_index", 0)});
@@ -357,11 +357,11 @@ void lu_loop(Lowering& L, const T& a, int64_t m, int64_t n) {
                                  idx_a)
                                 .v},
                idx_a);
-  T Ws = node(L, "GatherElements", {W.v, L.op("Expand", {idx.v, L.shape_value(a.a.shape)}, a.a.with_dtype(dtype::i64))},
+  T Ws = node(L, "GatherElements", {W.v, L.op("Expand", {idx.v, shape_value(L, a.a.shape)}, a.a.with_dtype(dtype::i64))},
               a.a, {Attr::i("axis", r - 2)});
-  Value idx_sq = L.op("Squeeze", {idx.v, L.i64s({r - 1})}, pma);
+  Value idx_sq = L.op("Squeeze", {idx.v, i64s(L, {r - 1})}, pma);
   T perm2 = node(L, "GatherElements", {perm.v, idx_sq}, pma, {Attr::i("axis", r - 2)});
-  Value p_sq = L.op("Squeeze", {p.v, L.i64s({r - 2})}, Aval(dtype::i64, batch_then(a.a, {1})));
+  Value p_sq = L.op("Squeeze", {p.v, i64s(L, {r - 2})}, Aval(dtype::i64, batch_then(a.a, {1})));
   T piv2 = node(L, "Where", {L.op("Equal", {ks, k}, Aval(dtype::boolean, {K})), p_sq, piv.v}, pva);
   // Eliminate: l = W[:, k] / pivot (a zero pivot leaves the column), trailing -= l * pivot row.
   T rowk = take(L, Ws, k, r - 2);
@@ -377,13 +377,13 @@ void lu_loop(Lowering& L, const T& a, int64_t m, int64_t n) {
   Value lcol = L.op("And", {below, L.op("Equal", {cols, k}, Aval(dtype::boolean, {1, n}))}, Aval(dtype::boolean, {m, n}));
   T W2 = node(L, "Where", {lcol, l.v, upd.v}, a.a);
   GraphRef body = g.end({cin, W2.v, piv2.v, perm2.v});
-  Value piv0 = L.op("Expand", {L.scalar(dtype::i64, 0.0), L.shape_value(pva.shape)}, pva);
-  Value perm0 = L.op("Expand", {iota_const(L, m, {m}), L.shape_value(pma.shape)}, pma);
-  std::vector<Value> res = L.op_n("Loop", {L.scalar(dtype::i64, double(K)), L.scalar(dtype::boolean, 1), a.v, piv0, perm0},
+  Value piv0 = L.op("Expand", {scalar(L, dtype::i64, 0.0), shape_value(L, pva.shape)}, pva);
+  Value perm0 = L.op("Expand", {iota_const(L, m, {m}), shape_value(L, pma.shape)}, pma);
+  std::vector<Value> res = L.op_n("Loop", {scalar(L, dtype::i64, double(K)), scalar(L, dtype::boolean, 1), a.v, piv0, perm0},
                                   {a.a, pva, pma}, {Attr::graph("body", body)});
   L.bind(0, res[0]);
-  if (L.output_used(1)) L.bind(1, L.cast(res[1], pva, L.out_aval(1).dtype));
-  if (L.output_used(2)) L.bind(2, L.cast(res[2], pma, L.out_aval(2).dtype));
+  if (L.output_used(1)) L.bind(1, cast(L, res[1], pva, L.out_aval(1).dtype));
+  if (L.output_used(2)) L.bind(2, cast(L, res[2], pma, L.out_aval(2).dtype));
 }
 
 // Right-looking LU with partial pivoting (getf2). W holds the rows not yet
@@ -401,8 +401,8 @@ void lower_lu(Lowering& L) {
   if (m > kMaxUnrolled || n > kMaxUnrolled) return lu_loop(L, a, m, n);
   int64_t K = std::min(m, n);
   int32_t dt = a.a.dtype;
-  Value zero = L.scalar(dt, 0.0);
-  Value izero = L.scalar(dtype::i64, 0.0);
+  Value zero = scalar(L, dt, 0.0);
+  Value izero = scalar(L, dtype::i64, 0.0);
 
   T W = a;
   std::vector<int64_t> iota_m;
@@ -434,7 +434,7 @@ void lower_lu(Lowering& L) {
     T pperm = sum_keep(L, psel, r - 2);
     rows.push_back(prow);
     perms.push_back(pperm);
-    pivs.push_back(k == 0 ? p : node(L, "Add", {p.v, L.scalar(dtype::i64, double(k))}, p.a));
+    pivs.push_back(k == 0 ? p : node(L, "Add", {p.v, scalar(L, dtype::i64, double(k))}, p.a));
     if (R == 1) break;
     // Row 0 of W takes the pivot row's place; the new W is rows 1.. of that.
     T w0 = slice(L, W, r - 2, 0, 1);
@@ -470,14 +470,14 @@ void lower_lu(Lowering& L) {
   if (L.output_used(1)) {
     T pv = concat(L, pivs, r - 1);  // [..., 1, K]
     Aval out = L.out_aval(1);
-    Value sq = L.op("Squeeze", {pv.v, L.i64s({r - 2})}, out.with_dtype(dtype::i64));
-    L.bind(1, L.cast(sq, out.with_dtype(dtype::i64), out.dtype));
+    Value sq = L.op("Squeeze", {pv.v, i64s(L, {r - 2})}, out.with_dtype(dtype::i64));
+    L.bind(1, cast(L, sq, out.with_dtype(dtype::i64), out.dtype));
   }
   if (L.output_used(2)) {
     T pm = concat(L, perms, r - 2);  // [..., m, 1]
     Aval out = L.out_aval(2);
-    Value sq = L.op("Squeeze", {pm.v, L.i64s({r - 1})}, out.with_dtype(dtype::i64));
-    L.bind(2, L.cast(sq, out.with_dtype(dtype::i64), out.dtype));
+    Value sq = L.op("Squeeze", {pm.v, i64s(L, {r - 1})}, out.with_dtype(dtype::i64));
+    L.bind(2, cast(L, sq, out.with_dtype(dtype::i64), out.dtype));
   }
 }
 
@@ -500,7 +500,7 @@ void lower_lu_pivots_to_permutation(Lowering& L) {
     Aval vec = out.with_dtype(dtype::i64);
     Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
     Value iv = iota_const(L, m, {m});
-    T p64{L.cast(piv.v, piv.a, dtype::i64), piv.a.with_dtype(dtype::i64)};
+    T p64{cast(L, piv.v, piv.a, dtype::i64), piv.a.with_dtype(dtype::i64)};
     Subgraph g = L.begin_subgraph("lu_pivots_body");
     Value k = g.input(isc, "k");
     Value cin = g.input(bsc, "cond_in");
@@ -512,10 +512,10 @@ void lower_lu_pivots_to_permutation(Lowering& L) {
                      vec);
     T perm2 = node(L, "GatherElements", {perm.v, idx}, vec, {Attr::i("axis", r - 1)});
     GraphRef body = g.end({cin, perm2.v});
-    Value perm0 = L.op("Expand", {iv, L.shape_value(vec.shape)}, vec);
-    Value res = L.op_n("Loop", {L.scalar(dtype::i64, double(std::min(K, m))), L.scalar(dtype::boolean, 1), perm0},
+    Value perm0 = L.op("Expand", {iv, shape_value(L, vec.shape)}, vec);
+    Value res = L.op_n("Loop", {scalar(L, dtype::i64, double(std::min(K, m))), scalar(L, dtype::boolean, 1), perm0},
                        {vec}, {Attr::graph("body", body)})[0];
-    L.bind(0, L.cast(res, vec, out.dtype));
+    L.bind(0, cast(L, res, vec, out.dtype));
     return;
   }
   Aval vec = out.with_dtype(dtype::i64);
@@ -524,11 +524,11 @@ void lower_lu_pivots_to_permutation(Lowering& L) {
   for (int64_t i = 0; i < m; ++i) iota.push_back(i);
   Value iv = L.constant(iota, {m});
   T perm{iv, Aval(dtype::i64, {m})};
-  T p64{L.cast(piv.v, piv.a, dtype::i64), piv.a.with_dtype(dtype::i64)};
+  T p64{cast(L, piv.v, piv.a, dtype::i64), piv.a.with_dtype(dtype::i64)};
   for (int64_t k = 0; k < K && k < m; ++k) {
     T pk = slice(L, p64, r - 1, k, k + 1);  // [..., 1]
     T hot = node(L, "Equal", {iv, pk.v}, vec.with_dtype(dtype::boolean));
-    T sel = node(L, "Where", {hot.v, perm.v, L.scalar(dtype::i64, 0.0)}, vec);
+    T sel = node(L, "Where", {hot.v, perm.v, scalar(L, dtype::i64, 0.0)}, vec);
     T vp = sum_keep(L, sel, r - 1);
     vp.a = one;
     T vk = slice(L, perm, perm.a.rank() - 1, k, k + 1);
@@ -539,8 +539,8 @@ void lower_lu_pivots_to_permutation(Lowering& L) {
     perm = node(L, "Where", {hot.v, vk.v, inner.v}, vec);
   }
   if (perm.a.rank() != vec.rank())  // no pivots: the identity, batched
-    perm = node(L, "Expand", {perm.v, L.shape_value(vec.shape)}, vec);
-  L.bind(0, L.cast(perm.v, vec, out.dtype));
+    perm = node(L, "Expand", {perm.v, shape_value(L, vec.shape)}, vec);
+  L.bind(0, cast(L, perm.v, vec, out.dtype));
 }
 
 // ------------------------------------------------------ custom_linear_solve --

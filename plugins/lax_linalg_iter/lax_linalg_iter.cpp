@@ -110,7 +110,7 @@ std::vector<int64_t> swap_last_perm(int64_t r) {
 T transpose_last(Lowering& L, const T& x) {
   Aval a = x.a;
   std::swap(a.shape[a.shape.size() - 1], a.shape[a.shape.size() - 2]);
-  return {L.transpose(x.v, x.a, swap_last_perm(x.a.rank())), a};
+  return {transpose(L, x.v, x.a, swap_last_perm(x.a.rank())), a};
 }
 
 T node(Lowering& L, const char* op, const std::vector<Value>& ins, const Aval& out,
@@ -122,31 +122,31 @@ T reduce(Lowering& L, const char* op, const T& x, int64_t axis, bool keep) {
   Shape s = x.a.shape;
   if (keep) s[static_cast<size_t>(axis)] = Dim(1);
   else s.erase(s.begin() + axis);
-  return node(L, op, {x.v, L.i64s({axis})}, x.a.with_shape(s), {Attr::i("keepdims", keep ? 1 : 0)});
+  return node(L, op, {x.v, i64s(L, {axis})}, x.a.with_shape(s), {Attr::i("keepdims", keep ? 1 : 0)});
 }
 
 // x[..., start:end] along `axis` (static bounds).
 T slice(Lowering& L, const T& x, int64_t axis, int64_t start, int64_t end) {
   Shape s = x.a.shape;
   s[static_cast<size_t>(axis)] = Dim(end - start);
-  return node(L, "Slice", {x.v, L.i64s({start}), L.i64s({end}), L.i64s({axis})}, x.a.with_shape(s));
+  return node(L, "Slice", {x.v, i64s(L, {start}), i64s(L, {end}), i64s(L, {axis})}, x.a.with_shape(s));
 }
 
 // x[..., :end] along `axis`, `end` a static or symbolic dim.
 T slice_to(Lowering& L, const T& x, int64_t axis, const Dim& end) {
   Shape s = x.a.shape;
   s[static_cast<size_t>(axis)] = end;
-  return node(L, "Slice", {x.v, L.i64s({0}), L.dim_value(end), L.i64s({axis})}, x.a.with_shape(s));
+  return node(L, "Slice", {x.v, i64s(L, {0}), dim_value(L, end), i64s(L, {axis})}, x.a.with_shape(s));
 }
 
 // `m` (a constant or smaller-rank value) broadcast to the full shape `to`.
-Value expand_to(Lowering& L, Value m, const Aval& to) { return L.op("Expand", {m, L.shape_value(to.shape)}, to); }
+Value expand_to(Lowering& L, Value m, const Aval& to) { return L.op("Expand", {m, shape_value(L, to.shape)}, to); }
 
 // The columns of `x` [..., r, c] reordered by idx [..., c] (int64).
 T gather_cols(Lowering& L, const T& x, const T& idx) {
   Shape s = idx.a.shape;
   s.insert(s.end() - 1, Dim(1));
-  Value u = L.op("Unsqueeze", {idx.v, L.i64s({idx.a.rank() - 1})}, idx.a.with_shape(s));
+  Value u = L.op("Unsqueeze", {idx.v, i64s(L, {idx.a.rank() - 1})}, idx.a.with_shape(s));
   Value full = expand_to(L, u, x.a.with_dtype(dtype::i64));
   return node(L, "GatherElements", {x.v, full}, x.a, {Attr::i("axis", x.a.rank() - 1)});
 }
@@ -155,7 +155,7 @@ T gather_cols(Lowering& L, const T& x, const T& idx) {
 std::pair<T, T> sort_last(Lowering& L, const T& x, bool descending) {
   int64_t n = x.a.shape.back().value;
   std::vector<Value> o =
-      L.op_n("TopK", {x.v, L.i64s({n})}, {x.a, x.a.with_dtype(dtype::i64)},
+      L.op_n("TopK", {x.v, i64s(L, {n})}, {x.a, x.a.with_dtype(dtype::i64)},
              {Attr::i("axis", x.a.rank() - 1), Attr::i("largest", descending ? 1 : 0), Attr::i("sorted", 1)});
   return {T{o[0], x.a}, T{o[1], x.a.with_dtype(dtype::i64)}};
 }
@@ -229,23 +229,23 @@ std::pair<T, T> jacobi(Lowering& L, T X, T V, bool two_sided) {
   T v{g.input(V.a, "v"), V.a};
   Value mx = g.input(sc, "sweep_max");
 
-  Value k = L.op("Mod", {iter, L.scalar(dtype::i64, double(R))}, isc);
+  Value k = L.op("Mod", {iter, scalar(L, dtype::i64, double(R))}, isc);
   Value part = L.op("Gather", {ptab, k}, Aval(dtype::i64, {n}), {Attr::i("axis", 0)});
   Value ro = L.op("Gather", {rtab, k}, Aval(dt, {n}), {Attr::i("axis", 0)});
   T d, gij, fro2;
   if (two_sided) {
     // onehot[i, j] = (j == partner[i])
-    Value hot = L.op("Equal", {L.op("Unsqueeze", {part, L.i64s({1})}, Aval(dtype::i64, {n, 1})),
+    Value hot = L.op("Equal", {L.op("Unsqueeze", {part, i64s(L, {1})}, Aval(dtype::i64, {n, 1})),
                                L.constant(iota, {n})},
                      Aval(dtype::boolean, {n, n}));
-    Value hotf = L.cast(hot, Aval(dtype::boolean, {n, n}), dt);
+    Value hotf = cast(L, hot, Aval(dtype::boolean, {n, n}), dt);
     d = reduce(L, "ReduceSum", node(L, "Mul", {x.v, eyen}, x.a), r - 1, false);
     // (a_pq + a_qp) / 2: rounding leaves x slightly asymmetric, and a pair
     // must see one g, else its two c, s differ and the rotation is not
     // orthogonal (near convergence g is itself of the order of that noise).
     T gi = reduce(L, "ReduceSum", node(L, "Mul", {x.v, hotf}, x.a), r - 1, false);
     T gp = node(L, "Gather", {gi.v, part}, gi.a, {Attr::i("axis", r - 2)});
-    gij = node(L, "Mul", {node(L, "Add", {gi.v, gp.v}, gi.a).v, L.scalar(dt, 0.5)}, gi.a);
+    gij = node(L, "Mul", {node(L, "Add", {gi.v, gp.v}, gi.a).v, scalar(L, dt, 0.5)}, gi.a);
     T sq = node(L, "Mul", {x.v, x.v}, x.a);
     fro2 = reduce(L, "ReduceSum", reduce(L, "ReduceSum", sq, r - 1, false), r - 2, false);
   } else {
@@ -259,22 +259,22 @@ std::pair<T, T> jacobi(Lowering& L, T X, T V, bool two_sided) {
   // Convergence measure of this round: max g^2 / (|d_i d_j| + floor).
   T dd = node(L, "Abs", {node(L, "Mul", {d.v, dj.v}, vecA).v}, vecA);
   Aval fa = fro2.a;
-  T fl = two_sided ? node(L, "Mul", {fro2.v, L.scalar(dt, 1.0 / double(n))}, fa)
-                   : node(L, "Mul", {node(L, "Mul", {fro2.v, fro2.v}, fa).v, L.scalar(dt, eps * eps)}, fa);
-  fl = node(L, "Add", {fl.v, L.scalar(dt, tiny_of(dt))}, fa);
+  T fl = two_sided ? node(L, "Mul", {fro2.v, scalar(L, dt, 1.0 / double(n))}, fa)
+                   : node(L, "Mul", {node(L, "Mul", {fro2.v, fro2.v}, fa).v, scalar(L, dt, eps * eps)}, fa);
+  fl = node(L, "Add", {fl.v, scalar(L, dt, tiny_of(dt))}, fa);
   Shape fs = fa.shape;
   fs.push_back(Dim(1));
-  Value flu = L.op("Unsqueeze", {fl.v, L.i64s({r - 2})}, fa.with_shape(fs));
+  Value flu = L.op("Unsqueeze", {fl.v, i64s(L, {r - 2})}, fa.with_shape(fs));
   T g2 = node(L, "Mul", {gij.v, gij.v}, vecA);
   T ratio = node(L, "Div", {g2.v, node(L, "Add", {dd.v, flu}, vecA).v}, vecA);
   Value rmax = L.op("ReduceMax", {ratio.v}, sc, {Attr::i("keepdims", 0)});
   // The rotation.
-  Value zero = L.scalar(dt, 0.0), one = L.scalar(dt, 1.0);
+  Value zero = scalar(L, dt, 0.0), one = scalar(L, dt, 1.0);
   T th = node(L, "Div", {node(L, "Mul", {ro, node(L, "Sub", {dj.v, d.v}, vecA).v}, vecA).v,
-                         node(L, "Mul", {gij.v, L.scalar(dt, 2.0)}, vecA).v},
+                         node(L, "Mul", {gij.v, scalar(L, dt, 2.0)}, vecA).v},
               vecA);
   Aval vb = vecA.with_dtype(dtype::boolean);
-  T sg = node(L, "Where", {node(L, "GreaterOrEqual", {th.v, zero}, vb).v, one, L.scalar(dt, -1.0)}, vecA);
+  T sg = node(L, "Where", {node(L, "GreaterOrEqual", {th.v, zero}, vb).v, one, scalar(L, dt, -1.0)}, vecA);
   T den = node(L, "Add", {node(L, "Abs", {th.v}, vecA).v,
                           node(L, "Sqrt", {node(L, "Add", {node(L, "Mul", {th.v, th.v}, vecA).v, one}, vecA).v},
                                vecA)
@@ -287,8 +287,8 @@ std::pair<T, T> jacobi(Lowering& L, T X, T V, bool two_sided) {
                                  .v},
              vecA);
   T s = node(L, "Mul", {t.v, c.v}, vecA);
-  Value cr = L.op("Unsqueeze", {c.v, L.i64s({r - 2})}, rowA);
-  Value sr = L.op("Unsqueeze", {s.v, L.i64s({r - 2})}, rowA);
+  Value cr = L.op("Unsqueeze", {c.v, i64s(L, {r - 2})}, rowA);
+  Value sr = L.op("Unsqueeze", {s.v, i64s(L, {r - 2})}, rowA);
   auto rot_cols = [&](const T& y) {
     T yp = node(L, "Gather", {y.v, part}, y.a, {Attr::i("axis", r - 1)});
     return node(L, "Sub", {node(L, "Mul", {y.v, cr}, y.a).v, node(L, "Mul", {yp.v, sr}, y.a).v}, y.a);
@@ -296,23 +296,23 @@ std::pair<T, T> jacobi(Lowering& L, T X, T V, bool two_sided) {
   T x2 = rot_cols(x);
   if (two_sided) {
     Aval colA = X.a.with_shape(batch_then(X.a, {n, 1}));
-    Value cc = L.op("Unsqueeze", {c.v, L.i64s({r - 1})}, colA);
-    Value scol = L.op("Unsqueeze", {s.v, L.i64s({r - 1})}, colA);
+    Value cc = L.op("Unsqueeze", {c.v, i64s(L, {r - 1})}, colA);
+    Value scol = L.op("Unsqueeze", {s.v, i64s(L, {r - 1})}, colA);
     T xp = node(L, "Gather", {x2.v, part}, x2.a, {Attr::i("axis", r - 2)});
     x2 = node(L, "Sub", {node(L, "Mul", {x2.v, cc}, x2.a).v, node(L, "Mul", {xp.v, scol}, x2.a).v}, x2.a);
   }
   T v2 = rot_cols(v);
   // Stop at the end of a sweep in which every pair was converged.
   Value mnew = L.op("Max", {mx, rmax}, sc);
-  Value at_end = L.op("Equal", {k, L.scalar(dtype::i64, double(R - 1))}, bsc);
-  Value done = L.op("And", {at_end, L.op("LessOrEqual", {mnew, L.scalar(dt, tol2)}, bsc)}, bsc);
+  Value at_end = L.op("Equal", {k, scalar(L, dtype::i64, double(R - 1))}, bsc);
+  Value done = L.op("And", {at_end, L.op("LessOrEqual", {mnew, scalar(L, dt, tol2)}, bsc)}, bsc);
   Value cond_out = L.op("Not", {done}, bsc);
   Value m_out = L.op("Where", {at_end, zero, mnew}, sc);
   GraphRef body = g.end({cond_out, x2.v, v2.v, m_out});
 
   std::vector<Value> res =
-      L.op_n("Loop", {L.scalar(dtype::i64, double(R * kMaxSweeps)), L.scalar(dtype::boolean, 1), X.v, V.v,
-                      L.scalar(dt, 0.0)},
+      L.op_n("Loop", {scalar(L, dtype::i64, double(R * kMaxSweeps)), scalar(L, dtype::boolean, 1), X.v, V.v,
+                      scalar(L, dt, 0.0)},
              {X.a, V.a, sc}, {Attr::graph("body", body)});
   return {T{res[0], X.a}, T{res[1], V.a}};
 }
@@ -339,7 +339,7 @@ std::pair<T, T> geqrf(Lowering& L, const T& A) {
   Aval colA = A.a.with_shape(batch_then(A.a, {m, 1}));
   Aval rowA = A.a.with_shape(batch_then(A.a, {1, n}));
   Aval oneA = A.a.with_shape(batch_then(A.a, {1, 1}));
-  Value zero = L.scalar(dt, 0.0), one = L.scalar(dt, 1.0);
+  Value zero = scalar(L, dt, 0.0), one = scalar(L, dt, 1.0);
 
   Subgraph g = L.begin_subgraph("geqrf_body");
   Value j = g.input(isc, "j");
@@ -351,7 +351,7 @@ std::pair<T, T> geqrf(Lowering& L, const T& A) {
   Value row_eq = L.op("Equal", {rows, j}, mb);
   Value col_gt = L.op("Greater", {cols, j}, nb);
   Value col_eq = L.op("Equal", {cols, j}, nb);
-  T x = node(L, "Gather", {a.v, L.op("Unsqueeze", {j, L.i64s({0})}, Aval(dtype::i64, {1}))}, colA,
+  T x = node(L, "Gather", {a.v, L.op("Unsqueeze", {j, i64s(L, {0})}, Aval(dtype::i64, {1}))}, colA,
              {Attr::i("axis", r - 1)});
   T below = node(L, "Where", {row_gt, x.v, zero}, colA);
   T alpha = reduce(L, "ReduceSum", node(L, "Where", {row_eq, x.v, zero}, colA), r - 2, true);
@@ -359,12 +359,12 @@ std::pair<T, T> geqrf(Lowering& L, const T& A) {
   Aval ob = oneA.with_dtype(dtype::boolean);
   T skip = node(L, "Equal", {bn2.v, zero}, ob);
   T nrm = node(L, "Sqrt", {node(L, "Add", {node(L, "Mul", {alpha.v, alpha.v}, oneA).v, bn2.v}, oneA).v}, oneA);
-  T sg = node(L, "Where", {node(L, "GreaterOrEqual", {alpha.v, zero}, ob).v, one, L.scalar(dt, -1.0)}, oneA);
+  T sg = node(L, "Where", {node(L, "GreaterOrEqual", {alpha.v, zero}, ob).v, one, scalar(L, dt, -1.0)}, oneA);
   T beta = node(L, "Neg", {node(L, "Mul", {sg.v, nrm.v}, oneA).v}, oneA);
   T vj = node(L, "Sub", {alpha.v, beta.v}, oneA);  // v = below + vj e_j
   T v = node(L, "Add", {below.v, node(L, "Where", {row_eq, vj.v, zero}, colA).v}, colA);
   T vtv = node(L, "Add", {bn2.v, node(L, "Mul", {vj.v, vj.v}, oneA).v}, oneA);
-  T coef = node(L, "Where", {skip.v, zero, node(L, "Div", {L.scalar(dt, 2.0), vtv.v}, oneA).v}, oneA);
+  T coef = node(L, "Where", {skip.v, zero, node(L, "Div", {scalar(L, dt, 2.0), vtv.v}, oneA).v}, oneA);
   // The trailing columns: a <- a - v coef (v^T a).
   T vta = reduce(L, "ReduceSum", node(L, "Mul", {v.v, a.v}, a.a), r - 2, true);
   T w = node(L, "Where", {col_gt, node(L, "Mul", {vta.v, coef.v}, rowA).v, zero}, rowA);
@@ -379,11 +379,11 @@ std::pair<T, T> geqrf(Lowering& L, const T& A) {
   T tau = node(L, "Mul", {coef.v, node(L, "Mul", {vj.v, vj.v}, oneA).v}, oneA);
   Shape ts = tau_a.shape;
   ts.back() = Dim(1);
-  Value tau1 = L.op("Reshape", {tau.v, L.shape_value(ts)}, tau_a.with_shape(ts));
+  Value tau1 = L.op("Reshape", {tau.v, shape_value(L, ts)}, tau_a.with_shape(ts));
   Value kmask = L.op("Equal", {kidx, j}, Aval(dtype::boolean, {K}));
   T taus2 = node(L, "Where", {kmask, tau1, taus.v}, tau_a);
   GraphRef body = g.end({cin, a2.v, taus2.v});
-  std::vector<Value> res = L.op_n("Loop", {L.scalar(dtype::i64, double(K)), L.scalar(dtype::boolean, 1), A.v, taus0.v},
+  std::vector<Value> res = L.op_n("Loop", {scalar(L, dtype::i64, double(K)), scalar(L, dtype::boolean, 1), A.v, taus0.v},
                                   {A.a, tau_a}, {Attr::graph("body", body)});
   return {T{res[0], A.a}, T{res[1], tau_a}};
 }
@@ -403,15 +403,15 @@ T householder_product(Lowering& L, const T& A, const T& taus) {
   Aval isc = scalar_aval(dtype::i64), bsc = scalar_aval(dtype::boolean);
   Aval colA = A.a.with_shape(batch_then(A.a, {m, 1}));
   Aval rowA = A.a.with_shape(batch_then(A.a, {1, n}));
-  Value zero = L.scalar(dt, 0.0), one = L.scalar(dt, 1.0);
+  Value zero = scalar(L, dt, 0.0), one = scalar(L, dt, 1.0);
   Aval mb(dtype::boolean, {m, 1});
 
   Subgraph g = L.begin_subgraph("householder_product_body");
   Value it = g.input(isc, "iter");
   Value cin = g.input(bsc, "cond_in");
   T q{g.input(A.a, "q"), A.a};
-  Value j = L.op("Sub", {L.scalar(dtype::i64, double(K - 1)), it}, isc);  // back to front
-  Value j1 = L.op("Unsqueeze", {j, L.i64s({0})}, Aval(dtype::i64, {1}));
+  Value j = L.op("Sub", {scalar(L, dtype::i64, double(K - 1)), it}, isc);  // back to front
+  Value j1 = L.op("Unsqueeze", {j, i64s(L, {0})}, Aval(dtype::i64, {1}));
   T x = node(L, "Gather", {A.v, j1}, colA, {Attr::i("axis", r - 1)});
   T v = node(L, "Where", {L.op("Greater", {rows, j}, mb), x.v,
                           L.op("Where", {L.op("Equal", {rows, j}, mb), one, zero}, Aval(dt, {m, 1}))},
@@ -420,13 +420,13 @@ T householder_product(Lowering& L, const T& A, const T& taus) {
   T tau = node(L, "Gather", {taus.v, j1}, tA, {Attr::i("axis", taus.a.rank() - 1)});
   Shape t2 = tA.shape;
   t2.push_back(Dim(1));
-  Value tau2 = L.op("Unsqueeze", {tau.v, L.i64s({r - 1})}, tA.with_shape(t2));
+  Value tau2 = L.op("Unsqueeze", {tau.v, i64s(L, {r - 1})}, tA.with_shape(t2));
   T vtq = reduce(L, "ReduceSum", node(L, "Mul", {v.v, q.v}, q.a), r - 2, true);
   T w = node(L, "Mul", {vtq.v, tau2}, rowA);
   T q2 = node(L, "Sub", {q.v, node(L, "Mul", {v.v, w.v}, q.a).v}, q.a);
   GraphRef body = g.end({cin, q2.v});
   std::vector<Value> res =
-      L.op_n("Loop", {L.scalar(dtype::i64, double(K)), L.scalar(dtype::boolean, 1), Q.v}, {A.a}, {Attr::graph("body", body)});
+      L.op_n("Loop", {scalar(L, dtype::i64, double(K)), scalar(L, dtype::boolean, 1), Q.v}, {A.a}, {Attr::graph("body", body)});
   return T{res[0], A.a};
 }
 
@@ -434,7 +434,7 @@ T householder_product(Lowering& L, const T& A, const T& taus) {
 T triu(Lowering& L, const T& x) {
   int64_t m = dim(x.a, 2), n = dim(x.a, 1);
   Value low = bool_mask(L, m, n, [](int64_t i, int64_t j) { return i > j; });
-  return node(L, "Where", {low, L.scalar(x.a.dtype, 0.0), x.v}, x.a);
+  return node(L, "Where", {low, scalar(L, x.a.dtype, 0.0), x.v}, x.a);
 }
 
 // a [..., m, n] with zero columns appended up to `cols`.
@@ -445,7 +445,7 @@ T pad_cols(Lowering& L, const T& x, int64_t cols) {
   pads[static_cast<size_t>(2 * r - 1)] = cols - n;
   Shape s = x.a.shape;
   s.back() = Dim(cols);
-  return node(L, "Pad", {x.v, L.i64s(pads), L.scalar(x.a.dtype, 0.0)}, x.a.with_shape(s), {Attr::s("mode", "constant")});
+  return node(L, "Pad", {x.v, i64s(L, pads), scalar(L, x.a.dtype, 0.0)}, x.a.with_shape(s), {Attr::s("mode", "constant")});
 }
 
 // Q (full: [m, m]; else [m, k]) and R (full: [m, n]; else [k, n]).
@@ -554,9 +554,9 @@ void lower_svd(Lowering& L) {
     if (!uv) return;
     T Us = gather_cols(L, U, idx);
     Aval rowA = ss.a.with_shape([&] { Shape sh = ss.a.shape; sh.insert(sh.end() - 1, Dim(1)); return sh; }());
-    Value srow = L.op("Unsqueeze", {ss.v, L.i64s({r - 2})}, rowA);
-    Value safe = L.op("Where", {L.op("Equal", {srow, L.scalar(A.a.dtype, 0.0)}, rowA.with_dtype(dtype::boolean)),
-                                L.scalar(A.a.dtype, 1.0), srow},
+    Value srow = L.op("Unsqueeze", {ss.v, i64s(L, {r - 2})}, rowA);
+    Value safe = L.op("Where", {L.op("Equal", {srow, scalar(L, A.a.dtype, 0.0)}, rowA.with_dtype(dtype::boolean)),
+                                scalar(L, A.a.dtype, 1.0), srow},
                       rowA);
     Us = node(L, "Div", {Us.v, safe}, Us.a);
     L.bind(1, slice_to(L, Us, r - 1, k).v);
@@ -588,9 +588,9 @@ void lower_svd(Lowering& L) {
   T Us = gather_cols(L, U, idx);
   T Vs = gather_cols(L, V, idx);
   Aval rowA = ss.a.with_shape([&] { Shape sh = ss.a.shape; sh.insert(sh.end() - 1, Dim(1)); return sh; }());
-  Value srow = L.op("Unsqueeze", {ss.v, L.i64s({r - 2})}, rowA);
-  Value zero = L.scalar(dt, 0.0);
-  Value safe = L.op("Where", {L.op("Equal", {srow, zero}, rowA.with_dtype(dtype::boolean)), L.scalar(dt, 1.0), srow}, rowA);
+  Value srow = L.op("Unsqueeze", {ss.v, i64s(L, {r - 2})}, rowA);
+  Value zero = scalar(L, dt, 0.0);
+  Value safe = L.op("Where", {L.op("Equal", {srow, zero}, rowA.with_dtype(dtype::boolean)), scalar(L, dt, 1.0), srow}, rowA);
   Us = node(L, "Div", {Us.v, safe}, Us.a);
   if (via_qr) {
     // u = Q diag(Ur, I): its first N columns are Q[:, :N] Ur.

@@ -66,7 +66,7 @@ struct Ops {
   Value f(std::string_view type, const std::vector<Value>& ins) { return op(type, ins, t); }
   Value b(std::string_view type, const std::vector<Value>& ins) { return op(type, ins, dtype::boolean); }
 
-  Value k(double v) { return L.scalar(t, v); }
+  Value k(double v) { return scalar(L, t, v); }
   Value add(Value x, Value y) { return f("Add", {x, y}); }
   Value sub(Value x, Value y) { return f("Sub", {x, y}); }
   Value mul(Value x, Value y) { return f("Mul", {x, y}); }
@@ -475,9 +475,9 @@ Value polygamma(Ops& o, Value n, Value x) {
 // Any element of the bool tensor v, as a bool scalar.
 Value any_of(Ops& o, Value v) {
   Aval a = o.L.aval_of(v);
-  Value u = o.L.cast(v, a, dtype::u8);
+  Value u = cast(o.L, v, a, dtype::u8);
   Value m = o.L.op("ReduceMax", {u}, Aval(dtype::u8, {}), {Attr::i("keepdims", 0)});
-  return o.L.cast(m, Aval(dtype::u8, {}), dtype::boolean);
+  return cast(o.L, m, Aval(dtype::u8, {}), dtype::boolean);
 }
 
 // Runs `step` (state -> next state, state[0] the bool mask) in a Loop of at
@@ -509,7 +509,7 @@ double eps_of(Ops& o) { return o.f64() ? std::numeric_limits<double>::epsilon() 
 // `v` (a scalar constant) expanded to the shape of `like`.
 Value full_like(Ops& o, Value like, double v) {
   Aval a = o.L.aval_of(like);
-  return o.L.op("Expand", {o.k(v), o.L.shape_value(a.shape)}, a.with_dtype(o.t));
+  return o.L.op("Expand", {o.k(v), shape_value(o.L, a.shape)}, a.with_dtype(o.t));
 }
 
 // Cephes' series for P(a, x): ans * ax / a.
@@ -535,9 +535,9 @@ Value igammac_fraction(Ops& o, Value ax, Value x, Value a, Value enabled) {
   Value pkm2 = full_like(o, x, 1), qkm2 = x, pkm1 = o.add(x, o.k(1)), qkm1 = o.mul(z, x);
   Value ans = o.div(pkm1, qkm1);
   std::vector<Value> out = masked_loop(
-      o, {enabled, ans, y, z, pkm1, qkm1, pkm2, qkm2}, o.L.scalar(dtype::i64, 2000),
+      o, {enabled, ans, y, z, pkm1, qkm1, pkm2, qkm2}, scalar(o.L, dtype::i64, 2000),
       [&](Value iter, const std::vector<Value>& s) {
-        Value c = o.L.cast(o.L.op("Add", {iter, o.L.scalar(dtype::i64, 1)}, Aval(dtype::i64, {})),
+        Value c = cast(o.L, o.L.op("Add", {iter, scalar(o.L, dtype::i64, 1)}, Aval(dtype::i64, {})),
                            Aval(dtype::i64, {}), o.t);
         Value y1 = o.add(s[2], o.k(1)), z1 = o.add(s[3], o.k(2));
         Value yc = o.mul(y1, c);
@@ -622,17 +622,17 @@ Value betainc(Ops& o, Value a, Value b, Value x) {
   // h0 = small (the 0th partial denominator is 0), c = h0, d = 0.
   Value h0 = full_like(o, x2, small);
   const int64_t trips = (o.f64() ? 600 : 200) - 1;
-  Value go = L.scalar(dtype::boolean, 1);
+  Value go = scalar(L, dtype::boolean, 1);
   std::vector<Value> out = masked_loop(
-      o, {go, h0, full_like(o, x2, 0), h0}, L.scalar(dtype::i64, static_cast<double>(trips)),
+      o, {go, h0, full_like(o, x2, 0), h0}, scalar(L, dtype::i64, static_cast<double>(trips)),
       [&](Value iter, const std::vector<Value>& s) {
         const Aval i64(dtype::i64, {}), bl(dtype::boolean, {});
-        Value n = L.op("Add", {iter, L.scalar(dtype::i64, 1)}, i64);  // iterations 1, 2, ...
-        Value even = L.op("Equal", {L.op("Mod", {n, L.scalar(dtype::i64, 2)}, i64), L.scalar(dtype::i64, 0)}, bl);
-        Value one = L.op("Equal", {n, L.scalar(dtype::i64, 1)}, bl);
-        Value mi = L.op("Div", {L.op("Sub", {n, L.scalar(dtype::i64, 1)}, i64), L.scalar(dtype::i64, 2)}, i64);
-        Value m_zero = L.op("Equal", {mi, L.scalar(dtype::i64, 0)}, bl);
-        Value m = L.cast(mi, i64, o.t);
+        Value n = L.op("Add", {iter, scalar(L, dtype::i64, 1)}, i64);  // iterations 1, 2, ...
+        Value even = L.op("Equal", {L.op("Mod", {n, scalar(L, dtype::i64, 2)}, i64), scalar(L, dtype::i64, 0)}, bl);
+        Value one = L.op("Equal", {n, scalar(L, dtype::i64, 1)}, bl);
+        Value mi = L.op("Div", {L.op("Sub", {n, scalar(L, dtype::i64, 1)}, i64), scalar(L, dtype::i64, 2)}, i64);
+        Value m_zero = L.op("Equal", {mi, scalar(L, dtype::i64, 0)}, bl);
+        Value m = cast(L, mi, i64, o.t);
         Value two_m = o.mul(o.k(2), m);
         Value zero_num = o.div(o.mul(o.neg(o.add(a2, b2)), x2), o.add(a2, o.k(1)));
         Value even_num = o.div(o.mul(o.mul(o.neg(o.add(a2, m)), o.add(o.add(a2, b2), m)), x2),
@@ -668,9 +668,9 @@ void lower_betainc(Lowering& L) {
   Aval a = L.in_aval(0), out = L.out_aval(0);
   require_float(L, a.dtype);
   Ops o{L, working_dtype(a.dtype)};
-  Value y = betainc(o, L.cast(L.input(0), a, o.t), L.cast(L.input(1), L.in_aval(1), o.t),
-                    L.cast(L.input(2), L.in_aval(2), o.t));
-  L.bind(0, L.cast(y, L.aval_of(y), out.dtype));
+  Value y = betainc(o, cast(L, L.input(0), a, o.t), cast(L, L.input(1), L.in_aval(1), o.t),
+                    cast(L, L.input(2), L.in_aval(2), o.t));
+  L.bind(0, cast(L, y, L.aval_of(y), out.dtype));
 }
 
 // digamma(z + 1) = log t + A'(z)/A(z) - g/t; x < 0.5: digamma(1 - x) -
@@ -746,16 +746,16 @@ void lower_unary(Lowering& L, Fn1 fn) {
   Aval in = L.in_aval(0), out = L.out_aval(0);
   require_float(L, in.dtype);
   Ops o{L, working_dtype(in.dtype)};
-  Value y = fn(o, L.cast(L.input(0), in, o.t));
-  L.bind(0, L.cast(y, L.aval_of(y), out.dtype));
+  Value y = fn(o, cast(L, L.input(0), in, o.t));
+  L.bind(0, cast(L, y, L.aval_of(y), out.dtype));
 }
 
 void lower_binary(Lowering& L, Fn2 fn) {
   Aval a = L.in_aval(0), b = L.in_aval(1), out = L.out_aval(0);
   require_float(L, a.dtype);
   Ops o{L, working_dtype(a.dtype)};
-  Value y = fn(o, L.cast(L.input(0), a, o.t), L.cast(L.input(1), b, o.t));
-  L.bind(0, L.cast(y, L.aval_of(y), out.dtype));
+  Value y = fn(o, cast(L, L.input(0), a, o.t), cast(L, L.input(1), b, o.t));
+  L.bind(0, cast(L, y, L.aval_of(y), out.dtype));
 }
 
 // One-op functions by dtype: the ONNX op where onnxruntime has a kernel for
@@ -803,8 +803,8 @@ void lower_table_unary(Lowering& L, const Unary& u) {
     return;
   }
   int32_t t = working_dtype(in.dtype);
-  Value y = L.op(u.onnx, {L.cast(L.input(0), in, t)}, in.with_dtype(t));
-  L.bind(0, L.cast(y, in.with_dtype(t), in.dtype));
+  Value y = L.op(u.onnx, {cast(L, L.input(0), in, t)}, in.with_dtype(t));
+  L.bind(0, cast(L, y, in.with_dtype(t), in.dtype));
 }
 
 // round: rounding_method 0 = AWAY_FROM_ZERO, 1 = TO_NEAREST_EVEN.
@@ -839,13 +839,13 @@ void lower_rem(Lowering& L) {
   }
   Value x = L.input(0), y = L.input(1);
   Aval mask = b.with_dtype(dtype::boolean);
-  Value zero = L.op("Equal", {y, L.scalar(b.dtype, 0)}, mask);
+  Value zero = L.op("Equal", {y, scalar(L, b.dtype, 0)}, mask);
   Value d = dtype::is_signed_int(b.dtype) ? L.op("Abs", {y}, b) : y;
-  d = L.where(zero, L.scalar(b.dtype, 1), d, b);
+  d = where(L, zero, scalar(L, b.dtype, 1), d, b);
   Value r = dtype::itemsize(out.dtype) == 8
                 ? L.op("Sub", {x, L.op("Mul", {L.op("Div", {x, d}, out), d}, out)}, out)
                 : L.op("Mod", {x, d}, out, {fmod});
-  L.bind(0, L.where(zero, x, r, out));
+  L.bind(0, where(L, zero, x, r, out));
 }
 
 // clamp(lo, x, hi) = min(max(x, lo), hi), as XLA: NaN in any operand gives
@@ -861,9 +861,9 @@ void lower_clamp(Lowering& L) {
   }
   int32_t t = x.dtype == dtype::i16 || x.dtype == dtype::u16 ? dtype::i32 : working_dtype(x.dtype);
   Aval w = out.with_dtype(t);
-  Value m = L.op("Max", {L.cast(L.input(1), x, t), L.cast(L.input(0), lo, t)}, w);
-  Value r = L.op("Min", {m, L.cast(L.input(2), hi, t)}, w);
-  L.bind(0, L.cast(r, w, out.dtype));
+  Value m = L.op("Max", {cast(L, L.input(1), x, t), cast(L, L.input(0), lo, t)}, w);
+  Value r = L.op("Min", {m, cast(L, L.input(2), hi, t)}, w);
+  L.bind(0, cast(L, r, w, out.dtype));
 }
 
 // square: x * x (exact, any numeric type), not Pow.

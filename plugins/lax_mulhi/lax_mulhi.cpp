@@ -35,30 +35,30 @@ void lower_mulhi(Lowering& L) {
   Value x = L.input(0), y = L.input(1);
   if (bits == 64) {
     const Aval u = a.with_dtype(dtype::u64);
-    Value xu = L.cast(x, a, dtype::u64), yu = L.cast(y, a, dtype::u64);
+    Value xu = cast(L, x, a, dtype::u64), yu = cast(L, y, a, dtype::u64);
     Value hi = mulhi_u64(L, xu, yu, u);
     if (sg) {
       const Aval b = a.with_dtype(dtype::boolean);
-      Value zero = L.scalar(dtype::i64, 0), uzero = u64c(L, 0);
-      Value fx = L.where(L.op("Less", {x, zero}, b), yu, uzero, u);
-      Value fy = L.where(L.op("Less", {y, zero}, b), xu, uzero, u);
+      Value zero = scalar(L, dtype::i64, 0), uzero = u64c(L, 0);
+      Value fx = where(L, L.op("Less", {x, zero}, b), yu, uzero, u);
+      Value fy = where(L, L.op("Less", {y, zero}, b), xu, uzero, u);
       hi = L.op("Sub", {L.op("Sub", {hi, fx}, u), fy}, u);
     }
-    L.bind(0, L.cast(hi, u, t));
+    L.bind(0, cast(L, hi, u, t));
     return;
   }
   const int32_t w = sg ? dtype::i64 : dtype::u64;
   const Aval wa = a.with_dtype(w);
-  Value p = L.op("Mul", {L.cast(x, a, w), L.cast(y, a, w)}, wa);
+  Value p = L.op("Mul", {cast(L, x, a, w), cast(L, y, a, w)}, wa);
   Value hi;
   if (sg) {
-    Value k = L.scalar(dtype::i64, static_cast<double>(int64_t{1} << bits));
+    Value k = scalar(L, dtype::i64, static_cast<double>(int64_t{1} << bits));
     Value r = L.op("Mod", {p, k}, wa, {Attr::i("fmod", 0)});
     hi = L.op("Div", {L.op("Sub", {p, r}, wa), k}, wa);
   } else {
     hi = L.op("BitShift", {p, u64c(L, static_cast<uint64_t>(bits))}, wa, {Attr::s("direction", "RIGHT")});
   }
-  L.bind(0, L.cast(hi, wa, out.dtype));
+  L.bind(0, cast(L, hi, wa, out.dtype));
 }
 
 }  // namespace

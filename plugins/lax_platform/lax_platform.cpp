@@ -25,7 +25,7 @@ void lower_platform_index(Lowering& L) {
   if (found < 0)
     L.fail("platform_index: no branch is for 'cpu' and there is no default branch; "
            "the ONNX model runs the CPU branch");
-  L.bind(0, L.scalar(L.out_aval(0).dtype, static_cast<double>(found)));
+  L.bind(0, scalar(L, L.out_aval(0).dtype, static_cast<double>(found)));
 }
 
 }  // namespace

@@ -109,10 +109,10 @@ std::pair<U32, U32> key_words(Lowering& L, Value key, const Aval& ka, size_t ext
     ke.push_back(Dim(1));
   }
   auto word = [&](int64_t w) {
-    Value v = L.op("Gather", {key, L.scalar(dtype::i64, static_cast<double>(w))}, u32_aval(k),
+    Value v = L.op("Gather", {key, scalar(L, dtype::i64, static_cast<double>(w))}, u32_aval(k),
                    {Attr::i("axis", last)});
     // Without key batch dims the words are scalars and broadcast as they are.
-    if (!k.empty() && !axes.empty()) v = L.op("Unsqueeze", {v, L.i64s(axes)}, u32_aval(ke));
+    if (!k.empty() && !axes.empty()) v = L.op("Unsqueeze", {v, i64s(L, axes)}, u32_aval(ke));
     return U32{v, k.empty() ? Shape{} : ke};
   };
   return {word(0), word(1)};
@@ -129,20 +129,20 @@ std::pair<U32, U32> iota_2x32(Lowering& L, const Shape& shape) {
   std::vector<Value> syms;
   for (const Dim& d : shape) {
     if (d.is_static()) stat *= d.value;
-    else { all_static = false; syms.push_back(L.dim_value(d)); }
+    else { all_static = false; syms.push_back(dim_value(L, d)); }
   }
-  Value n = L.i64s({stat});
+  Value n = i64s(L, {stat});
   for (Value s : syms) n = L.op("Mul", {n, s}, i64_1);
   n = L.op("Squeeze", {n}, Aval(dtype::i64, {}));
   Dim total = all_static ? Dim(stat) : Dim::sym("jaxonnx_random_n");
-  Value idx = L.op("Range", {L.scalar(dtype::i64, 0), n, L.scalar(dtype::i64, 1)},
+  Value idx = L.op("Range", {scalar(L, dtype::i64, 0), n, scalar(L, dtype::i64, 1)},
                    Aval(dtype::i64, {total}));
-  idx = L.op("Reshape", {idx, L.shape_value(shape)}, Aval(dtype::i64, shape));
+  idx = L.op("Reshape", {idx, shape_value(L, shape)}, Aval(dtype::i64, shape));
   // Cast int64 -> uint32 wraps: the low word.
-  U32 lo{L.cast(idx, Aval(dtype::i64, shape), dtype::u32), shape};
+  U32 lo{cast(L, idx, Aval(dtype::i64, shape), dtype::u32), shape};
   if (all_static && stat <= (int64_t{1} << 32)) return {{u32(L, 0), {}}, lo};
-  Value hi = L.op("Div", {idx, L.scalar(dtype::i64, 4294967296.0)}, Aval(dtype::i64, shape));
-  return {{L.cast(hi, Aval(dtype::i64, shape), dtype::u32), shape}, lo};
+  Value hi = L.op("Div", {idx, scalar(L, dtype::i64, 4294967296.0)}, Aval(dtype::i64, shape));
+  return {{cast(L, hi, Aval(dtype::i64, shape), dtype::u32), shape}, lo};
 }
 
 // Two same-shaped uint32 words stacked on a new trailing axis (key data).
@@ -150,8 +150,8 @@ Value stack2(Lowering& L, const U32& a, const U32& b, const Aval& out) {
   std::vector<int64_t> axis{static_cast<int64_t>(a.s.size())};
   Shape s1 = a.s;
   s1.push_back(Dim(1));
-  Value ua = L.op("Unsqueeze", {a.v, L.i64s(axis)}, u32_aval(s1));
-  Value ub = L.op("Unsqueeze", {b.v, L.i64s(axis)}, u32_aval(s1));
+  Value ua = L.op("Unsqueeze", {a.v, i64s(L, axis)}, u32_aval(s1));
+  Value ub = L.op("Unsqueeze", {b.v, i64s(L, axis)}, u32_aval(s1));
   return L.op("Concat", {ua, ub}, out, {Attr::i("axis", -1)});
 }
 
@@ -193,14 +193,14 @@ void lower_seed(Lowering& L) {
   Aval in = L.in_aval(0);
   if (!dtype::is_int(in.dtype)) L.fail("random_seed needs integer seeds, got " + in.str());
   Value s = L.input(0);
-  U32 lo{L.cast(s, in, dtype::u32), in.shape};  // wraps (sign-extends first), as in JAX
+  U32 lo{cast(L, s, in, dtype::u32), in.shape};  // wraps (sign-extends first), as in JAX
   U32 hi;
   if (dtype::itemsize(in.dtype) == 8) {
     // Logical shift of the 64-bit pattern (BitShift is unsigned-only).
-    Value u = L.cast(s, in, dtype::u64);
+    Value u = cast(L, s, in, dtype::u64);
     Value sh = L.op("BitShift", {u, L.constant(std::vector<uint64_t>{32}, {})}, in.with_dtype(dtype::u64),
                     {Attr::s("direction", "RIGHT")});
-    hi = {L.cast(sh, in.with_dtype(dtype::u64), dtype::u32), in.shape};
+    hi = {cast(L, sh, in.with_dtype(dtype::u64), dtype::u32), in.shape};
   } else {
     uint32_t zero = 0;
     Value shp = L.op("Shape", {s}, Aval(dtype::i64, {in.rank()}));
@@ -224,14 +224,14 @@ void lower_bits(Lowering& L) {
     case 32: L.bind(0, L.op("BitwiseXor", {b1.v, b2.v}, full)); return;
     case 8: case 16: {
       Value x = L.op("BitwiseXor", {b1.v, b2.v}, full);
-      L.bind(0, L.cast(x, full, out.dtype));  // Cast uint32 -> uint8/16 keeps the low bits
+      L.bind(0, cast(L, x, full, out.dtype));  // Cast uint32 -> uint8/16 keeps the low bits
       return;
     }
     case 64: {
       Aval a64 = full.with_dtype(dtype::u64);
-      Value h = L.op("BitShift", {L.cast(b1.v, full, dtype::u64), L.constant(std::vector<uint64_t>{32}, {})},
+      Value h = L.op("BitShift", {cast(L, b1.v, full, dtype::u64), L.constant(std::vector<uint64_t>{32}, {})},
                      a64, {Attr::s("direction", "LEFT")});
-      L.bind(0, L.op("BitwiseOr", {h, L.cast(b2.v, full, dtype::u64)}, a64));
+      L.bind(0, L.op("BitwiseOr", {h, cast(L, b2.v, full, dtype::u64)}, a64));
       return;
     }
     default: L.fail("param 'bit_width' is " + std::to_string(width) + "; expected 8, 16, 32 or 64");
@@ -252,12 +252,12 @@ void lower_fold_in(Lowering& L) {
   Aval ma = L.in_aval(1);
   if (!dtype::is_int(ma.dtype)) L.fail("random_fold_in needs integer data, got " + ma.str());
   auto [k1, k2] = key_words(L, L.input(0), L.in_aval(0), 0);
-  U32 msg{L.cast(L.input(1), ma, dtype::u32), ma.shape};  // wraps, like jnp.asarray(.., uint32)
+  U32 msg{cast(L, L.input(1), ma, dtype::u32), ma.shape};  // wraps, like jnp.asarray(.., uint32)
   auto [b1, b2] = threefry(L, k1, k2, {u32(L, 0), {}}, msg);
   // Both words must have the full shape before stacking.
   Shape full = broadcast(b1.s, b2.s);
-  if (b1.s != full) b1 = {L.op("Expand", {b1.v, L.shape_value(full)}, u32_aval(full)), full};
-  if (b2.s != full) b2 = {L.op("Expand", {b2.v, L.shape_value(full)}, u32_aval(full)), full};
+  if (b1.s != full) b1 = {L.op("Expand", {b1.v, shape_value(L, full)}, u32_aval(full)), full};
+  if (b2.s != full) b2 = {L.op("Expand", {b2.v, shape_value(L, full)}, u32_aval(full)), full};
   L.bind(0, stack2(L, b1, b2, L.out_aval(0)));
 }
 

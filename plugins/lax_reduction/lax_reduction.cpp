@@ -51,7 +51,7 @@ Shape reduced_shape(const Shape& in, const std::vector<int64_t>& axes) {
 }
 
 Value reduce(Lowering& L, const char* op, Value x, const std::vector<int64_t>& axes, const Aval& out) {
-  return L.op(op, {x, L.i64s(axes)}, out, {Attr::i("keepdims", 0)});
+  return L.op(op, {x, i64s(L, axes)}, out, {Attr::i("keepdims", 0)});
 }
 
 // ReduceMax/ReduceMin over bool: accepted from opset 20; before that, through
@@ -59,7 +59,7 @@ Value reduce(Lowering& L, const char* op, Value x, const std::vector<int64_t>& a
 Value reduce_bool(Lowering& L, const char* op, Value x, const Aval& in, const std::vector<int64_t>& axes) {
   Aval out(dtype::boolean, reduced_shape(in.shape, axes));
   if (L.opset() >= 20) return reduce(L, op, x, axes, out);
-  Value r = reduce(L, op, L.cast(x, in, dtype::u8), axes, out.with_dtype(dtype::u8));
+  Value r = reduce(L, op, cast(L, x, in, dtype::u8), axes, out.with_dtype(dtype::u8));
   return L.op("Cast", {r}, out, {Attr::i("to", dtype::boolean)});
 }
 
@@ -79,13 +79,13 @@ int32_t wrap_dtype(int32_t t) {
 // [-2^63, 2^63) monotonically).
 Value ordered(Lowering& L, Value x, const Aval& in) {
   switch (in.dtype) {
-    case dtype::i16: case dtype::u16: return L.cast(x, in, dtype::i32);
-    case dtype::u32: return L.cast(x, in, dtype::i64);
-    case dtype::bf16: return L.cast(x, in, dtype::f32);
+    case dtype::i16: case dtype::u16: return cast(L, x, in, dtype::i32);
+    case dtype::u32: return cast(L, x, in, dtype::i64);
+    case dtype::bf16: return cast(L, x, in, dtype::f32);
     case dtype::u64: {
       uint64_t top = uint64_t{1} << 63;
       Value flipped = L.op("BitwiseXor", {x, L.constant(std::vector<uint64_t>{top}, {})}, in);
-      return L.cast(flipped, in, dtype::i64);
+      return cast(L, flipped, in, dtype::i64);
     }
     default: return x;
   }
@@ -110,7 +110,7 @@ Value reduce_by_scan(Lowering& L, const char* op, Value x, const Aval& in, std::
   for (int64_t a : axes) {
     x = scan(x, cur, a);
     Aval next = cur.with_shape(reduced_shape(cur.shape, {a}));
-    x = L.op("Gather", {x, L.scalar(dtype::i64, -1)}, next, {Attr::i("axis", a)});
+    x = L.op("Gather", {x, scalar(L, dtype::i64, -1)}, next, {Attr::i("axis", a)});
     cur = next;
   }
   return x;
@@ -125,10 +125,10 @@ Value sum(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& ou
   int32_t w = wrap_dtype(in.dtype);  // CumSum has int32/int64 kernels only
   Aval wa = in.with_dtype(w);
   auto cumsum = [&](Value v, const Aval& a, int64_t k) {
-    return L.op("CumSum", {v, L.scalar(dtype::i64, static_cast<double>(k))}, a);
+    return L.op("CumSum", {v, scalar(L, dtype::i64, static_cast<double>(k))}, a);
   };
-  Value r = reduce_by_scan(L, "ReduceSum", L.cast(x, in, w), wa, axes, cumsum);
-  return L.cast(r, out.with_dtype(w), out.dtype);
+  Value r = reduce_by_scan(L, "ReduceSum", cast(L, x, in, w), wa, axes, cumsum);
+  return cast(L, r, out.with_dtype(w), out.dtype);
 }
 
 // max / min. For floats: Where(any(IsNaN(x)), NaN, Reduce(x)).
@@ -138,7 +138,7 @@ Value extremum(Lowering& L, const char* op, Value x, const Aval& in, const Axes&
   if (dtype::is_float(in.dtype)) {
     Value isnan = L.op("IsNaN", {x}, in.with_dtype(dtype::boolean));
     Value any_nan = reduce_bool(L, "ReduceMax", isnan, in.with_dtype(dtype::boolean), axes);
-    r = L.op("Where", {any_nan, L.scalar(out.dtype, NAN), r}, out);
+    r = L.op("Where", {any_nan, scalar(L, out.dtype, NAN), r}, out);
   }
   return r;
 }
@@ -153,16 +153,16 @@ Value min(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& ou
 // themselves). Integers: a Mul scan per axis (see reduce_by_scan).
 Value prod(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
   int32_t w = wrap_dtype(in.dtype);
-  Value r = L.cast(x, in, w);
+  Value r = cast(L, x, in, w);
   if (dtype::is_int(in.dtype)) {
     auto scan = [&](Value v, const Aval& a, int64_t k) {
-      return L.inclusive_scan("Mul", v, a, k, false, L.scalar(a.dtype, 1));
+      return inclusive_scan(L, "Mul", v, a, k, false, scalar(L, a.dtype, 1));
     };
     r = reduce_by_scan(L, "ReduceProd", r, in.with_dtype(w), axes, scan);
   } else {
     r = reduce(L, "ReduceProd", r, axes, out.with_dtype(w));
   }
-  return L.cast(r, out.with_dtype(w), out.dtype);
+  return cast(L, r, out.with_dtype(w), out.dtype);
 }
 
 // ------------------------------------------------------- reduce_and/or/xor --
@@ -176,9 +176,9 @@ Value reduce_logic(Lowering& L, Logic kind, Value b, const Aval& in, const std::
   // Parity: the count of trues modulo 2 (an int32 count wraps modulo 2^32,
   // which keeps its parity).
   Aval count(dtype::i32, reduced_shape(in.shape, axes));
-  Value n = reduce(L, "ReduceSum", L.cast(b, in, dtype::i32), axes, count);
-  Value odd = L.op("Mod", {n, L.scalar(dtype::i32, 2)}, count);
-  return L.cast(odd, count, dtype::boolean);
+  Value n = reduce(L, "ReduceSum", cast(L, b, in, dtype::i32), axes, count);
+  Value odd = L.op("Mod", {n, scalar(L, dtype::i32, 2)}, count);
+  return cast(L, odd, count, dtype::boolean);
 }
 
 // Bitwise reduction of an integer tensor, one bit at a time (see the header).
@@ -186,36 +186,36 @@ Value reduce_bits(Lowering& L, Logic kind, Value x, const Aval& in, const std::v
   const int64_t width = static_cast<int64_t>(dtype::itemsize(in.dtype)) * 8;
   std::vector<int64_t> masks;  // 1 << k as int64 (bit 63 is INT64_MIN)
   for (int64_t k = 0; k < width; ++k) masks.push_back(static_cast<int64_t>(uint64_t{1} << k));
-  Value mask = L.i64s(masks);
+  Value mask = i64s(L, masks);
   // Sign-extending or zero-extending to int64 keeps the low `width` bits.
-  Value x64 = L.cast(x, in, dtype::i64);
+  Value x64 = cast(L, x, in, dtype::i64);
   Shape one_shape = in.shape, bit_shape = in.shape;
   one_shape.push_back(1);
   bit_shape.push_back(width);
   Aval bits(dtype::i64, bit_shape);
-  Value xu = L.op("Unsqueeze", {x64, L.i64s({in.rank()})}, Aval(dtype::i64, one_shape));
-  Value set = L.cast(L.op("BitwiseAnd", {xu, mask}, bits), bits, dtype::boolean);
+  Value xu = L.op("Unsqueeze", {x64, i64s(L, {in.rank()})}, Aval(dtype::i64, one_shape));
+  Value set = cast(L, L.op("BitwiseAnd", {xu, mask}, bits), bits, dtype::boolean);
   Value r = reduce_logic(L, kind, set, bits.with_dtype(dtype::boolean), axes);
   Shape out_shape = reduced_shape(in.shape, axes);
   Shape r_shape = out_shape;
   r_shape.push_back(width);
-  Value parts = L.op("Where", {r, mask, L.scalar(dtype::i64, 0)}, Aval(dtype::i64, r_shape));
+  Value parts = L.op("Where", {r, mask, scalar(L, dtype::i64, 0)}, Aval(dtype::i64, r_shape));
   // Or the `width` parts together pairwise (width is a power of two). Not a
   // ReduceSum: onnxruntime's int64 ReduceSum goes through double and loses
   // the low bits of large values.
   const int64_t last = static_cast<int64_t>(out_shape.size());
-  Value axis = L.i64s({last});
+  Value axis = i64s(L, {last});
   for (int64_t w = width; w > 1; w /= 2) {
     Shape half = out_shape;
     half.push_back(w / 2);
     Aval ha(dtype::i64, half);
-    Value lo = L.op("Slice", {parts, L.i64s({0}), L.i64s({w / 2}), axis}, ha);
-    Value hi = L.op("Slice", {parts, L.i64s({w / 2}), L.i64s({w}), axis}, ha);
+    Value lo = L.op("Slice", {parts, i64s(L, {0}), i64s(L, {w / 2}), axis}, ha);
+    Value hi = L.op("Slice", {parts, i64s(L, {w / 2}), i64s(L, {w}), axis}, ha);
     parts = L.op("BitwiseOr", {lo, hi}, ha);
   }
   Aval out64(dtype::i64, out_shape);
   Value joined = L.op("Squeeze", {parts, axis}, out64);
-  return L.cast(joined, out64, in.dtype);  // truncates back to `width` bits
+  return cast(L, joined, out64, in.dtype);  // truncates back to `width` bits
 }
 
 template <Logic kind>
@@ -307,16 +307,16 @@ void lower_arg(Lowering& L, const char* op) {
 
   Value x = L.input(0);
   // ArgMax/ArgMin have no bool kernel: uint8 keeps false < true.
-  Value key = in.dtype == dtype::boolean ? L.cast(x, in, dtype::u8) : ordered(L, x, in);
+  Value key = in.dtype == dtype::boolean ? cast(L, x, in, dtype::u8) : ordered(L, x, in);
   Value r = L.op(op, {key}, index, attrs);
   if (dtype::is_float(in.dtype)) {
     Aval mask = in.with_dtype(dtype::boolean);
     Value isnan = L.op("IsNaN", {x}, mask);
-    Value first_nan = L.op("ArgMax", {L.cast(isnan, mask, dtype::u8)}, index, attrs);
+    Value first_nan = L.op("ArgMax", {cast(L, isnan, mask, dtype::u8)}, index, attrs);
     Value any_nan = reduce_bool(L, "ReduceMax", isnan, mask, axes);
     r = L.op("Where", {any_nan, first_nan, r}, index);
   }
-  L.bind(0, L.cast(r, index, out.dtype));
+  L.bind(0, cast(L, r, index, out.dtype));
 }
 
 }  // namespace

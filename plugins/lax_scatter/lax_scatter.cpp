@@ -74,9 +74,9 @@ Value dims_minus(Lowering& L, const Shape& a, const Shape& b) {
     all_static = all_static && a[i].is_static() && b[i].is_static();
     if (all_static) v.push_back(a[i].value - b[i].value);
   }
-  if (all_static) return L.i64s(v);
+  if (all_static) return i64s(L, v);
   Aval out(dtype::i64, {static_cast<int64_t>(a.size())});
-  return L.op("Sub", {L.shape_value(a), L.shape_value(b)}, out);
+  return L.op("Sub", {shape_value(L, a), shape_value(L, b)}, out);
 }
 
 Value scatter_nd(Lowering& L, Value data, Value idx, Value upd, const Aval& out,
@@ -109,7 +109,7 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
     if (!contains(uwd, a)) perm.push_back(a);
   if (static_cast<int64_t>(perm.size()) != nb) L.fail("scatter updates do not match the indices' batch dims");
   for (int64_t a : uwd) perm.push_back(a);
-  upd = L.transpose(upd, ua, perm);
+  upd = transpose(L, upd, ua, perm);
   Shape us;
   for (int64_t p : perm) us.push_back(ua.shape[static_cast<size_t>(p)]);
 
@@ -133,7 +133,7 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
       wins.push_back(wsize[static_cast<size_t>(d)]);
     }
     Value lim = dims_minus(L, dims, wins);
-    Value clipped = L.op("Max", {L.op("Min", {idx, lim}, ia), L.scalar(dtype::i64, 0)}, ia);
+    Value clipped = L.op("Max", {L.op("Min", {idx, lim}, ia), scalar(L, dtype::i64, 0)}, ia);
     if (mode == Mode::kClip) {
       idx = clipped;
     } else {
@@ -147,17 +147,17 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
       vshape.push_back(Dim(1));
       Value valid = L.op("Equal", {clipped, idx}, ia.with_dtype(dtype::boolean));
       if (K > 1) {  // all over the index vector; ReduceMin has no bool kernel
-        Value v = L.cast(valid, ia.with_dtype(dtype::boolean), dtype::i32);
-        v = L.op("ReduceMin", {v, L.i64s({nb})}, Aval(dtype::i32, vshape), {Attr::i("keepdims", 1)});
-        valid = L.cast(v, Aval(dtype::i32, vshape), dtype::boolean);
+        Value v = cast(L, valid, ia.with_dtype(dtype::boolean), dtype::i32);
+        v = L.op("ReduceMin", {v, i64s(L, {nb})}, Aval(dtype::i32, vshape), {Attr::i("keepdims", 1)});
+        valid = cast(L, v, Aval(dtype::i32, vshape), dtype::boolean);
       }
       Shape redirect(static_cast<size_t>(K), Dim(0));
       redirect[static_cast<size_t>(k0)] = da.shape[static_cast<size_t>(d0)];
-      idx = L.op("Where", {valid, clipped, L.shape_value(redirect)}, ia);
+      idx = L.op("Where", {valid, clipped, shape_value(L, redirect)}, ia);
       Shape pads(static_cast<size_t>(2 * R), Dim(0));
       pads[static_cast<size_t>(R + d0)] = wsize[static_cast<size_t>(d0)];
       pa.shape[static_cast<size_t>(d0)] = dim_add(da.shape[static_cast<size_t>(d0)], wsize[static_cast<size_t>(d0)]);
-      data = L.op("Pad", {data, L.shape_value(pads)}, pa, {Attr::s("mode", "constant")});
+      data = L.op("Pad", {data, shape_value(L, pads)}, pa, {Attr::s("mode", "constant")});
       padded = true;
     }
   }
@@ -190,9 +190,9 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
       pads[static_cast<size_t>(2 * Ir - 1)] = 1;
       Shape zs(ishape.begin(), ishape.end() - 1);
       zs.push_back(Dim(K + 1));
-      full = L.op("Pad", {full, L.i64s(pads)}, Aval(dtype::i64, zs), {Attr::s("mode", "constant")});
+      full = L.op("Pad", {full, i64s(L, pads)}, Aval(dtype::i64, zs), {Attr::s("mode", "constant")});
     }
-    full = L.op("Gather", {full, L.i64s(col)}, Aval(dtype::i64, fshape), {Attr::i("axis", nb)});
+    full = L.op("Gather", {full, i64s(L, col)}, Aval(dtype::i64, fshape), {Attr::i("axis", nb)});
   }
   if (nwl > 0) {
     std::vector<int64_t> axes;
@@ -203,7 +203,7 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
     }
     s.push_back(Dim(Rl));
     fshape = s;
-    full = L.op("Unsqueeze", {full, L.i64s(axes)}, Aval(dtype::i64, fshape));
+    full = L.op("Unsqueeze", {full, i64s(L, axes)}, Aval(dtype::i64, fshape));
   }
   const int64_t frank = static_cast<int64_t>(fshape.size());
 
@@ -221,14 +221,14 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
       for (const Dim& x : os) dims.push_back(x.value);
       off = L.constant(v, dims);
     } else {
-      Value len = L.op("Squeeze", {L.dim_value(n), L.i64s({0})}, Aval(dtype::i64, {}));
-      Value r = L.op("Range", {L.scalar(dtype::i64, 0), len, L.scalar(dtype::i64, 1)}, Aval(dtype::i64, {n}));
+      Value len = L.op("Squeeze", {dim_value(L, n), i64s(L, {0})}, Aval(dtype::i64, {}));
+      Value r = L.op("Range", {scalar(L, dtype::i64, 0), len, scalar(L, dtype::i64, 1)}, Aval(dtype::i64, {n}));
       std::vector<int64_t> axes;
       for (int64_t a = 0; a < frank; ++a)
         if (a != axis) axes.push_back(a);
       Shape rs(static_cast<size_t>(frank), Dim(1));
       rs[static_cast<size_t>(axis)] = n;
-      r = L.op("Unsqueeze", {r, L.i64s(axes)}, Aval(dtype::i64, rs));
+      r = L.op("Unsqueeze", {r, i64s(L, axes)}, Aval(dtype::i64, rs));
       std::vector<int64_t> onehot(static_cast<size_t>(Rl), 0);
       onehot[static_cast<size_t>(d)] = 1;
       off = L.op("Mul", {r, L.constant(onehot, {Rl})}, Aval(dtype::i64, os));
@@ -248,14 +248,14 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
   if (nan_fix) {
     // Every position that met a NaN (in the operand or any update) is NaN.
     Aval pb = pa.with_dtype(dtype::boolean), ub(dtype::boolean, us);
-    Value dn8 = L.cast(L.op("IsNaN", {data}, pb), pb, dtype::u8);
-    Value un8 = L.cast(L.op("IsNaN", {upd}, ub), ub, dtype::u8);
+    Value dn8 = cast(L, L.op("IsNaN", {data}, pb), pb, dtype::u8);
+    Value un8 = cast(L, L.op("IsNaN", {upd}, ub), ub, dtype::u8);
     Value hit = scatter_nd(L, dn8, full, un8, pa.with_dtype(dtype::u8), "max");
-    hit = L.cast(hit, pa.with_dtype(dtype::u8), dtype::boolean);
-    res = L.op("Where", {hit, L.scalar(pa.dtype, NAN), res}, pa);
+    hit = cast(L, hit, pa.with_dtype(dtype::u8), dtype::boolean);
+    res = L.op("Where", {hit, scalar(L, pa.dtype, NAN), res}, pa);
   }
   if (padded) {
-    res = L.op("Slice", {res, L.i64s({0}), L.dim_value(da.shape[static_cast<size_t>(d0)]), L.i64s({d0})},
+    res = L.op("Slice", {res, i64s(L, {0}), dim_value(L, da.shape[static_cast<size_t>(d0)]), i64s(L, {d0})},
                da.with_dtype(pa.dtype));
   }
   return res;
@@ -296,17 +296,17 @@ void lower_scatter_prim(Lowering& L, const std::string& reduction, bool negate) 
   Aval da = L.in_aval(0), ia = L.in_aval(1), ua = L.in_aval(2), out = L.out_aval(0);
   Value data = L.input(0), idx = L.input(1), upd = L.input(2);
   int32_t ct = compute_dtype(da.dtype, reduction);
-  data = L.cast(data, da, ct);
-  upd = L.cast(upd, ua, ct);
+  data = cast(L, data, da, ct);
+  upd = cast(L, upd, ua, ct);
   if (negate) {  // 0 - u wraps like JAX's integer subtraction
-    upd = dtype::is_unsigned_int(ct) ? L.op("Sub", {L.scalar(ct, 0), upd}, ua.with_dtype(ct))
+    upd = dtype::is_unsigned_int(ct) ? L.op("Sub", {scalar(L, ct, 0), upd}, ua.with_dtype(ct))
                                      : L.op("Neg", {upd}, ua.with_dtype(ct));
   }
-  idx = L.cast(idx, ia, dtype::i64);
+  idx = cast(L, idx, ia, dtype::i64);
   bool nan_fix = dtype::is_float(da.dtype) && (reduction == "min" || reduction == "max");
   Value r = lower_scatter(L, data, da.with_dtype(ct), idx, ia.shape, upd, ua.with_dtype(ct), dn,
                           mode_param(L), reduction, nan_fix);
-  L.bind(0, L.cast(r, out.with_dtype(ct), out.dtype));
+  L.bind(0, cast(L, r, out.with_dtype(ct), out.dtype));
 }
 
 // dynamic_update_slice(operand, update, *start_indices).
@@ -320,8 +320,8 @@ void lower_dynamic_update_slice(Lowering& L) {
   std::vector<Value> starts;
   for (int64_t d = 0; d < R; ++d) {
     Aval sa = L.in_aval(static_cast<size_t>(2 + d));
-    Value s = L.cast(L.input(static_cast<size_t>(2 + d)), sa, dtype::i64);
-    starts.push_back(L.op("Unsqueeze", {s, L.i64s({0})}, Aval(dtype::i64, {1})));
+    Value s = cast(L, L.input(static_cast<size_t>(2 + d)), sa, dtype::i64);
+    starts.push_back(L.op("Unsqueeze", {s, i64s(L, {0})}, Aval(dtype::i64, {1})));
   }
   Value idx = starts.size() == 1 ? starts[0]
                                  : L.op("Concat", starts, Aval(dtype::i64, {R}), {Attr::i("axis", 0)});

@@ -3,7 +3,7 @@
 //
 // Output shapes come from the equation's output aval, which carries symbolic
 // dims ("B", "2*B") exactly as the params do. A symbolic dim is never turned
-// into an integer: target shapes are built with L.shape_value / L.dim_value,
+// into an integer: target shapes are built with shape_value / dim_value,
 // or with Reshape's exact 0 ("copy this input dim") and -1 ("infer") codes.
 // A step that would be the identity emits no node.
 #include <jaxonnx/plugin.hpp>
@@ -51,7 +51,7 @@ void lower_broadcast_in_dim(Lowering& L) {
 
   Value x = L.input(0);
   if (!new_axes.empty() && !(needs_expand && new_axes_leading)) {
-    x = L.op("Unsqueeze", {x, L.i64s(new_axes)}, in.with_shape(lifted));
+    x = L.op("Unsqueeze", {x, i64s(L, new_axes)}, in.with_shape(lifted));
   }
   if (needs_expand) {
     Shape target;
@@ -60,7 +60,7 @@ void lower_broadcast_in_dim(Lowering& L) {
       const Dim& want = out.shape[static_cast<size_t>(a)];
       target.push_back(have == want ? Dim(1) : want);
     }
-    x = L.op("Expand", {x, L.shape_value(target)}, out);
+    x = L.op("Expand", {x, shape_value(L, target)}, out);
   }
   L.bind(0, x);
 }
@@ -100,7 +100,7 @@ void lower_reshape(Lowering& L) {
   }
   std::vector<Attr> attrs;
   if (zero_size) attrs.push_back(Attr::i("allowzero", 1));
-  L.bind(0, L.op("Reshape", {x, L.shape_value(target)}, out, attrs));
+  L.bind(0, L.op("Reshape", {x, shape_value(L, target)}, out, attrs));
 }
 
 // ---------------------------------------------------------------- squeeze --
@@ -116,13 +116,13 @@ void lower_squeeze(Lowering& L) {
     return;
   }
   std::sort(axes.begin(), axes.end());
-  L.bind(0, L.op("Squeeze", {x, L.i64s(axes)}, L.out_aval(0)));
+  L.bind(0, L.op("Squeeze", {x, i64s(L, axes)}, L.out_aval(0)));
 }
 
 // -------------------------------------------------------------- transpose --
 
 void lower_transpose(Lowering& L) {
-  L.bind(0, L.transpose(L.input(0), L.in_aval(0), L.param("permutation").as_ints()));
+  L.bind(0, transpose(L, L.input(0), L.in_aval(0), L.param("permutation").as_ints()));
 }
 
 // ------------------------------------------------------------------ stack --
@@ -130,7 +130,7 @@ void lower_transpose(Lowering& L) {
 // stack(xs..., axis): every operand gains a size-1 axis at `axis`, then one
 // Concat along it (a single operand needs only the Unsqueeze).
 void lower_stack(Lowering& L) {
-  Value axis = L.i64s({L.param("axis").as_int()});
+  Value axis = i64s(L, {L.param("axis").as_int()});
   Aval out = L.out_aval(0);
   std::vector<Value> parts;
   for (size_t i = 0; i < L.num_inputs(); ++i) {
@@ -150,7 +150,7 @@ void lower_tile(Lowering& L) {
   Shape reps = L.param("reps").as_dims();
   bool identity = std::all_of(reps.begin(), reps.end(), [](const Dim& d) { return d == Dim(1); });
   Value x = L.input(0);
-  L.bind(0, identity ? x : L.op("Tile", {x, L.shape_value(reps)}, L.out_aval(0)));
+  L.bind(0, identity ? x : L.op("Tile", {x, shape_value(L, reps)}, L.out_aval(0)));
 }
 
 // ----------------------------------------------------------- dim_as_value --
@@ -160,9 +160,9 @@ void lower_tile(Lowering& L) {
 // runtime shape; never an integer fixed at conversion time.
 void lower_dim_as_value(Lowering& L) {
   Aval out = L.out_aval(0);
-  Value d = L.dim_value(L.param("dim").as_dim());  // int64[1]
-  Value scalar = L.op("Squeeze", {d, L.i64s({0})}, Aval(dtype::i64, {}));
-  L.bind(0, L.cast(scalar, Aval(dtype::i64, {}), out.dtype));
+  Value d = dim_value(L, L.param("dim").as_dim());  // int64[1]
+  Value scalar = L.op("Squeeze", {d, i64s(L, {0})}, Aval(dtype::i64, {}));
+  L.bind(0, cast(L, scalar, Aval(dtype::i64, {}), out.dtype));
 }
 
 }  // namespace

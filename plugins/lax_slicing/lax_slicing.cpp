@@ -14,7 +14,7 @@
 //                   else Range; then Expand to the full shape.
 //
 // Params may hold symbolic dims (slice limits "B", starts "mod(-2, B)", split
-// sizes "B"); those become runtime int64 values through L.shape_value, never
+// sizes "B"); those become runtime int64 values through shape_value, never
 // integers. A step that would be the identity emits no node.
 #include <jaxonnx/plugin.hpp>
 
@@ -62,8 +62,8 @@ void lower_rev(Lowering& L) {
   std::sort(axes.begin(), axes.end());
   const size_t n = axes.size();
   L.bind(0, L.op("Slice",
-                 {x, L.i64s(std::vector<int64_t>(n, -1)), L.i64s(std::vector<int64_t>(n, kMinI64)),
-                  L.i64s(axes), L.i64s(std::vector<int64_t>(n, -1))},
+                 {x, i64s(L, std::vector<int64_t>(n, -1)), i64s(L, std::vector<int64_t>(n, kMinI64)),
+                  i64s(L, axes), i64s(L, std::vector<int64_t>(n, -1))},
                  L.out_aval(0)));
 }
 
@@ -98,8 +98,8 @@ void lower_slice(Lowering& L) {
     L.bind(0, x);
     return;
   }
-  std::vector<Value> ins = {x, L.shape_value(s_starts), L.shape_value(s_ends), L.i64s(axes)};
-  if (std::any_of(steps.begin(), steps.end(), [](int64_t s) { return s != 1; })) ins.push_back(L.i64s(steps));
+  std::vector<Value> ins = {x, shape_value(L, s_starts), shape_value(L, s_ends), i64s(L, axes)};
+  if (std::any_of(steps.begin(), steps.end(), [](int64_t s) { return s != 1; })) ins.push_back(i64s(L, steps));
   L.bind(0, L.op("Slice", ins, L.out_aval(0)));
 }
 
@@ -129,7 +129,7 @@ void lower_split(Lowering& L) {
   }
   std::vector<Aval> outs;
   for (size_t i = 0; i < n; ++i) outs.push_back(L.out_aval(i));
-  std::vector<Value> ys = L.op_n("Split", {x, L.shape_value(L.param("sizes").as_dims())}, outs,
+  std::vector<Value> ys = L.op_n("Split", {x, shape_value(L, L.param("sizes").as_dims())}, outs,
                                  {Attr::i("axis", L.param("axis").as_int())});
   for (size_t i = 0; i < n; ++i) L.bind(i, ys[i]);
 }
@@ -165,11 +165,11 @@ Value pad_interior(Lowering& L, Value x, const Aval& in, const std::vector<int64
   }
   Shape ones = grown;
   for (int64_t a : new_axes) ones[static_cast<size_t>(a)] = Dim(1);
-  Value y = L.op("Unsqueeze", {x, L.i64s(new_axes)}, in.with_shape(ones));
+  Value y = L.op("Unsqueeze", {x, i64s(L, new_axes)}, in.with_shape(ones));
 
   pads.assign(2 * grown.size(), 0);
   for (int64_t a : new_axes) pads[grown.size() + static_cast<size_t>(a)] = grown[static_cast<size_t>(a)].value - 1;
-  y = L.op("Pad", {y, L.i64s(pads), pv}, in.with_shape(grown));
+  y = L.op("Pad", {y, i64s(L, pads), pv}, in.with_shape(grown));
 
   // Reshape target: symbolic dims before the first new axis are copied (0);
   // a single other symbolic dim is inferred (-1); more take runtime values.
@@ -181,7 +181,7 @@ Value pad_interior(Lowering& L, Value x, const Aval& in, const std::vector<int64
     else unresolved.push_back(i);
   }
   if (unresolved.size() == 1) target[unresolved[0]] = Dim(-1);
-  return L.op("Reshape", {y, L.shape_value(target)}, in.with_shape(merged));
+  return L.op("Reshape", {y, shape_value(L, target)}, in.with_shape(merged));
 }
 
 // pad(x, padding_value, padding_config=((low, high, interior), ...)): JAX
@@ -199,7 +199,7 @@ void lower_pad(Lowering& L) {
 
   // An empty input or output is all padding (or nothing): broadcast the value.
   if (has_static_zero(in.shape) || has_static_zero(out.shape)) {
-    L.bind(0, L.op("Expand", {pv, L.shape_value(out.shape)}, out));
+    L.bind(0, L.op("Expand", {pv, shape_value(L, out.shape)}, out));
     return;
   }
 
@@ -221,11 +221,11 @@ void lower_pad(Lowering& L) {
   }
 
   const int32_t ct = pad_compute_dtype(in.dtype);
-  x = L.cast(x, in, ct);
-  pv = L.cast(pv, Aval(in.dtype, {}), ct);
+  x = cast(L, x, in, ct);
+  pv = cast(L, pv, Aval(in.dtype, {}), ct);
   if (any_interior) x = pad_interior(L, x, in.with_dtype(ct), interior, pv);
-  if (any_edge) x = L.op("Pad", {x, L.i64s(pads), pv}, out.with_dtype(ct));
-  L.bind(0, L.cast(x, out.with_dtype(ct), out.dtype));
+  if (any_edge) x = L.op("Pad", {x, i64s(L, pads), pv}, out.with_dtype(ct));
+  L.bind(0, cast(L, x, out.with_dtype(ct), out.dtype));
 }
 
 // ------------------------------------------------------------------- iota --
@@ -277,26 +277,26 @@ void lower_iota(Lowering& L) {
       default: {  // f16/bf16: count in float32 (exact below 2^24) and round once
         if (!dtype::is_float(dt)) L.fail(std::string("iota of dtype ") + dtype::name(dt) + " is not supported");
         Value f = iota_constant<float>(L, dtype::f32, line_dims, n.value);
-        v = L.cast(f, Aval(dtype::f32, line), dt);
+        v = cast(L, f, Aval(dtype::f32, line), dt);
       }
     }
   } else {
-    Value limit = n.is_static() ? L.scalar(dtype::i64, static_cast<double>(n.value))
-                                : L.op("Squeeze", {L.dim_value(n)}, Aval(dtype::i64, {}));  // Range takes scalars
-    Value r = L.op("Range", {L.scalar(dtype::i64, 0), limit, L.scalar(dtype::i64, 1)}, Aval(dtype::i64, {n}));
+    Value limit = n.is_static() ? scalar(L, dtype::i64, static_cast<double>(n.value))
+                                : L.op("Squeeze", {dim_value(L, n)}, Aval(dtype::i64, {}));  // Range takes scalars
+    Value r = L.op("Range", {scalar(L, dtype::i64, 0), limit, scalar(L, dtype::i64, 1)}, Aval(dtype::i64, {n}));
     if (rank > 1) {
       std::vector<int64_t> axes;
       for (int64_t a = 0; a < rank; ++a)
         if (a != dim) axes.push_back(a);
-      r = L.op("Unsqueeze", {r, L.i64s(axes)}, Aval(dtype::i64, line));
+      r = L.op("Unsqueeze", {r, i64s(L, axes)}, Aval(dtype::i64, line));
     }
-    v = L.cast(r, Aval(dtype::i64, line), dt);
+    v = cast(L, r, Aval(dtype::i64, line), dt);
   }
   // Expand only the other dims: 1 at `dimension` keeps the counted axis.
   if (line != out.shape) {
     Shape target = out.shape;
     target[static_cast<size_t>(dim)] = Dim(1);
-    v = L.op("Expand", {v, L.shape_value(target)}, out);
+    v = L.op("Expand", {v, shape_value(L, target)}, out);
   }
   L.bind(0, v);
 }

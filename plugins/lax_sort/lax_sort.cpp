@@ -66,28 +66,28 @@ Keys float_keys(Lowering& L, Value x, const Aval& a, Order order) {
     // room above FLT_MAX for +inf and NaN and between 0 and the smallest
     // negative denormal for -0.0.
     Aval a64 = a.with_dtype(dtype::f64);
-    Value c = L.cast(x, a, dtype::f64);
-    Value k = L.op("Min", {c, L.scalar(dtype::f64, DBL_MAX)}, a64);
+    Value c = cast(L, x, a, dtype::f64);
+    Value k = L.op("Min", {c, scalar(L, dtype::f64, DBL_MAX)}, a64);
     if (order == Order::kTotal) {
       // -0.0 is the only value whose reciprocal is -inf.
       Value neg0 = L.op("IsInf", {L.op("Reciprocal", {c}, a64)}, mask, {Attr::i("detect_positive", 0)});
-      k = L.op("Where", {neg0, L.scalar(dtype::f64, -1e-300), k}, a64);
+      k = L.op("Where", {neg0, scalar(L, dtype::f64, -1e-300), k}, a64);
     }
-    k = L.op("Where", {L.op("IsNaN", {c}, mask), L.scalar(dtype::f64, INFINITY), k}, a64);
+    k = L.op("Where", {L.op("IsNaN", {c}, mask), scalar(L, dtype::f64, INFINITY), k}, a64);
     return {{{k, a64}}, false};
   }
   // f64: the value with NaN -> +inf, then a uint8 tie-breaker among equals.
   Aval u8 = a.with_dtype(dtype::u8);
   Value isnan = L.op("IsNaN", {x}, mask);
-  Value primary = L.op("Where", {isnan, L.scalar(a.dtype, INFINITY), x}, a);
+  Value primary = L.op("Where", {isnan, scalar(L, a.dtype, INFINITY), x}, a);
   Value tie;
   if (order == Order::kSort) {
-    tie = L.cast(isnan, mask, dtype::u8);  // NaN (1) after +inf (0)
+    tie = cast(L, isnan, mask, dtype::u8);  // NaN (1) after +inf (0)
   } else {
     // NaN 2 > 0.0 and every other value 1 > -0.0 0.
     Value neg0 = L.op("IsInf", {L.op("Reciprocal", {x}, a)}, mask, {Attr::i("detect_positive", 0)});
-    tie = L.op("Where", {neg0, L.scalar(dtype::u8, 0), L.scalar(dtype::u8, 1)}, u8);
-    tie = L.op("Where", {isnan, L.scalar(dtype::u8, 2), tie}, u8);
+    tie = L.op("Where", {neg0, scalar(L, dtype::u8, 0), scalar(L, dtype::u8, 1)}, u8);
+    tie = L.op("Where", {isnan, scalar(L, dtype::u8, 2), tie}, u8);
   }
   return {{{primary, a}, {tie, u8}}, false};
 }
@@ -95,15 +95,15 @@ Keys float_keys(Lowering& L, Value x, const Aval& a, Order order) {
 Keys keys_of(Lowering& L, Value x, const Aval& a, Order order) {
   if (dtype::is_float(a.dtype)) return float_keys(L, x, a, order);
   switch (a.dtype) {
-    case dtype::boolean: return {{{L.cast(x, a, dtype::u8), a.with_dtype(dtype::u8)}}, false};
-    case dtype::u16: return {{{L.cast(x, a, dtype::i32), a.with_dtype(dtype::i32)}}, false};
-    case dtype::u32: return {{{L.cast(x, a, dtype::i64), a.with_dtype(dtype::i64)}}, false};
+    case dtype::boolean: return {{{cast(L, x, a, dtype::u8), a.with_dtype(dtype::u8)}}, false};
+    case dtype::u16: return {{{cast(L, x, a, dtype::i32), a.with_dtype(dtype::i32)}}, false};
+    case dtype::u32: return {{{cast(L, x, a, dtype::i64), a.with_dtype(dtype::i64)}}, false};
     case dtype::u64: {
       // Cast wraps values >= 2^63 to negatives; flipping the sign bit then
       // maps 0..2^64-1 monotonically onto INT64_MIN..INT64_MAX.
       Aval i64 = a.with_dtype(dtype::i64);
       Value sign = L.constant(std::vector<int64_t>{std::numeric_limits<int64_t>::min()}, {});
-      Value k = L.op("BitwiseXor", {L.cast(x, a, dtype::i64), sign}, i64);
+      Value k = L.op("BitwiseXor", {cast(L, x, a, dtype::i64), sign}, i64);
       return {{{k, i64}}, false};
     }
     case dtype::i8: case dtype::i16: case dtype::i32: case dtype::i64: case dtype::u8:
@@ -142,7 +142,7 @@ Ordered lexsort(Lowering& L, const std::vector<Key>& keys, int64_t axis, const D
       key.v = L.op("GatherElements", {key.v, perm}, key.a, {Attr::i("axis", axis)});
     }
     Shape s = with_dim(key.a.shape, axis, i == 0 ? k : n);
-    std::vector<Value> outs = L.op_n("TopK", {key.v, L.dim_value(i == 0 ? k : n)},
+    std::vector<Value> outs = L.op_n("TopK", {key.v, dim_value(L, i == 0 ? k : n)},
                                      {key.a.with_shape(s), Aval(dtype::i64, s)}, attrs);
     values = outs[0];
     perm = perm == kNoValue ? outs[1]
@@ -200,7 +200,7 @@ void lower_top_k_common(Lowering& L, int64_t axis, const Dim& k, bool largest, O
   Keys keys = keys_of(L, x, in, order);
   Ordered ord = lexsort(L, keys.keys, axis, in.shape[static_cast<size_t>(axis)], k, largest);
   L.bind(0, keys.exact && keys.keys.size() == 1 ? ord.key_values : gather(L, x, in, ord, axis));
-  L.bind(1, L.cast(ord.idx, Aval(dtype::i64, ord.shape), L.out_aval(1).dtype));
+  L.bind(1, cast(L, ord.idx, Aval(dtype::i64, ord.shape), L.out_aval(1).dtype));
 }
 
 void lower_top_k(Lowering& L) {

@@ -66,7 +66,7 @@ constexpr double kI1eB[] = {
 struct Ops {
   Lowering& L;
   Aval a;
-  Value k(double v) { return L.scalar(a.dtype, v); }
+  Value k(double v) { return scalar(L, a.dtype, v); }
   Value f(const char* op, std::vector<Value> ins) { return L.op(op, ins, a); }
   Value b(const char* op, std::vector<Value> ins) { return L.op(op, ins, a.with_dtype(dtype::boolean)); }
 };
@@ -91,7 +91,7 @@ void lower_bessel(Lowering& L, bool odd) {
   const bool f64 = in.dtype == dtype::f64;
   const int32_t t = f64 ? dtype::f64 : dtype::f32;
   Ops o{L, in.with_dtype(t)};
-  Value x = L.cast(L.input(0), in, t);
+  Value x = cast(L, L.input(0), in, t);
   Value z = o.f("Abs", {x});
   Value small_z = o.f("Min", {z, o.k(8)}), large_z = o.f("Max", {z, o.k(8)});
   Value ys = o.f("Sub", {o.f("Mul", {small_z, o.k(0.5)}), o.k(2)});
@@ -108,7 +108,7 @@ void lower_bessel(Lowering& L, bool odd) {
   // NaN fails z <= 8 and lands in `large`, whose clamped argument is NaN too.
   Value r = o.f("Where", {o.b("LessOrEqual", {z, o.k(8)}), small, large});
   if (odd) r = o.f("Where", {o.b("Less", {x, o.k(0)}), o.f("Neg", {r}), r});
-  L.bind(0, L.cast(r, o.a, in.dtype));
+  L.bind(0, cast(L, r, o.a, in.dtype));
 }
 
 }  // namespace

@@ -39,8 +39,8 @@ void lower(Lowering& L, Cmp cmp) {
   if (dtype::is_float(a.dtype)) {
     const int32_t c = a.dtype == dtype::f64 ? dtype::f64 : dtype::f32;
     const Aval ca = a.with_dtype(c);
-    x = L.cast(x, a, c);
-    y = L.cast(y, L.in_aval(1), c);
+    x = cast(L, x, a, c);
+    y = cast(L, y, L.in_aval(1), c);
     switch (cmp) {
       case Cmp::Lt: L.bind(0, float_lt(L, x, y, ca)); return;
       case Cmp::Le: L.bind(0, L.op("Not", {float_lt(L, y, x, ca)}, out)); return;
@@ -50,8 +50,8 @@ void lower(Lowering& L, Cmp cmp) {
     }
   }
   if (a.dtype == dtype::boolean && cmp != Cmp::Eq) {
-    x = L.cast(x, a, dtype::u8);
-    y = L.cast(y, L.in_aval(1), dtype::u8);
+    x = cast(L, x, a, dtype::u8);
+    y = cast(L, y, L.in_aval(1), dtype::u8);
   }
   const char* op = cmp == Cmp::Lt ? "Less" : cmp == Cmp::Le ? "LessOrEqual" : "Equal";
   L.bind(0, L.op(op, {x, y}, out));

@@ -21,11 +21,11 @@ void lower_unstack(Lowering& L) {
   if (n == 1) {
     parts.push_back(L.input(0));
   } else {
-    parts = L.op_n("Split", {L.input(0), L.i64s(std::vector<int64_t>(n, 1))},
+    parts = L.op_n("Split", {L.input(0), i64s(L, std::vector<int64_t>(n, 1))},
                    std::vector<Aval>(n, in.with_shape(piece)), {Attr::i("axis", axis)});
   }
   for (size_t i = 0; i < n; ++i)
-    if (L.output_used(i)) L.bind(i, L.op("Squeeze", {parts[i], L.i64s({axis})}, L.out_aval(i)));
+    if (L.output_used(i)) L.bind(i, L.op("Squeeze", {parts[i], i64s(L, {axis})}, L.out_aval(i)));
 }
 
 }  // namespace

@@ -157,15 +157,15 @@ Value windowed(Lowering& L, const char* op, Value x, Aval cur, Value pad, const 
     const int64_t kd = w.dims[d], s = w.strides[d], dil = w.dilation[d];
     auto [lo, hi] = w.padding[d];
     if (kd == 1 && s == 1 && lo == 0 && hi == 0) continue;
-    Value axes = L.i64s({int64_t(d)});
+    Value axes = i64s(L, {int64_t(d)});
     // Negative padding crops.
     if (lo < 0 || hi < 0) {
       int64_t start = lo < 0 ? -lo : 0;
       int64_t end = hi < 0 ? hi : INT64_MAX;
-      x = L.op("Slice", {x, L.i64s({start}), L.i64s({end}), axes}, Aval::of_unknown_shape(cur.dtype));
+      x = L.op("Slice", {x, i64s(L, {start}), i64s(L, {end}), axes}, Aval::of_unknown_shape(cur.dtype));
     }
     if (lo > 0 || hi > 0) {
-      x = L.op("Pad", {x, L.i64s({lo > 0 ? lo : 0, hi > 0 ? hi : 0}), pad, axes},
+      x = L.op("Pad", {x, i64s(L, {lo > 0 ? lo : 0, hi > 0 ? hi : 0}), pad, axes},
                Aval::of_unknown_shape(cur.dtype), {Attr::s("mode", "constant")});
     }
     cur.shape[d] = out_shape[d];
@@ -173,8 +173,8 @@ Value windowed(Lowering& L, const char* op, Value x, Aval cur, Value pad, const 
     Value acc = kNoValue;
     for (int64_t j = 0; j < kd; ++j) {
       const int64_t start = j * dil, from_end = eff - 1 - j * dil;
-      Value sl = L.op("Slice", {x, L.i64s({start}), L.i64s({from_end == 0 ? INT64_MAX : -from_end}),
-                                axes, L.i64s({s})},
+      Value sl = L.op("Slice", {x, i64s(L, {start}), i64s(L, {from_end == 0 ? INT64_MAX : -from_end}),
+                                axes, i64s(L, {s})},
                       cur);
       acc = acc == kNoValue ? sl : L.op(op, {acc, sl}, cur);
     }
@@ -196,12 +196,12 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
   // Float identities (0, 1, +-inf) are exact in any float type: build them in
   // ct directly (f16/bf16 compute in f32).
   const int32_t id_t = dtype::is_float(in.dtype) ? ct : in.dtype;
-  Value pad = L.cast(scalar_const(L, id_t, encode(identity(k, in.dtype), id_t)), Aval(id_t, {}), ct);
-  Value x = L.cast(L.input(xi), in, ct);
+  Value pad = cast(L, scalar_const(L, id_t, encode(identity(k, in.dtype), id_t)), Aval(id_t, {}), ct);
+  Value x = cast(L, L.input(xi), in, ct);
   Value r = windowed(L, op, x, in.with_dtype(ct), pad, w, out.shape);
   Aval rc = out.with_dtype(ct);
-  if (init != kNoValue) r = L.op(op, {L.cast(init, Aval(in.dtype, {}), ct), r}, rc);
-  return L.cast(r, rc, out.dtype);
+  if (init != kNoValue) r = L.op(op, {cast(L, init, Aval(in.dtype, {}), ct), r}, rc);
+  return cast(L, r, rc, out.dtype);
 }
 
 void lower_fixed(Lowering& L, Kind k) { L.bind(0, reduce_window(L, k, 0, kNoValue)); }

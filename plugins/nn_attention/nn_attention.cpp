@@ -43,7 +43,7 @@ void lower_attention(Lowering& L) {
   if (!fits) return lower_reference(L);
 
   const int64_t heads = q.shape[2].value, kv_heads = k.shape[2].value;
-  Value flat = L.i64s({0, 0, -1});  // Reshape: 0 keeps batch and seq, symbolic or not
+  Value flat = i64s(L, {0, 0, -1});  // Reshape: 0 keeps batch and seq, symbolic or not
   auto merge = [&](size_t i, const Aval& a) {
     return L.op("Reshape", {L.input(i), flat},
                 a.with_shape({a.shape[0], a.shape[1], a.shape[2].value * a.shape[3].value}));
@@ -56,7 +56,7 @@ void lower_attention(Lowering& L) {
   Aval out = L.out_aval(0);
   Aval out3 = out.with_shape({out.shape[0], out.shape[1], out.shape[2].value * out.shape[3].value});
   Value y = L.op("Attention", ins, out3, attrs);
-  L.bind(0, L.op("Reshape", {y, L.i64s({0, 0, out.shape[2].value, out.shape[3].value})}, out));
+  L.bind(0, L.op("Reshape", {y, i64s(L, {0, 0, out.shape[2].value, out.shape[3].value})}, out));
 }
 
 Binding attention(bool masked) {

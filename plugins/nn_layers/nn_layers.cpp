@@ -57,8 +57,8 @@ void lower_linear(Lowering& L) {
   for (size_t i = 1; i < w.shape.size(); ++i) n *= w.shape[i].value;
   Value wv = L.input(1), bv = bias ? L.input(2) : kNoValue;
   if (w.rank() > 2) {
-    wv = L.op("Reshape", {wv, L.i64s({w.shape[0].value, n})}, w.with_shape({w.shape[0], Dim(n)}));
-    if (bias) bv = L.op("Reshape", {bv, L.i64s({n})}, L.in_aval(2).with_shape({Dim(n)}));
+    wv = L.op("Reshape", {wv, i64s(L, {w.shape[0].value, n})}, w.with_shape({w.shape[0], Dim(n)}));
+    if (bias) bv = L.op("Reshape", {bv, i64s(L, {n})}, L.in_aval(2).with_shape({Dim(n)}));
   }
   Aval out = L.out_aval(0);
   Shape flat_shape = x.shape;
@@ -76,7 +76,7 @@ void lower_linear(Lowering& L) {
   if (w.rank() > 2) {
     std::vector<int64_t> target(static_cast<size_t>(x.rank() - 1), 0);  // 0: keep x's dim
     for (size_t i = 1; i < w.shape.size(); ++i) target.push_back(w.shape[i].value);
-    y = L.op("Reshape", {y, L.i64s(target)}, out);
+    y = L.op("Reshape", {y, i64s(L, target)}, out);
   }
   L.bind(0, y);
 }
@@ -117,11 +117,11 @@ void lower_batch_norm(Lowering& L) {
   if (!same_float_inputs(L) || x.rank() < 2) return lower_reference(L);
   Value xv = L.input(0);
   auto in = to_channels_first(x.rank());
-  Value xt = L.transpose(xv, x, in);
+  Value xt = transpose(L, xv, x, in);
   Aval t_aval = x.with_shape(permuted(x.shape, in));
   Value y = L.op("BatchNormalization", {xt, L.input(1), L.input(2), L.input(3), L.input(4)}, t_aval,
                  {Attr::f("epsilon", L.param("epsilon").as_float())});
-  L.bind(0, L.transpose(y, t_aval, to_channels_last(x.rank())));
+  L.bind(0, transpose(L, y, t_aval, to_channels_last(x.rank())));
 }
 
 // GroupNorm, channels last, statistics over every axis but the batch (axis 0)
@@ -131,12 +131,12 @@ void lower_group_norm(Lowering& L) {
   if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3)
     return lower_reference(L);
   auto in = to_channels_first(x.rank());
-  Value xt = L.transpose(L.input(0), x, in);
+  Value xt = transpose(L, L.input(0), x, in);
   Aval t_aval = x.with_shape(permuted(x.shape, in));
   Value y = L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval,
                  {Attr::i("num_groups", L.param("num_groups").as_int()),
                   Attr::f("epsilon", L.param("epsilon").as_float())});
-  L.bind(0, L.transpose(y, t_aval, to_channels_last(x.rank())));
+  L.bind(0, transpose(L, y, t_aval, to_channels_last(x.rank())));
 }
 
 // flax max_pool / avg_pool on (batch, spatial..., features).
@@ -177,7 +177,7 @@ void lower_pool(Lowering& L, bool max) {
     return lower_reference(L);
   }
   auto in = to_channels_first(x.rank());
-  Value xt = L.transpose(L.input(0), x, in);
+  Value xt = transpose(L, L.input(0), x, in);
   Aval out = L.out_aval(0);
   Aval t_out = out.with_shape(permuted(out.shape, in));
   std::vector<Attr> attrs = {Attr::ints("kernel_shape", window), Attr::ints("strides", strides),
@@ -185,7 +185,7 @@ void lower_pool(Lowering& L, bool max) {
   if (!max)
     attrs.push_back(Attr::i("count_include_pad", L.param("count_include_pad").as_bool() ? 1 : 0));
   Value y = L.op(max ? "MaxPool" : "AveragePool", {xt}, t_out, attrs);
-  L.bind(0, L.transpose(y, t_out, to_channels_last(x.rank())));
+  L.bind(0, transpose(L, y, t_out, to_channels_last(x.rank())));
 }
 
 // The guards every nnx normalization shares: flax's own arithmetic, no mask,

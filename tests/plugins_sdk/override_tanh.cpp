@@ -7,9 +7,9 @@ using namespace jaxonnx::sdk;
 
 static void lower(Lowering& L) {
   Aval out = L.out_aval(0);
-  Value two = L.scalar(out.dtype, 2.0);
+  Value two = scalar(L, out.dtype, 2.0);
   Value s = L.op("Sigmoid", {L.op("Mul", {L.input(0), two}, out)}, out);
-  L.bind(0, L.op("Sub", {L.op("Mul", {s, two}, out), L.scalar(out.dtype, 1.0)}, out));
+  L.bind(0, L.op("Sub", {L.op("Mul", {s, two}, out), scalar(L, out.dtype, 1.0)}, out));
 }
 
 JAXONNX_PLUGIN("override_tanh", "1.0.0") {

@@ -12,7 +12,9 @@
 // the core includes it too.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
 #include "jaxonnx/plugin_abi.h"

@@ -1,5 +1,6 @@
-// jaxonnx plugin SDK: rewrite rules (ABI 1.2). Included by plugin.hpp, after
-// the types it builds on; include plugin.hpp, not this file.
+// jaxonnx plugin SDK: rewrite rules (ABI 1.2). Rewrite, the view of the
+// lowered graph a rule reads and the replacement it emits; RuleRef, what
+// plugin.rule(...) (registration.hpp) returns.
 //
 // A rule is a function `void rule(jaxonnx::sdk::Rewrite& R)` registered with
 //   plugin.rule("max0_to_relu", "Max", rule).emits({"Relu"});
@@ -12,7 +13,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <initializer_list>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "jaxonnx/attr.hpp"
+#include "jaxonnx/plugin_abi.h"
+#include "jaxonnx/types.hpp"
 
 namespace jaxonnx::sdk {
 

@@ -20,7 +20,7 @@ void lower_identity(sdk::Lowering& L) {
 void lower_scale(sdk::Lowering& L) {
   double factor = L.has_param("factor") ? L.param("factor").as_float() : 2.0;
   sdk::Aval in = L.in_aval(0);
-  sdk::Value k = L.scalar(in.dtype, factor);
+  sdk::Value k = scalar(L, in.dtype, factor);
   L.bind(0, L.op("Mul", {L.input(0), k}, L.out_aval(0)));
 }
 

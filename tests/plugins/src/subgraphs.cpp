@@ -18,7 +18,7 @@ using sdk::Value;
 
 namespace {
 
-Value pred(Lowering& L) { return L.scalar(sdk::dtype::boolean, 1); }
+Value pred(Lowering& L) { return scalar(L, sdk::dtype::boolean, 1); }
 
 void lower_nested_if(Lowering& L) {
   Value x = L.input(0);

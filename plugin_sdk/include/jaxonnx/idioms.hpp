@@ -1,0 +1,226 @@
+// jaxonnx plugin SDK: ONNX idioms, the small node patterns most lowerings
+// share, as free functions over a Lowering: casts and transposes that vanish
+// when they are the identity, Where around onnxruntime's missing kernels
+// (kernels.hpp), int64 shape constants and typed scalars, the runtime value of
+// a symbolic dim or shape, and a log-depth scan. Everything here is built from
+// Lowering's host calls; none of it needs the host's help.
+#pragma once
+
+#include <cctype>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "jaxonnx/attr.hpp"
+#include "jaxonnx/kernels.hpp"
+#include "jaxonnx/lowering.hpp"
+#include "jaxonnx/plugin_abi.h"
+#include "jaxonnx/types.hpp"
+
+namespace jaxonnx::sdk {
+
+// `v` (of type `from`) cast to dtype `to`; no node when it already is.
+inline Value cast(Lowering& L, Value v, const Aval& from, int32_t to) {
+  if (from.dtype == to) return v;
+  return L.op("Cast", {v}, from.with_dtype(to), {Attr::i("to", to)});
+}
+
+// Where(cond, a, b) giving `out`. Where onnxruntime has no Where kernel for
+// out's dtype (kernels.hpp: bool, 16-bit integers, uint64), it selects in a
+// type that keeps every value (or, for uint64, every bit) and casts back.
+inline Value where(Lowering& L, Value cond, Value a, Value b, const Aval& out) {
+  int32_t t = out.dtype;
+  int32_t c = kernels::compute_type("Where", t, /*bits_only=*/true);
+  if (c == t || c == JXO_DTYPE_UNDEFINED) return L.op("Where", {cond, a, b}, out);
+  Aval wide = out.with_dtype(c);
+  Value r = L.op("Where", {cond, cast(L, a, L.aval_of(a), c), cast(L, b, L.aval_of(b), c)}, wide);
+  return cast(L, r, wide, t);
+}
+
+// `x` (of type `a`) transposed by `perm`; no node for the identity.
+inline Value transpose(Lowering& L, Value x, const Aval& a, const std::vector<int64_t>& perm) {
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  if (identity) return x;
+  Shape s;
+  for (int64_t p : perm) s.push_back(a.shape.at(static_cast<size_t>(p)));
+  return L.op("Transpose", {x}, a.with_shape(std::move(s)), {Attr::ints("perm", perm)});
+}
+
+// A 1-D int64 constant, the currency of shape arguments (axes, shapes, starts).
+inline Value i64s(Lowering& L, const std::vector<int64_t>& v) {
+  return L.constant(v, {static_cast<int64_t>(v.size())});
+}
+
+namespace detail {
+template <typename T> Value scalar_of(Lowering& L, T x) {
+  return L.constant(dtype::of<T>(), {}, &x, sizeof(T));
+}
+}  // namespace detail
+
+// A scalar (rank-0) of dtype `dt` holding `x` converted to that dtype.
+inline Value scalar(Lowering& L, int32_t dt, double x) {
+  using detail::scalar_of;
+  switch (dt) {
+    case dtype::f32: return scalar_of<float>(L, static_cast<float>(x));
+    case dtype::f64: return scalar_of<double>(L, x);
+    case dtype::i8: return scalar_of<int8_t>(L, static_cast<int8_t>(x));
+    case dtype::i16: return scalar_of<int16_t>(L, static_cast<int16_t>(x));
+    case dtype::i32: return scalar_of<int32_t>(L, static_cast<int32_t>(x));
+    case dtype::i64: return scalar_of<int64_t>(L, static_cast<int64_t>(x));
+    case dtype::u8: return scalar_of<uint8_t>(L, static_cast<uint8_t>(x));
+    case dtype::u16: return scalar_of<uint16_t>(L, static_cast<uint16_t>(x));
+    case dtype::u32: return scalar_of<uint32_t>(L, static_cast<uint32_t>(x));
+    case dtype::u64: return scalar_of<uint64_t>(L, static_cast<uint64_t>(x));
+    case dtype::boolean: {
+      uint8_t b = x != 0;
+      return L.constant(dtype::boolean, {}, &b, 1);
+    }
+    default: break;
+  }
+  // f16/bf16: build in f32 and cast, rather than hand-rounding here.
+  Value f = scalar_of<float>(L, static_cast<float>(x));
+  return L.op("Cast", {f}, Aval(dt, {}), {Attr::i("to", dt)});
+}
+
+namespace detail {
+// Evaluates a JAX symbolic dim expression ("2*B + 1", "floordiv(B, 2)",
+// "max(B, 1)", "B*C") into an int64[1] value with ONNX arithmetic.
+struct DimExprParser {
+  std::string_view s;
+  size_t pos;
+  Lowering* L;
+
+  Aval one() const { return Aval(dtype::i64, {1}); }
+  void skip() { while (pos < s.size() && s[pos] == ' ') ++pos; }
+  bool eat(char c) { skip(); if (pos < s.size() && s[pos] == c) { ++pos; return true; } return false; }
+  [[noreturn]] void bad() const {
+    throw Error("cannot evaluate symbolic dim expression '" + std::string(s) + "'");
+  }
+  Value parse() { Value v = expr(); skip(); if (pos != s.size()) bad(); return v; }
+  Value expr() {
+    Value v = term();
+    for (;;) {
+      if (eat('+')) v = L->op("Add", {v, term()}, one());
+      else if (eat('-')) v = L->op("Sub", {v, term()}, one());
+      else return v;
+    }
+  }
+  Value term() {
+    Value v = factor();
+    while (eat('*')) v = L->op("Mul", {v, factor()}, one());
+    return v;
+  }
+  Value factor() {
+    skip();
+    if (eat('(')) { Value v = expr(); if (!eat(')')) bad(); return v; }
+    if (eat('-')) return L->op("Neg", {factor()}, one());
+    if (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      int64_t n = 0;
+      while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') n = n * 10 + (s[pos++] - '0');
+      return i64s(*L, {n});
+    }
+    size_t start = pos;
+    while (pos < s.size() && (std::isalnum(static_cast<unsigned char>(s[pos])) || s[pos] == '_')) ++pos;
+    if (start == pos) bad();
+    std::string_view name = s.substr(start, pos - start);
+    if (eat('(')) {
+      Value a = expr();
+      if (!eat(',')) bad();
+      Value b = expr();
+      if (!eat(')')) bad();
+      if (name == "floordiv") return floordiv(a, b);
+      if (name == "mod") return L->op("Mod", {a, b}, one(), {Attr::i("fmod", 0)});
+      if (name == "max") return L->op("Max", {a, b}, one());
+      if (name == "min") return L->op("Min", {a, b}, one());
+      bad();
+    }
+    return atom(name);
+  }
+  // Floor division. ONNX Div truncates, but Mod(fmod=0) takes the divisor's
+  // sign, so a - mod(a, b) is an exact multiple of b and divides exactly.
+  Value floordiv(Value a, Value b) {
+    Value m = L->op("Mod", {a, b}, one(), {Attr::i("fmod", 0)});
+    return L->op("Div", {L->op("Sub", {a, m}, one()), b}, one());
+  }
+  Value atom(std::string_view name) {
+    return L->memoized("jaxonnx.dim:" + std::string(name), [&] {
+      Lowering::SymbolOrigin o = L->symbol_origin(name);
+      return L->op("Shape", {o.value}, one(), {Attr::i("start", o.axis), Attr::i("end", o.axis + 1)});
+    });
+  }
+};
+}  // namespace detail
+
+// The runtime value of a dim as an int64 tensor of shape [1]. A static dim
+// is a constant; a symbolic one is computed from where its symbols entered
+// the graph (Shape of that input), once per graph (Lowering::memoized).
+inline Value dim_value(Lowering& L, const Dim& d) {
+  if (d.is_static()) return i64s(L, {d.value});
+  return L.memoized("jaxonnx.dim:" + d.symbol,
+                    [&] { return detail::DimExprParser{d.symbol, 0, &L}.parse(); });
+}
+
+// A 1-D int64 tensor holding `shape`, symbolic dims computed at runtime.
+// Runs of static dims become one constant.
+inline Value shape_value(Lowering& L, const Shape& shape) {
+  bool all_static = true;
+  for (const Dim& d : shape) all_static = all_static && d.is_static();
+  if (all_static) {
+    std::vector<int64_t> v;
+    for (const Dim& d : shape) v.push_back(d.value);
+    return i64s(L, v);
+  }
+  std::vector<Value> parts;
+  std::vector<int64_t> run;
+  for (const Dim& d : shape) {
+    if (d.is_static()) { run.push_back(d.value); continue; }
+    if (!run.empty()) { parts.push_back(i64s(L, run)); run.clear(); }
+    parts.push_back(dim_value(L, d));
+  }
+  if (!run.empty()) parts.push_back(i64s(L, run));
+  if (parts.size() == 1) return parts[0];
+  return L.op("Concat", parts, Aval(dtype::i64, {static_cast<int64_t>(shape.size())}),
+              {Attr::i("axis", 0)});
+}
+
+// Inclusive scan of `x` (aval `a`) along `axis` with the associative
+// binary ONNX op `op` (e.g. "Mul", "Max"), whose identity is `identity` (a
+// scalar of a.dtype): x = op(x, x shifted by 1, 2, 4, ...) (Hillis-Steele;
+// Pad with the identity, Slice). ceil(log2 n) steps for a static n, 32 for a
+// symbolic n (exact for n < 2^32). Exact for integer ops, which wrap.
+inline Value inclusive_scan(Lowering& L, const char* op, Value x, const Aval& a, int64_t axis,
+                            bool reverse, Value identity) {
+  const Dim n = a.shape[static_cast<size_t>(axis)];
+  int64_t steps = 32;
+  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
+  Value axes = i64s(L, {axis});
+  for (int64_t k = 0; k < steps; ++k) {
+    // Shift by m = min(2^k, n) toward the scan direction (m, not 2^k, so the
+    // padded tensor stays within 2n).
+    const int64_t s = int64_t{1} << k;
+    Value m, pads, neg_m;
+    if (n.is_static()) {
+      m = i64s(L, {s});
+      pads = i64s(L, reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
+      neg_m = i64s(L, {-s});
+    } else {
+      m = L.op("Min", {i64s(L, {s}), dim_value(L, n)}, Aval(dtype::i64, {1}));
+      Value zero = i64s(L, {0});
+      pads = L.op("Concat", {reverse ? zero : m, reverse ? m : zero}, Aval(dtype::i64, {2}),
+                  {Attr::i("axis", 0)});
+      neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
+    }
+    Value padded = L.op("Pad", {x, pads, identity, axes}, Aval::of_unknown_shape(a.dtype),
+                        {Attr::s("mode", "constant")});
+    Value shifted = reverse ? L.op("Slice", {padded, m, i64s(L, {INT64_MAX}), axes}, a)
+                            : L.op("Slice", {padded, i64s(L, {0}), neg_m, axes}, a);
+    x = L.op(op, {x, shifted}, a);
+  }
+  return x;
+}
+
+}  // namespace jaxonnx::sdk
