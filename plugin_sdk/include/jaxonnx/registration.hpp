@@ -9,6 +9,7 @@
 //   }
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -136,8 +137,10 @@ class Plugin {
    public:
     explicit PrimitiveRef(detail::PrimitiveEntry* e) : e_(e) {}
     // The ONNX ops this lowering may emit (for the generated docs).
+    // Repeats (an idiom's ops declared again) are dropped, first mention wins.
     PrimitiveRef& emits(std::initializer_list<const char*> ops) {
-      for (const char* op : ops) e_->ops.emplace_back(op);
+      for (const char* op : ops)
+        if (std::find(e_->ops.begin(), e_->ops.end(), op) == e_->ops.end()) e_->ops.emplace_back(op);
       return *this;
     }
     // The ops dim_value / shape_value may emit for symbolic dims ("B", "2*B",
