@@ -37,12 +37,17 @@ def _why(dtype_name: str) -> str:
     return f"which ONNX models cannot carry{extra}; jaxonnx exports {_SUPPORTED_TEXT}"
 
 
-def _eqns(jaxpr):
+def _eqns(jaxpr, seen=None):
     """Every equation of `jaxpr`, nested ones included, the ones inside an
-    equation's params before the equation (so that the innermost is named)."""
+    equation's params before the equation (so that the innermost is named).
+    A jaxpr shared by many equations (a jitted function called in a loop) is
+    walked once: the walk stays linear in the program, not in its calls."""
+    seen = {} if seen is None else seen  # id -> jaxpr, held so no id is reused
     for eqn in jaxpr.eqns:
         for sub in jax_core.jaxprs_in_params(eqn.params):
-            yield from _eqns(sub)
+            if id(sub) not in seen:
+                seen[id(sub)] = sub
+                yield from _eqns(sub, seen)
         yield eqn
 
 

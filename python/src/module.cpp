@@ -8,6 +8,7 @@
 
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/error.hpp"
+#include "jaxonnx/core/passes.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
 #include "jaxpr_import.hpp"
 
@@ -247,4 +248,22 @@ PYBIND11_MODULE(_core, m) {
       pb::arg("path"), "Loads one plugin file (once per process) and describes it.");
   m.def("abstract_eval", &abstract_eval_primitive, pb::arg("registry"), pb::arg("name"),
         pb::arg("in_avals"), pb::arg("params"));
+  m.def(
+      "pass_contracts",
+      [] {
+        pb::list out;
+        for (const std::unique_ptr<passes::Pass>& pass : passes::all_passes()) {
+          pb::dict d;
+          d["name"] = pass->name();
+          pb::list needs, guarantees;
+          for (const passes::Property& p : pass->needs()) needs.append(p.name);
+          for (const passes::Property& p : pass->guarantees()) guarantees.append(p.name);
+          d["needs"] = needs;
+          d["guarantees"] = guarantees;
+          out.append(d);
+        }
+        return out;
+      },
+      "Every optimizer pass with the names of the properties it needs and guarantees "
+      "(docs/optimizer.md's table is generated from it).");
 }

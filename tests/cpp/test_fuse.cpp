@@ -195,3 +195,17 @@ TEST_CASE("fuse: an undeclared op, a wrong type or a late input fails the conver
                          ConversionError);
   }
 }
+
+TEST_CASE("fuse's guarantee: no rule matches, found on a scratch copy") {
+  Graph b;
+  ir::ValueId x = b.input(f32({2}), "x");
+  b.output(b.op("Exp", {b.op("Neg", {b.op("Neg", {x}, f32({2}))}, f32({2}))}, f32({2})), "y");
+  TestRule rule("neg_neg", "Neg", {}, neg_neg);
+  passes::Property p = passes::no_rule_matches({&rule.info}, 23);
+  std::string before = ir::to_text(b.g);
+  CHECK(p.violation(b.g) == "rule 'neg_neg' of plugin 'test_rules' matches at node #1 Neg 'n1'");
+  CHECK(ir::to_text(b.g) == before);  // the match was committed on the copy only
+  CHECK(fuse(b.g, rule));  // the manager checks the guarantee after the pass
+  CHECK(p.violation(b.g).empty());
+  CHECK(passes::no_rule_matches({&rule.info}, 22).violation(b.g).empty());
+}

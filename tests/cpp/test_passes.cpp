@@ -382,6 +382,7 @@ TEST_CASE("passes run inside subgraphs, and a replaced outer value updates captu
   ir::ValueId inner = body->add_value("cap");
   body->captures = {{inner, id}};
   ir::ValueId i1 = body->add_value("i1"), i2 = body->add_value("i2");
+  for (ir::ValueId v : {inner, i1, i2}) body->values[v].has_type = true, body->values[v].type = kB3;
   body->nodes.push_back(ir::Node{"inner_id", "Identity", "", {inner}, {i1}, {}});
   body->nodes.push_back(ir::Node{"inner_relu", "Relu", "", {i1}, {i2}, {}});
   body->outputs = {i2};
@@ -404,8 +405,8 @@ struct Restless : passes::Pass {
   int* runs;
   explicit Restless(int* r) : runs(r) {}
   const char* name() const override { return "restless"; }
-  const char* needs() const override { return "nothing"; }
-  const char* guarantees() const override { return "nothing"; }
+  passes::Properties needs() const override { return {}; }
+  passes::Properties guarantees() const override { return {}; }
   bool run(ir::Graph&) override { return ++*runs > 0; }
 };
 }  // namespace

@@ -1,4 +1,4 @@
-"""Generated docs stay in step with the plugins' metadata."""
+"""Generated docs stay in step with the plugins' metadata and the passes' contracts."""
 
 import subprocess
 import sys
@@ -10,7 +10,7 @@ from jaxonnx import _plugins
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_coverage_table_is_generated_from_current_metadata():
+def test_coverage_and_pass_contract_tables_are_generated_from_the_code():
     result = subprocess.run([sys.executable, str(ROOT / "docs" / "generate.py"), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -4,8 +4,6 @@ rejects, a wrong name or a silent bad conversion)."""
 
 from __future__ import annotations
 
-import threading
-import time
 
 import jax
 import jax.numpy as jnp
@@ -148,31 +146,4 @@ def test_transposed_bool_matmul_runs():
     np.testing.assert_allclose(got, np.asarray(fn(m, x)), rtol=1e-6)
 
 
-# -- bug 12: the GIL is released while the core converts
-
-def test_other_threads_run_during_a_conversion():
-    def fn(x):
-        for _ in range(1500):
-            x = jnp.sin(x) * 1.0001
-        return x
-    closed = jax.make_jaxpr(fn)(jax.ShapeDtypeStruct((3,), np.float32))
-    from jaxonnx import _core, _plugins, _source
-    reg = _plugins.registry()
-    ticks = []
-    stop = threading.Event()
-
-    def count():
-        while not stop.is_set():
-            ticks.append(1)
-            time.sleep(0)
-    t = threading.Thread(target=count)
-    t.start()
-    before = len(ticks)
-    try:
-        _core.convert(reg, closed, 23, "m", [], [], _source.describe, "0")
-    finally:
-        stop.set()
-        t.join()
-    # With the GIL held throughout, the counter could only run in the
-    # interpreter's switch intervals (5 ms); released, it runs the whole time.
-    assert len(ticks) - before > 100
+# -- bug 12 (the GIL released, Ctrl-C during a conversion): tests/python/test_interrupt.py

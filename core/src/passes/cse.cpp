@@ -1,5 +1,5 @@
 // Deduplication: common subexpression elimination and identical initializers.
-// Needs: topological order (a node's inputs are canonical before it is keyed,
+// Needs: topologically sorted (a node's inputs are canonical before it is keyed,
 // so whole duplicate chains merge in one sweep).
 // Rewrites: an initializer equal to an earlier one (dtype, dims, bytes; found
 // by content hash, confirmed byte for byte) -> the earlier one; a node with
@@ -9,8 +9,8 @@
 // Refuses: nondeterministic ops (RandomNormal, Dropout, ...), nodes outside
 // the default domain (a call site's body is opaque), nodes holding a
 // subgraph, and a duplicate whose output is a graph output (its name stays).
-// Guarantees: no two deterministic default-domain nodes, and no two
-// initializers, compute the same value.
+// Guarantees: no duplicate initializers, no common subexpressions (among
+// deterministic default-domain nodes); the exceptions above stay.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -102,9 +102,9 @@ std::string node_key(const ir::Node& n) {
 class Deduplication : public Pass {
  public:
   const char* name() const override { return "cse"; }
-  const char* needs() const override { return "topological order"; }
-  const char* guarantees() const override {
-    return "no duplicate initializer; no duplicate deterministic default-domain node";
+  Properties needs() const override { return {topologically_sorted()}; }
+  Properties guarantees() const override {
+    return {no_duplicate_initializers(), no_common_subexpressions()};
   }
 
   bool run(ir::Graph& g) override {
@@ -178,5 +178,49 @@ class Deduplication : public Pass {
 }  // namespace
 
 std::unique_ptr<Pass> deduplication() { return std::make_unique<Deduplication>(); }
+
+// A later initializer equal to an earlier one, unless the later is a graph
+// output (its name stays). Compared byte for byte within groups of equal
+// dtype and dims, where memcmp stops at the first difference.
+Property no_duplicate_initializers() {
+  return {"no duplicate initializers", [](const ir::Graph& g) -> std::string {
+            std::set<ir::ValueId> outputs(g.outputs.begin(), g.outputs.end());
+            std::map<std::tuple<int32_t, std::vector<int64_t>, size_t>, std::vector<size_t>> by_type;
+            for (size_t k = 0; k < g.initializers.size(); ++k) {
+              const Tensor& t = *g.initializers[k].tensor;
+              std::vector<size_t>& same = by_type[{t.dtype, t.dims, t.nbytes}];
+              if (!outputs.count(g.initializers[k].value))
+                for (size_t j : same)
+                  if (same_content(*g.initializers[j].tensor, t))
+                    return "initializer '" + g.values[g.initializers[k].value].name +
+                           "' holds what '" + g.values[g.initializers[j].value].name + "' holds";
+              same.push_back(k);
+            }
+            return {};
+          }};
+}
+
+// A later node with the same key as an earlier one, unless one of its outputs
+// is a graph output.
+Property no_common_subexpressions() {
+  return {"no common subexpressions", [](const ir::Graph& g) -> std::string {
+            std::set<ir::ValueId> outputs(g.outputs.begin(), g.outputs.end());
+            std::map<std::string, size_t> seen;
+            for (size_t k = 0; k < g.nodes.size(); ++k) {
+              const ir::Node& n = g.nodes[k];
+              std::string key = node_key(n);
+              if (key.empty()) continue;
+              auto [it, fresh] = seen.emplace(std::move(key), k);
+              if (fresh) continue;
+              bool interface = false;
+              for (ir::ValueId v : n.outputs) interface = interface || outputs.count(v);
+              if (!interface)
+                return "node #" + std::to_string(k) + " " + n.op_type + " '" + n.name +
+                       "' computes what node #" + std::to_string(it->second) + " '" +
+                       g.nodes[it->second].name + "' does";
+            }
+            return {};
+          }};
+}
 
 }  // namespace jaxonnx::passes

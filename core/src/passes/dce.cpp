@@ -1,8 +1,8 @@
 // Dead-code elimination.
-// Needs: topological order.
-// Guarantees: every node has an output that a graph output depends on (a
-// subgraph capture counts as a read by the node holding the subgraph); every
-// initializer and every capture is read. Graph inputs stay even when unused:
+// Needs: topologically sorted.
+// Guarantees: no dead nodes (every node has an output that a graph output
+// depends on; a subgraph capture counts as a read by the node holding the
+// subgraph), no unread initializers, no unread captures. Graph inputs stay even when unused:
 // they are the model's (or the If/Loop body's) signature.
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/passes.hpp"
@@ -13,19 +13,9 @@ namespace {
 class DeadCodeElimination : public Pass {
  public:
   const char* name() const override { return "dce"; }
-  const char* needs() const override { return "topological order"; }
-  const char* guarantees() const override {
-    return "no dead node, no unread initializer, no unread capture";
-  }
-
-  // Run again on a copy, nothing may go (subgraphs are cleaned by their own runs).
-  std::string unmet_guarantee(const ir::Graph& g) const override {
-    ir::Graph copy = g;
-    if (DeadCodeElimination().run(copy))
-      return std::to_string(g.nodes.size() - copy.nodes.size()) + " dead node(s), " +
-             std::to_string(g.initializers.size() - copy.initializers.size()) +
-             " unread initializer(s) remain";
-    return {};
+  Properties needs() const override { return {topologically_sorted()}; }
+  Properties guarantees() const override {
+    return {no_dead_nodes(), no_unread_initializers(), no_unread_captures()};
   }
 
   bool run(ir::Graph& g) override {

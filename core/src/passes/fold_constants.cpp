@@ -1,5 +1,6 @@
 // Bounded constant folding of shape arithmetic.
-// Needs: typed values (Shape folds only a value whose type is fully static).
+// Needs: topologically sorted; typed values (Shape folds only a value whose
+// type is fully static).
 // Rewrites a node into an initializer when it is one of
 //   Shape(x) of a statically shaped x (with start/end),
 //   Concat / Gather / Slice over rank-1 int constants, where Gather and Slice
@@ -19,7 +20,7 @@
 // consumes (those read only by this node) plus 64 bytes, about the NodeProto
 // it replaces, so no model grows; a node whose output is a graph output; any
 // index out of range; any other dtype or rank.
-// Guarantees: no such node remains foldable.
+// Guarantees: no foldable constants (no such node remains foldable).
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -55,11 +56,8 @@ int64_t int_attr(const ir::Node& n, const char* name, int64_t fallback) {
 class ConstantFolding : public Pass {
  public:
   const char* name() const override { return "fold"; }
-  const char* needs() const override { return "typed values"; }
-  const char* guarantees() const override {
-    return "no foldable Shape/Concat/Gather/Slice/Add/Mul, nor reshape of a constant, within "
-           "the size caps";
-  }
+  Properties needs() const override { return {topologically_sorted(), typed_values()}; }
+  Properties guarantees() const override { return {no_foldable_constants()}; }
 
   // One sweep in node (topological) order, keeping the use counts current: a
   // folded value is a constant for the nodes after it, so chains fold at once.
@@ -79,7 +77,6 @@ class ConstantFolding : public Pass {
     return changed;
   }
 
- private:
   // Folds `n` into a new initializer (and marks it erased) when it can.
   static bool fold(ir::Graph& g, const Uses& uses, ir::Node& n) {
     if (n.outputs.size() != 1 || uses.is_output[n.outputs[0]]) return false;
@@ -123,6 +120,7 @@ class ConstantFolding : public Pass {
     return true;
   }
 
+ private:
   // The reshape `n` of a constant, as an initializer holding the same bytes.
   static bool reshape_constant(ir::Graph& g, const Uses& uses, ir::Node& n, size_t consumed) {
     const Tensor* data = uses.constant(g, n.inputs[0]);
@@ -356,5 +354,19 @@ class ConstantFolding : public Pass {
 }  // namespace
 
 std::unique_ptr<Pass> constant_folding() { return std::make_unique<ConstantFolding>(); }
+
+// The pass's own test, on a scratch copy (a fold rewrites the graph): the
+// first node it would fold.
+Property no_foldable_constants() {
+  return {"no foldable constants", [](const ir::Graph& g) -> std::string {
+            ir::Graph scratch = scratch_copy(g);
+            Uses uses(scratch);
+            for (size_t k = 0; k < scratch.nodes.size(); ++k)
+              if (ConstantFolding::fold(scratch, uses, scratch.nodes[k]))
+                return "node #" + std::to_string(k) + " " + g.nodes[k].op_type + " '" +
+                       g.nodes[k].name + "' folds into a constant";
+            return {};
+          }};
+}
 
 }  // namespace jaxonnx::passes

@@ -3,7 +3,7 @@
 // JAX's softmax chain → Softmax, ...). It names no op: every pattern and every
 // replacement belongs to a plugin's rule.
 //
-// Needs: topological order; typed values (rules compare types).
+// Needs: topologically sorted; typed values (rules compare types).
 // Rewrites: at each node, in order, every rule whose root op it is (plugins in
 // registry order, rules in declaration order; rules below their min_opset are
 // skipped) gets a read-only view; a rule that matches emits its replacement
@@ -14,9 +14,10 @@
 // defined at or after the root, an op the rule did not declare, a non-default
 // domain, a replaced graph output whose replacement is not a node the rule
 // emitted.
-// Guarantees: the invariants (topological order, one definition per value,
-// interface values keep their names and types); matched nodes nobody reads
-// any more are left to dce.
+// Guarantees: no plugin rule matches (tried again on a scratch copy when the
+// verifier is on); the invariants (topological order, one definition per
+// value, interface values keep their names and types). Matched nodes nobody
+// reads any more are left to dce.
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -254,14 +255,30 @@ namespace {
 
 class Fuse : public Pass {
  public:
-  Fuse(std::vector<const RuleInfo*> rules, int64_t opset) : opset_(opset) {
+  Fuse(std::vector<const RuleInfo*> rules, int64_t opset) : rules_(rules), opset_(opset) {
     for (const RuleInfo* r : rules)
       if (r->min_opset <= opset) by_root_[r->root_op].push_back(r);
   }
   const char* name() const override { return "fuse"; }
-  const char* needs() const override { return "topological order, typed values"; }
-  const char* guarantees() const override {
-    return "no plugin rule matches at a node it was tried at; the invariants hold";
+  Properties needs() const override { return {topologically_sorted(), typed_values()}; }
+  Properties guarantees() const override { return {no_rule_matches(rules_, opset_)}; }
+
+  // The first node of `scratch` where a rule applies ("node #3 Add 'n3', rule
+  // ..."), or empty. A match is committed: `scratch` is a copy to throw away.
+  std::string first_match(ir::Graph& scratch) {
+    Uses uses(scratch);
+    for (size_t k = 0; k < scratch.nodes.size(); ++k) {
+      const ir::Node& n = scratch.nodes[k];
+      auto it = n.domain.empty() ? by_root_.find(n.op_type) : by_root_.end();
+      if (it == by_root_.end()) continue;
+      std::string where = "node #" + std::to_string(k) + " " + n.op_type + " '" + n.name + "'";
+      size_t inserted = 0;
+      for (const RuleInfo* rule : it->second)
+        if (attempt(scratch, uses, k, *rule, &inserted))
+          return "rule '" + rule->name + "' of plugin '" + rule->plugin->name + "' matches at " +
+                 where;
+    }
+    return {};
   }
 
   bool run(ir::Graph& g) override {
@@ -381,6 +398,7 @@ class Fuse : public Pass {
     return false;
   }
 
+  std::vector<const RuleInfo*> rules_;
   int64_t opset_;
   std::map<std::string, std::vector<const RuleInfo*>> by_root_;
 };
@@ -389,6 +407,14 @@ class Fuse : public Pass {
 
 std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset) {
   return std::make_unique<Fuse>(std::move(rules), opset);
+}
+
+// The pass's own attempts, on a scratch copy.
+Property no_rule_matches(std::vector<const RuleInfo*> rules, int64_t opset) {
+  return {"no plugin rule matches", [rules, opset](const ir::Graph& g) -> std::string {
+            ir::Graph scratch = scratch_copy(g);
+            return Fuse(rules, opset).first_match(scratch);
+          }};
 }
 
 }  // namespace passes

@@ -1,8 +1,10 @@
 // Function inlining (opt-in): every call of a model function becomes a copy
 // of the callee's body, so the passes see and optimize across the old
 // boundary.
-// Needs: model.functions ordered callees before callers; the IR invariants.
-// Guarantees: no node calls a model function; model.functions is empty.
+// A pass run once over every function body, callees first, then the main
+// graph (inline_functions); the manager visits subgraphs.
+// Needs: topologically sorted; model.functions ordered callees before callers.
+// Guarantees: no function calls; inline_functions then drops every function.
 // Copied values and nodes are named "<call node>/<name in the body>", so
 // names stay unique and say where they came from. The call's outputs keep
 // their values (and names), so the graph's interface never changes.
@@ -69,26 +71,47 @@ void splice(ir::Graph& g, const ir::Node& call, const ir::Graph& body, std::vect
   }
 }
 
-void inline_calls(ir::Graph& g, const std::vector<ir::Function>& functions) {
-  std::vector<ir::Node> nodes;
-  nodes.reserve(g.nodes.size());
-  for (ir::Node& n : g.nodes) {
-    for (ir::Attribute& a : n.attrs)
-      if (a.graph) inline_calls(*a.graph, functions);
-    const ir::Function* f = ir::called_function(functions, n);
-    if (f) splice(g, n, *f->body, nodes);
-    else nodes.push_back(std::move(n));
+class Inlining : public Pass {
+ public:
+  explicit Inlining(const std::vector<ir::Function>& functions) : functions_(functions) {}
+  const char* name() const override { return "inline"; }
+  Properties needs() const override { return {topologically_sorted()}; }
+  Properties guarantees() const override { return {no_function_calls(functions_)}; }
+
+  bool run(ir::Graph& g) override {
+    std::vector<ir::Node> nodes;
+    nodes.reserve(g.nodes.size());
+    bool changed = false;
+    for (ir::Node& n : g.nodes) {
+      const ir::Function* f = ir::called_function(functions_, n);
+      if (f) splice(g, n, *f->body, nodes);
+      else nodes.push_back(std::move(n));
+      changed = changed || f;
+    }
+    g.nodes = std::move(nodes);
+    return changed;
   }
-  g.nodes = std::move(nodes);
-}
+
+ private:
+  const std::vector<ir::Function>& functions_;
+};
 
 }  // namespace
+
+std::unique_ptr<Pass> inlining(const std::vector<ir::Function>& functions) {
+  return std::make_unique<Inlining>(functions);
+}
 
 void inline_functions(ir::Model& model) {
   if (model.functions.empty()) return;
   // Callees come first, so each body is call-free before a caller copies it.
-  for (ir::Function& f : model.functions) inline_calls(*f.body, model.functions);
-  inline_calls(model.graph, model.functions);
+  Pipeline pipeline;
+  pipeline.push_back(inlining(model.functions));
+  ManagerOptions once;
+  once.max_rounds = 1;
+  PassManager manager(std::move(pipeline), once);
+  for (ir::Function& f : model.functions) manager.run(*f.body);
+  manager.run(model.graph);
   ir::drop_uncalled_functions(model);
 }
 

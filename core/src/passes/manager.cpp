@@ -22,6 +22,17 @@ bool run_everywhere(Pass& pass, ir::Graph& g) {
   return pass.run(g) || changed;
 }
 
+// The first graph, innermost first as the passes visit them, where one of
+// `properties` does not hold: "graph 'body': 'no dead nodes': node #3 ...".
+std::string violation_everywhere(const Properties& properties, const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes)
+    for (const ir::Attribute& a : n.attrs)
+      if (a.graph)
+        if (std::string v = violation_everywhere(properties, *a.graph); !v.empty()) return v;
+  std::string v = first_violation(properties, g);
+  return v.empty() ? v : "graph '" + g.name + "': " + v;
+}
+
 }  // namespace
 
 PassManager::PassManager(Pipeline pipeline, ManagerOptions options)
@@ -35,8 +46,8 @@ int PassManager::run(ir::Graph& graph) {
     std::snprintf(file, sizeof file, "%03d_r%d_%s_%s.txt", dumps_++, round, when, pass.name());
     std::filesystem::path path = std::filesystem::path(options_.dump_dir) / file;
     std::ofstream out(path, std::ios::binary);
-    out << "# " << pass.name() << " needs: " << pass.needs() << "\n# " << pass.name()
-        << " guarantees: " << pass.guarantees() << "\n"
+    out << "# " << pass.name() << " needs: " << names(pass.needs()) << "\n# " << pass.name()
+        << " guarantees: " << names(pass.guarantees()) << "\n"
         << ir::to_text(graph);
     if (!out) throw ConversionError("cannot write the IR dump " + path.string());
   };
@@ -48,16 +59,21 @@ int PassManager::run(ir::Graph& graph) {
     for (size_t k = 0; k < pipeline_.size(); ++k) {
       const Pass& pass = *pipeline_[k];
       if (options_.poll) options_.poll();
+      const bool checked = verify_enabled();
+      const std::string which =
+          "pass '" + std::string(pass.name()) + "' (round " + std::to_string(round) + ")";
+      if (checked)
+        if (std::string unmet = violation_everywhere(pass.needs(), graph); !unmet.empty())
+          throw ConversionError("internal error: " + which + " needs what does not hold before it "
+                                "runs: " + unmet + " (a jaxonnx bug; please report it)");
       dump(round, "before", pass);
       auto start = std::chrono::steady_clock::now();
       changed = run_everywhere(*pipeline_[k], graph) || changed;
-      if (verify_enabled()) {
-        std::string where =
-            "after pass '" + std::string(pass.name()) + "' (round " + std::to_string(round) + ")";
-        verify(graph, where);
-        if (std::string unmet = pass.unmet_guarantee(graph); !unmet.empty())
-          throw ConversionError("internal error: " + where + ", its guarantee does not hold: " +
-                                unmet + " (a jaxonnx bug; please report it)");
+      if (checked) {
+        verify(graph, "after " + which);
+        if (std::string unmet = violation_everywhere(pass.guarantees(), graph); !unmet.empty())
+          throw ConversionError("internal error: " + which + " broke its guarantee: " + unmet +
+                                " (a jaxonnx bug; please report it)");
       }
       if (seconds)
         (*seconds)[seconds->size() - pipeline_.size() + k].second +=
@@ -76,6 +92,14 @@ Pipeline default_pipeline() {
   p.push_back(constant_folding());
   p.push_back(deduplication());
   p.push_back(dead_code_elimination());
+  return p;
+}
+
+Pipeline all_passes() {
+  static const std::vector<ir::Function> kNoFunctions;
+  Pipeline p = default_pipeline();
+  p.insert(p.end() - 1, fuse({}, 0));
+  p.push_back(inlining(kNoFunctions));
   return p;
 }
 

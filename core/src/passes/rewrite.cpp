@@ -102,7 +102,13 @@ void Uses::add_node(const ir::Graph& g, size_t node) {
   for (ir::ValueId v : ir::captured_inputs(n)) ++reads[v], consumers[v].push_back(node);
 }
 
+bool can_bypass(const ir::Graph& g, const Uses& uses, size_t index, ir::ValueId replacement) {
+  ir::ValueId out = g.nodes[index].outputs.at(0);
+  return !uses.is_output[out] || (uses.producer[replacement] >= 0 && !uses.is_output[replacement]);
+}
+
 bool bypass(ir::Graph& g, Uses& uses, size_t index, ir::ValueId replacement) {
+  if (!can_bypass(g, uses, index, replacement)) return false;
   ir::ValueId out = g.nodes[index].outputs.at(0);
   if (!uses.is_output[out]) {
     uses.erase(g, index);
@@ -110,7 +116,6 @@ bool bypass(ir::Graph& g, Uses& uses, size_t index, ir::ValueId replacement) {
     return true;
   }
   int64_t maker = uses.producer[replacement];
-  if (maker < 0 || uses.is_output[replacement]) return false;
   uses.erase(g, index);
   for (ir::ValueId& v : g.nodes[maker].outputs)
     if (v == replacement) v = out;
@@ -133,6 +138,7 @@ void replace_reads(ir::Graph& g, ir::ValueId from, ir::ValueId to) {
 }
 
 bool bypass(ir::Graph& g, const Uses& uses, size_t index, ir::ValueId replacement) {
+  if (!can_bypass(g, uses, index, replacement)) return false;
   ir::Node& node = g.nodes[index];
   ir::ValueId out = node.outputs.at(0);
   if (!uses.is_output[out]) {
@@ -141,7 +147,6 @@ bool bypass(ir::Graph& g, const Uses& uses, size_t index, ir::ValueId replacemen
     return true;
   }
   int64_t maker = uses.producer[replacement];
-  if (maker < 0 || uses.is_output[replacement]) return false;
   mark_erased(node);
   for (ir::ValueId& v : g.nodes[maker].outputs)
     if (v == replacement) v = out;
@@ -166,6 +171,14 @@ size_t erase_marked(ir::Graph& g) {
     if (!is_erased(n)) kept.push_back(std::move(n));
   g.nodes = std::move(kept);
   return before - g.nodes.size();
+}
+
+ir::Graph scratch_copy(const ir::Graph& g) {
+  ir::Graph copy = g;
+  for (ir::Node& n : copy.nodes)
+    for (ir::Attribute& a : n.attrs)
+      if (a.graph) a.graph = std::make_shared<ir::Graph>(scratch_copy(*a.graph));
+  return copy;
 }
 
 bool same_type(const ir::Value& a, const ir::Value& b) {

@@ -60,6 +60,8 @@ void replace_reads(ir::Graph& graph, ir::ValueId from, ir::ValueId to);
 // refused (returns false, nothing changed) when `replacement` is not made by
 // a node of this graph or is itself a graph output.
 bool bypass(ir::Graph& graph, const Uses& uses, size_t index, ir::ValueId replacement);
+// Whether bypass() would remove node `index` (false: it would refuse).
+bool can_bypass(const ir::Graph& graph, const Uses& uses, size_t index, ir::ValueId replacement);
 // The same, keeping `uses` current.
 bool bypass(ir::Graph& graph, Uses& uses, size_t index, ir::ValueId replacement);
 
@@ -81,6 +83,10 @@ bool rewrite_to_fixed_point(ir::Graph& graph, RewriteOne rewrite_one) {
   }
   return changed;
 }
+
+// A copy of `graph` whose subgraphs are copies too (a plain copy shares
+// them), for a property that tries a rewrite and throws the result away.
+ir::Graph scratch_copy(const ir::Graph& graph);
 
 // Both typed, same dtype, same rank and same dims (symbols compared by name,
 // as JAX names equal sizes alike).

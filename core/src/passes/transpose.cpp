@@ -1,5 +1,5 @@
 // Transpose folding: remove Transposes that only undo each other.
-// Needs: typed values (a permuted value's type is rewritten with it).
+// Relies on typed values (a permuted value's type is rewritten with it).
 // Rewrites, for t = Transpose(x, p):
 //   1. t -> e1 -> ... -> ek -> Transpose(., q), with p∘q the identity and
 //      each ei pure elementwise (unary, or binary whose other operand is a
@@ -15,10 +15,14 @@
 // branching consumer would still see the permuted layout), a
 // non-elementwise op in the chain, permutations that do not cancel (1), a
 // missing permutation on a value of unknown rank.
-// Guarantees: none of these patterns remains.
+// Needs: topologically sorted, typed values.
+// Guarantees: none of these patterns remains: no cancelling Transposes
+// (1, 2), no elementwise op of two equal Transposes (3), no Cast of a bool
+// Transpose (4).
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "jaxonnx/core/passes.hpp"
 #include "onnx_ops.hpp"
@@ -108,14 +112,116 @@ std::shared_ptr<const Tensor> transposed(const Tensor& t, const Perm& perm) {
   return Tensor::copy_of(t.dtype, out_dims, bytes.data(), bytes.size());
 }
 
+// Patterns 1 and 2 found at the Transpose `first`: what fold_pair changes.
+struct PairMatch {
+  size_t first = 0, second = 0;  // the two Transposes
+  Perm p, r;                     // first's permutation; r = p∘(second's)
+  bool merge = false;            // pattern 2 (or 1 kept for an interface name): one Transpose(x, r)
+  struct Hop { size_t node; size_t slot; };  // a chain node and its slot on the chain
+  std::vector<Hop> chain;
+  std::vector<size_t> constants;  // initializers of the chain, to permute
+};
+
+std::optional<PairMatch> find_pair(const ir::Graph& g, const Uses& uses, size_t first) {
+  PairMatch m;
+  m.first = first;
+  const ir::Node& t = g.nodes[first];
+  if (onnx_ops::kind(t) != Op::Transpose || t.inputs.empty() || t.inputs[0] == ir::kNoValue ||
+      t.outputs.size() != 1 || !perm_of(g, t, &m.p) || !valid_perm(m.p))
+    return std::nullopt;
+  const ir::ValueId x = t.inputs[0];
+  for (ir::ValueId v = t.outputs[0];;) {
+    if (!uses.single_consumer(v)) return std::nullopt;
+    int64_t reader = uses.first_consumer(g, v);
+    if (reader < 0) return std::nullopt;
+    size_t c = static_cast<size_t>(reader);
+    const ir::Node& next = g.nodes[c];
+    if (onnx_ops::kind(next) == Op::Transpose) {
+      Perm q;
+      if (!perm_of(g, next, &q) || q.size() != m.p.size()) return std::nullopt;
+      m.second = c;
+      m.r = compose(m.p, q);
+      ir::ValueId last = m.chain.empty() ? x : g.nodes[m.chain.back().node].outputs[0];
+      ir::ValueId z = next.outputs[0];
+      // Pattern 2; or x is an interface value: keep one (identity) Transpose for the name.
+      m.merge = !is_identity(m.r) ||
+                (uses.is_output[z] && (uses.producer[last] < 0 || uses.is_output[last]));
+      if (m.merge && !m.chain.empty()) return std::nullopt;  // pattern 1 refuses
+      return m;
+    }
+    size_t slot = next.inputs[0] == v ? 0 : 1;
+    if (onnx_ops::is_elementwise_binary(next)) {
+      ir::ValueId other = next.inputs[1 - slot];
+      if (other == ir::kNoValue) return std::nullopt;
+      if (!size_one(g.values[other], m.p.size())) {
+        auto init = uses.initializer.find(other);
+        if (init == uses.initializer.end() || uses.reads[other] != 1 || uses.is_output[other] ||
+            g.initializers[init->second].tensor->dims.size() > m.p.size() ||
+            dtype_size(g.initializers[init->second].tensor->dtype) == 0)
+          return std::nullopt;
+        m.constants.push_back(init->second);
+      }
+    } else if (!onnx_ops::is_elementwise_unary(next)) {
+      return std::nullopt;  // never across a non-elementwise op
+    }
+    const ir::Value& out = g.values[next.outputs[0]];
+    if (!out.has_type || !out.type.known_rank || out.type.dims.size() != m.p.size())
+      return std::nullopt;
+    m.chain.push_back({c, slot});
+    v = next.outputs[0];
+  }
+}
+
+// Pattern 3 at the binary op `k`: the two Transposes it reads, and their perm.
+struct SinkMatch {
+  int64_t ta, tb;
+  Perm p;
+};
+
+std::optional<SinkMatch> find_sink(const ir::Graph& g, const Uses& uses, size_t k) {
+  const ir::Node& op = g.nodes[k];
+  if (!onnx_ops::is_elementwise_binary(op)) return std::nullopt;
+  ir::ValueId a = op.inputs[0], b = op.inputs[1], y = op.outputs[0];
+  if (a == b || a == ir::kNoValue || b == ir::kNoValue) return std::nullopt;
+  int64_t ta = uses.producer[a], tb = uses.producer[b];
+  if (ta < 0 || tb < 0 || onnx_ops::kind(g.nodes[ta]) != Op::Transpose ||
+      onnx_ops::kind(g.nodes[tb]) != Op::Transpose || !uses.single_consumer(a) ||
+      !uses.single_consumer(b))
+    return std::nullopt;
+  Perm pa, pb;
+  if (!perm_of(g, g.nodes[ta], &pa) || !perm_of(g, g.nodes[tb], &pb) || pa != pb ||
+      !valid_perm(pa))
+    return std::nullopt;
+  const ir::Value& out = g.values[y];
+  if (!out.has_type || !out.type.known_rank || out.type.dims.size() != pa.size())
+    return std::nullopt;
+  return SinkMatch{ta, tb, pa};
+}
+
+// Pattern 4 at the Transpose `t`: the Cast reading it, or -1.
+int64_t find_cast(const ir::Graph& g, const Uses& uses, size_t t) {
+  const ir::Node& tr = g.nodes[t];
+  if (onnx_ops::kind(tr) != Op::Transpose || tr.inputs.empty() || tr.inputs[0] == ir::kNoValue ||
+      tr.outputs.size() != 1)
+    return -1;
+  ir::ValueId x = tr.inputs[0], u = tr.outputs[0];
+  const ir::Value& in = g.values[x];
+  if (!in.has_type || !in.type.known_rank || in.type.dtype != JXO_DTYPE_BOOL ||
+      !uses.single_consumer(u))
+    return -1;
+  int64_t c = uses.first_consumer(g, u);
+  if (c < 0 || onnx_ops::kind(g.nodes[c]) != Op::Cast) return -1;
+  const ir::Node& cast = g.nodes[c];
+  if (!attribute(cast, "to") || cast.inputs.size() != 1) return -1;
+  return c;
+}
+
 class TransposeFolding : public Pass {
  public:
   const char* name() const override { return "transpose"; }
-  const char* needs() const override { return "typed values; topological order"; }
-  const char* guarantees() const override {
-    return "no cancelling Transpose pair across a single-consumer elementwise chain, no "
-           "Transpose of a Transpose, no elementwise binary op of two equal Transposes, no "
-           "Cast of a bool Transpose";
+  Properties needs() const override { return {topologically_sorted(), typed_values()}; }
+  Properties guarantees() const override {
+    return {no_cancelling_transposes(), no_transposes_to_sink(), no_cast_of_bool_transpose()};
   }
 
   // One sweep in node order with the use lists kept current; a node is
@@ -127,10 +233,7 @@ class TransposeFolding : public Pass {
     bool changed = false;
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       for (bool again = true; again && !is_erased(g.nodes[k]);) {
-        const ir::Node& n = g.nodes[k];
-        again = (onnx_ops::kind(n) == Op::Transpose &&
-                 (fold_from(g, uses, k) || cast_first(g, uses, k))) ||
-                (onnx_ops::is_elementwise_binary(n) && sink_pair(g, uses, k));
+        again = fold_pair(g, uses, k) || cast_first(g, uses, k) || sink_pair(g, uses, k);
         changed = changed || again;
       }
     }
@@ -140,80 +243,34 @@ class TransposeFolding : public Pass {
 
  private:
   // Patterns 1 and 2, starting at the Transpose `first`.
-  static bool fold_from(ir::Graph& g, Uses& uses, size_t first) {
-    Perm p;
-    if (!perm_of(g, g.nodes[first], &p) || !valid_perm(p)) return false;
-    const ir::ValueId x = g.nodes[first].inputs[0];
-    struct Hop { size_t node; size_t slot; };  // the chain node and its slot on the chain
-    std::vector<Hop> chain;
-    std::vector<std::pair<size_t, size_t>> constants;  // (chain index, initializer index)
-    for (ir::ValueId v = g.nodes[first].outputs[0];;) {
-      if (!uses.single_consumer(v)) return false;
-      int64_t reader = uses.first_consumer(g, v);
-      if (reader < 0) return false;
-      size_t c = static_cast<size_t>(reader);
-      ir::Node& next = g.nodes[c];
-      if (onnx_ops::kind(next) == Op::Transpose) {
-        Perm q;
-        if (!perm_of(g, next, &q) || q.size() != p.size()) return false;
-        Perm r = compose(p, q);
-        if (!is_identity(r)) {
-          if (!chain.empty()) return false;  // pattern 1 refuses; pattern 2:
-          return merge(g, uses, first, c, r);
-        }
-        ir::ValueId last = chain.empty() ? x : g.nodes[chain.back().node].outputs[0];
-        ir::ValueId z = next.outputs[0];
-        if (uses.is_output[z] && (uses.producer[last] < 0 || uses.is_output[last])) {
-          if (!chain.empty()) return false;
-          // x is an interface value: keep one (identity) Transpose for the name.
-          return merge(g, uses, first, c, r);
-        }
-        Perm inv = inverse(p);
-        for (const auto& [hop, init] : constants) {
-          ir::Initializer& i = g.initializers[init];
-          i.tensor = transposed(*i.tensor, inv);
-          std::vector<Dim> dims;
-          for (int64_t d : i.tensor->dims) dims.push_back(Dim{d, {}});
-          g.values[i.value].has_type = true;
-          g.values[i.value].type = Aval(i.tensor->dtype, std::move(dims));
-        }
-        for (const Hop& h : chain) permute_type(g.values[g.nodes[h.node].outputs[0]], inv);
-        if (!chain.empty()) uses.set_input(g, chain[0].node, chain[0].slot, x);
-        uses.erase(g, first);
-        bypass(g, uses, c, last);
-        return true;
-      }
-      size_t slot = next.inputs[0] == v ? 0 : 1;
-      if (onnx_ops::is_elementwise_binary(next)) {
-        ir::ValueId other = next.inputs[1 - slot];
-        if (other == ir::kNoValue) return false;
-        if (!size_one(g.values[other], p.size())) {
-          auto init = uses.initializer.find(other);
-          if (init == uses.initializer.end() || uses.reads[other] != 1 || uses.is_output[other] ||
-              g.initializers[init->second].tensor->dims.size() > p.size() ||
-              dtype_size(g.initializers[init->second].tensor->dtype) == 0)
-            return false;
-          constants.emplace_back(chain.size(), init->second);
-        }
-      } else if (!onnx_ops::is_elementwise_unary(next)) {
-        return false;  // never across a non-elementwise op
-      }
-      const ir::Value& out = g.values[next.outputs[0]];
-      if (!out.has_type || !out.type.known_rank || out.type.dims.size() != p.size()) return false;
-      chain.push_back({c, slot});
-      v = next.outputs[0];
+  static bool fold_pair(ir::Graph& g, Uses& uses, size_t first) {
+    std::optional<PairMatch> m = find_pair(g, uses, first);
+    if (!m) return false;
+    if (m->merge) {  // `second` becomes Transpose(first's input, r)
+      uses.set_input(g, m->second, 0, g.nodes[first].inputs[0]);
+      ir::Attribute perm;
+      perm.name = "perm";
+      perm.type = JXO_ATTR_INTS;
+      perm.ints = m->r;
+      g.nodes[m->second].attrs = {perm};
+      uses.erase(g, first);
+      return true;
     }
-  }
-
-  // `second` (reading `first`'s output) becomes Transpose(first's input, r).
-  static bool merge(ir::Graph& g, Uses& uses, size_t first, size_t second, const Perm& r) {
-    uses.set_input(g, second, 0, g.nodes[first].inputs[0]);
-    ir::Attribute perm;
-    perm.name = "perm";
-    perm.type = JXO_ATTR_INTS;
-    perm.ints = r;
-    g.nodes[second].attrs = {perm};
+    const ir::ValueId x = g.nodes[first].inputs[0];
+    ir::ValueId last = m->chain.empty() ? x : g.nodes[m->chain.back().node].outputs[0];
+    Perm inv = inverse(m->p);
+    for (size_t init : m->constants) {
+      ir::Initializer& i = g.initializers[init];
+      i.tensor = transposed(*i.tensor, inv);
+      std::vector<Dim> dims;
+      for (int64_t d : i.tensor->dims) dims.push_back(Dim{d, {}});
+      g.values[i.value].has_type = true;
+      g.values[i.value].type = Aval(i.tensor->dtype, std::move(dims));
+    }
+    for (const PairMatch::Hop& h : m->chain) permute_type(g.values[g.nodes[h.node].outputs[0]], inv);
+    if (!m->chain.empty()) uses.set_input(g, m->chain[0].node, m->chain[0].slot, x);
     uses.erase(g, first);
+    bypass(g, uses, m->second, last);
     return true;
   }
 
@@ -222,22 +279,14 @@ class TransposeFolding : public Pass {
   // optimizations crash (SIGSEGV at session creation) on Transpose -> Cast
   // from bool -> MatMul; the swapped form is equivalent and runs.
   static bool cast_first(ir::Graph& g, Uses& uses, size_t t) {
-    ir::Node& tr = g.nodes[t];
-    if (tr.inputs.empty() || tr.inputs[0] == ir::kNoValue || tr.outputs.size() != 1) return false;
-    ir::ValueId x = tr.inputs[0], u = tr.outputs[0];
-    const ir::Value& in = g.values[x];
-    if (!in.has_type || !in.type.known_rank || in.type.dtype != JXO_DTYPE_BOOL ||
-        !uses.single_consumer(u))
-      return false;
-    int64_t c = uses.first_consumer(g, u);
-    if (c < 0 || onnx_ops::kind(g.nodes[c]) != Op::Cast) return false;
-    ir::Node& cast = g.nodes[c];
-    const ir::Attribute* to = attribute(cast, "to");
-    if (!to || cast.inputs.size() != 1) return false;
+    int64_t c = find_cast(g, uses, t);
+    if (c < 0) return false;
+    ir::Node &tr = g.nodes[t], &cast = g.nodes[c];
+    const ir::Value& in = g.values[tr.inputs[0]];
     // Same slots, same values: node t now casts x into u, node c transposes u into y.
-    ir::Value& mid = g.values[u];
+    ir::Value& mid = g.values[tr.outputs[0]];
     mid.has_type = true;
-    mid.type = Aval(static_cast<int32_t>(to->i), in.type.dims);
+    mid.type = Aval(static_cast<int32_t>(attribute(cast, "to")->i), in.type.dims);
     std::swap(tr.op_type, cast.op_type);
     std::swap(tr.attrs, cast.attrs);
     std::swap(tr.name, cast.name);
@@ -246,20 +295,11 @@ class TransposeFolding : public Pass {
 
   // Pattern 3 at the binary op `k`.
   static bool sink_pair(ir::Graph& g, Uses& uses, size_t k) {
+    std::optional<SinkMatch> m = find_sink(g, uses, k);
+    if (!m) return false;
+    const int64_t ta = m->ta, tb = m->tb;
     ir::Node& op = g.nodes[k];
-    ir::ValueId a = op.inputs[0], b = op.inputs[1], y = op.outputs[0];
-    if (a == b || a == ir::kNoValue || b == ir::kNoValue) return false;
-    int64_t ta = uses.producer[a], tb = uses.producer[b];
-    if (ta < 0 || tb < 0 || onnx_ops::kind(g.nodes[ta]) != Op::Transpose ||
-        onnx_ops::kind(g.nodes[tb]) != Op::Transpose || !uses.single_consumer(a) ||
-        !uses.single_consumer(b))
-      return false;
-    Perm pa, pb;
-    if (!perm_of(g, g.nodes[ta], &pa) || !perm_of(g, g.nodes[tb], &pb) || pa != pb ||
-        !valid_perm(pa))
-      return false;
-    const ir::Value& out = g.values[y];
-    if (!out.has_type || !out.type.known_rank || out.type.dims.size() != pa.size()) return false;
+    ir::ValueId a = op.inputs[0], y = op.outputs[0];
     // op(a', b') -> a (reusing a's value, read only here), then Transpose(a) -> y.
     // The op takes the later Transpose's slot (after a' and b' are made),
     // the Transpose the op's (before y's readers): no node moves.
@@ -270,8 +310,8 @@ class TransposeFolding : public Pass {
     transpose.outputs = {y};
     ir::Value& mid = g.values[a];
     mid.has_type = true;
-    mid.type = out.type;
-    permute_type(mid, inverse(pa));
+    mid.type = g.values[y].type;
+    permute_type(mid, inverse(m->p));
     size_t slot = static_cast<size_t>(std::max(ta, tb));
     uses.erase(g, static_cast<size_t>(ta));
     uses.erase(g, static_cast<size_t>(tb));
@@ -284,8 +324,42 @@ class TransposeFolding : public Pass {
   }
 };
 
+std::string at(const ir::Graph& g, size_t k) {
+  return "node #" + std::to_string(k) + " " + g.nodes[k].op_type + " '" + g.nodes[k].name + "'";
+}
+
 }  // namespace
 
 std::unique_ptr<Pass> transpose_folding() { return std::make_unique<TransposeFolding>(); }
+
+Property no_cancelling_transposes() {
+  return {"no cancelling Transposes", [](const ir::Graph& g) -> std::string {
+            Uses uses(g);
+            for (size_t k = 0; k < g.nodes.size(); ++k)
+              if (std::optional<PairMatch> m = find_pair(g, uses, k))
+                return at(g, k) + " and " + at(g, m->second) +
+                       (m->chain.empty() ? " compose" : " cancel across elementwise ops");
+            return {};
+          }};
+}
+
+Property no_transposes_to_sink() {
+  return {"no elementwise op of two equal Transposes", [](const ir::Graph& g) -> std::string {
+            Uses uses(g);
+            for (size_t k = 0; k < g.nodes.size(); ++k)
+              if (find_sink(g, uses, k)) return at(g, k) + " reads two equal Transposes";
+            return {};
+          }};
+}
+
+Property no_cast_of_bool_transpose() {
+  return {"no Cast of a bool Transpose", [](const ir::Graph& g) -> std::string {
+            Uses uses(g);
+            for (size_t k = 0; k < g.nodes.size(); ++k)
+              if (int64_t c = find_cast(g, uses, k); c >= 0)
+                return at(g, static_cast<size_t>(c)) + " casts the bool " + at(g, k);
+            return {};
+          }};
+}
 
 }  // namespace jaxonnx::passes

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "jaxonnx/core/ir.hpp"
+#include "jaxonnx/core/properties.hpp"
 
 namespace jaxonnx {
 struct RuleInfo;
@@ -33,15 +34,14 @@ class Pass {
   virtual ~Pass() = default;
   // A short identifier, used in dump file names ("dce", "transpose", ...).
   virtual const char* name() const = 0;
-  // What the pass relies on beyond the invariants above, and what holds for
-  // the graph after it runs (documentation, printed by dumps and docs).
-  virtual const char* needs() const = 0;
-  virtual const char* guarantees() const = 0;
-  // Checks, where that is cheap, that guarantees() holds for `graph` after
-  // run(): an empty string, or what does not hold. The manager calls it when
-  // the IR verifier is on; the verifier itself checks the invariants above,
-  // which every pass needs.
-  virtual std::string unmet_guarantee(const ir::Graph& /*graph*/) const { return {}; }
+  // What the pass relies on beyond the invariants above, and what holds in
+  // every graph it ran on afterwards, as checkable properties
+  // (properties.hpp). When the IR verifier is on, the manager checks needs()
+  // on every graph before the pass runs and guarantees() after, naming the
+  // pass and the property that does not hold; dumps and docs/optimizer.md
+  // print their names.
+  virtual Properties needs() const = 0;
+  virtual Properties guarantees() const = 0;
   // Rewrites `graph` (not its subgraphs: the manager visits those). Returns
   // whether anything changed.
   virtual bool run(ir::Graph& graph) = 0;
@@ -59,6 +59,12 @@ std::unique_ptr<Pass> dead_code_elimination();
 Pipeline default_pipeline();
 // Applies plugins' rewrite rules (ABI 1.2) for the target `opset`; see fuse.cpp.
 std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset);
+// Replaces every call of one of `functions` (which must outlive the pass) by
+// a copy of the callee's body; see inline_functions below.
+std::unique_ptr<Pass> inlining(const std::vector<ir::Function>& functions);
+// Every pass, for documentation: the default pipeline, fuse (without rules)
+// and inlining (without functions).
+Pipeline all_passes();
 
 struct ManagerOptions {
   // A round runs every pass once over every graph; rounds repeat until no
@@ -104,9 +110,9 @@ bool verify_enabled();
 // The default pipeline over every function body and the model's graph.
 void optimize(ir::Model& model, const ManagerOptions& options = {});
 
-// Opt-in (ConvertOptions::inline_functions): replaces every call of a model
-// function, in the main graph, its subgraphs and other function bodies, by a
-// copy of the callee's body, and drops the functions (passes/inline.cpp).
+// Opt-in (ConvertOptions::inline_functions): runs the inlining pass over the
+// function bodies (callees first) and the main graph, then drops the
+// functions no call reaches any more: all of them (passes/inline.cpp).
 void inline_functions(ir::Model& model);
 
 }  // namespace jaxonnx::passes
