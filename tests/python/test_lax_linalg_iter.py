@@ -269,3 +269,123 @@ def test_subset_by_index():
     np.testing.assert_allclose(s, sr[..., 1:3], atol=1e-9)
     np.testing.assert_allclose(u, np.abs(ur[..., :, 1:3]), atol=1e-9)
     np.testing.assert_allclose(vt, np.abs(vtr[..., 1:3, :]), atol=1e-9)
+
+
+# ------------------------------------------------------- tridiagonal_solve --
+
+# Batch shapes: none, symbolic, two static dims; n = 1 (no elimination step) too.
+TRIDIAG = [((), 1, *F32), (("B",), 6, *F32), ((2, 3), 4, *F32), ((), 5, *F64), (("B",), 2, *F64),
+           (("B", 2), 7, *F64)]
+
+
+@pytest.mark.parametrize("batch,n,dtype,x64", TRIDIAG, ids=_id)
+def test_tridiagonal_solve(dtype, x64, batch, n):
+    # gtsv pivots (random diagonals swap rows often), so x matches LAPACK's to rounding.
+    fn = lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b)
+    shapes = [(*batch, n)] * 3 + [(*batch, n, 3)]
+    model = jcheck(fn, shapes, [dtype] * 4, x64=x64, **TOL[dtype])
+    assert loops(model) == (1 if n == 1 else 2)
+
+
+def test_tridiagonal_solve_singular_is_nan():
+    # A zero pivot (gtsv's info > 0) gives NaN for that batch element only, as JAX.
+    def inputs(shape, dtype, rng):
+        x = rng.standard_normal(size=shape).astype(dtype)
+        if len(shape) == 2:
+            x[1] = 0.0  # element 1: dl, d and du all zero
+        return x
+
+    fn = lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b)
+    jcheck(fn, [(3, 4)] * 3 + [(3, 4, 2)], x64=True, make_inputs=inputs)
+
+
+def test_tridiagonal_solve_perturb_singular_is_refused():
+    fn = lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True)
+    with pytest.raises(jaxonnx.ConversionError, match="tridiagonal_solve.*perturb_singular"):
+        jaxonnx.to_onnx(fn, symbolic_specs([(4,)] * 3 + [(4, 1)], [np.float32] * 4))
+
+
+# --------------------------------------------------------- cholesky_update --
+
+def upper_factor_and_vector(shape, dtype, rng):
+    if len(shape) == 1:
+        return rng.standard_normal(size=shape).astype(dtype)
+    m = rng.standard_normal(size=shape)
+    spd = m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+    return np.swapaxes(np.linalg.cholesky(spd), -1, -2).astype(dtype)
+
+
+@pytest.mark.parametrize("n,dtype,x64", [(1, *F32), (5, *F32), (6, *F64)], ids=_id)
+def test_cholesky_update(dtype, x64, n):
+    # JAX's primitive has no batch dims (vmap of it is not defined); R^T R is compared too.
+    def fn(r, w):
+        r2 = lax.linalg.cholesky_update(r, w)
+        return r2, mT(r2) @ r2
+
+    jcheck(fn, [(n, n), (n,)], [dtype] * 2, x64=x64, make_inputs=upper_factor_and_vector, **TOL[dtype])
+
+
+def test_cholesky_update_zero_vector_entries():
+    # w_k = 0 is drotg's identity rotation (c = 1, s = 0), a zero w leaves R as is.
+    def inputs(shape, dtype, rng):
+        x = upper_factor_and_vector(shape, dtype, rng)
+        if len(shape) == 1:
+            x[::2] = 0.0
+        return x
+
+    jcheck(lambda r, w: (lax.linalg.cholesky_update(r, w), lax.linalg.cholesky_update(r, 0 * w)),
+           [(5, 5), (5,)], x64=True, make_inputs=inputs)
+
+
+# ---------------------------------------------------------------- ormqr --
+
+@pytest.mark.parametrize("left", [True, False], ids=["left", "right"])
+@pytest.mark.parametrize("transpose", [False, True], ids=["q", "qt"])
+@pytest.mark.parametrize("shape,dtype,x64", [(("B", 5, 3), *F32), ((2, 4, 4), *F64)], ids=_id)
+def test_ormqr(dtype, x64, shape, left, transpose):
+    m = shape[-2]
+    cshape = (*shape[:-2], m, 2) if left else (*shape[:-2], 3, m)
+
+    def fn(a, c):
+        h, taus = lax_linalg.geqrf(a)
+        return lax_linalg.ormqr(h, taus, c, left=left, transpose=transpose)
+
+    jcheck(fn, [shape, cshape], [dtype] * 2, x64=x64, **TOL[dtype])
+
+
+def test_scipy_qr_multiply():
+    # jax.scipy.linalg.qr_multiply is ormqr on jnp.linalg.qr(mode="raw").
+    fn = lambda a, c: jax.scipy.linalg.qr_multiply(a, c)
+    jcheck(fn, [(5, 3), (2, 5)], x64=True, **TOL[np.float64])
+
+
+# ------------------------------------------------- hessenberg, tridiagonal --
+
+SQUARE_REDUCE = [((1, 1), *F32), (("B", 5, 5), *F32), ((2, 3, 4, 4), *F32), ((2, 2), *F64), (("B", 6, 6), *F64)]
+
+
+@pytest.mark.parametrize("shape,dtype,x64", SQUARE_REDUCE, ids=_id)
+def test_hessenberg(dtype, x64, shape):
+    # gehrd's packed output and taus, LAPACK's signs; and scipy's h, q built on it.
+    jcheck(lax.linalg.hessenberg, [shape], [dtype], x64=x64, **TOL[dtype])
+
+
+def test_scipy_hessenberg_with_q():
+    jcheck(lambda a: jax.scipy.linalg.hessenberg(a, calc_q=True), [(5, 5)], x64=True, **TOL[np.float64])
+
+
+@pytest.mark.parametrize("lower", [True, False], ids=["lower", "upper"])
+@pytest.mark.parametrize("shape,dtype,x64", SQUARE_REDUCE, ids=_id)
+def test_tridiagonal(dtype, x64, shape, lower):
+    # Non-symmetric inputs: only the `lower` (upper) triangle is read, the other strict
+    # triangle comes back as it was (LAPACK leaves it).
+    jcheck(lambda a: lax.linalg.tridiagonal(a, lower=lower), [shape], [dtype], x64=x64, **TOL[dtype])
+
+
+def test_new_linalg_at_opset_18():
+    def fn(a, dl, b):
+        h, taus = lax_linalg.geqrf(a)
+        return (lax.linalg.hessenberg(a), lax.linalg.tridiagonal(a), lax_linalg.ormqr(h, taus, b),
+                lax.linalg.tridiagonal_solve(dl, a[..., 0] + 4, dl, b))
+
+    jcheck(fn, [("B", 4, 4), ("B", 4), ("B", 4, 2)], opset=18, **TOL[np.float32])
