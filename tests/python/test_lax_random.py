@@ -192,3 +192,42 @@ def test_legacy_threefry_refused():
     with jax.threefry_partitionable(False):
         with pytest.raises(ValueError, match="jax_threefry_partitionable"):
             jaxonnx.to_onnx(lambda k, x: jax.random.uniform(k, x.shape), [jax.random.key(0), (3,)])
+
+
+# ------------------------------------------------------------ random_gamma --
+
+def gamma_draws(k, x):
+    """gamma and loggamma the way samplers call them; alphas from 0.05 (boosted:
+    alpha < 1) to ~8, one per element of x. (XLA compiles each gamma for
+    seconds, so the programs stay small.)"""
+    a = jnp.abs(x) * 3 + 0.05
+    return jax.random.gamma(k, a), jax.random.loggamma(jax.random.fold_in(k, 1), a)
+
+
+def test_gamma_family_f32():
+    # Bits are exact; erf_inv / log / pow round like XLA's to an ulp or so.
+    model = check_typed_key(gamma_draws, ("B", 5), seeds=(0, 7), tol=2e-5)
+    assert "Loop" in op_types(model)
+
+
+def test_beta_f64_opset18():
+    # beta draws two gammas; b = 2.5 is a scalar broadcast to the shape.
+    def fn(k, x):
+        return jax.random.beta(k, jnp.abs(x) + 0.3, 2.5)
+    with jax.enable_x64(True):
+        check_typed_key(fn, ("B", 4), x64=True, seeds=(3,), tol=1e-12, opset=18)
+
+
+def test_gamma_with_batched_keys():
+    # vmap over keys: the key has batch dims, each key splits over its row of alphas.
+    def fn(ks, x):
+        draw = lambda k, a: jax.random.gamma(jax.random.wrap_key_data(k), a)
+        return jax.vmap(draw)(ks, jnp.abs(x) + 0.5)
+    check(jax.jit(fn), [("B", 2), ("B", 3)], [np.uint32, np.float32], make_inputs=keys_and_normals,
+          batches=ONE_BATCH, rtol=2e-5, atol=2e-5)
+
+
+def test_gamma_legacy_threefry_refused():
+    with jax.threefry_partitionable(False):
+        with pytest.raises(ValueError, match="jax_threefry_partitionable"):
+            jaxonnx.to_onnx(lambda k, a: jax.random.gamma(k, a), [jax.random.key(0), (3,)])
