@@ -27,6 +27,8 @@
 //
 // random_gamma (jax.random.gamma / loggamma / beta / dirichlet) replays JAX's
 // Marsaglia-Tsang program on these draws with nested Loops: gamma.cpp.
+// rng_bit_generator (lax.rng_bit_generator) is XLA's CPU Philox / threefry
+// expansion, bit for bit: rng_bit_generator.cpp.
 //
 // random_fold_in(key, msg) = threefry(key, (0, uint32(msg))); random_seed(s) =
 // (uint32(s >> 32), uint32(s)) (the high word is 0 for seeds of 32 bits or
@@ -41,7 +43,8 @@
 #include <vector>
 
 namespace lax_random {
-void lower_random_gamma(Lowering& L);  // gamma.cpp
+void lower_random_gamma(Lowering& L);        // gamma.cpp
+void lower_rng_bit_generator(Lowering& L);   // rng_bit_generator.cpp
 }  // namespace lax_random
 
 namespace {
@@ -199,4 +202,10 @@ JAXONNX_PLUGIN("lax_random", "1.0.0") {
               "Less", "Max", "Pow", "Or", "ConstantOfShape", "BitwiseXor", "BitShift", "BitwiseOr"})
       .emits_shape_ops()
       .doc("Marsaglia-Tsang rejection sampling over threefry draws, JAX's _gamma_one per element, as nested Loops");
+  plugin.primitive("rng_bit_generator", lax_random::lower_rng_bit_generator)
+      .emits(kHash)
+      .emits({"Gather", "Cast", "BitShift", "BitwiseOr", "BitwiseXor", "Add", "Less", "Mul", "Unsqueeze", "Concat",
+              "Reshape", "Slice"})
+      .emits_shape_ops()
+      .doc("XLA's CPU RngBitGenerator (Philox-4x32-10 by default, or threefry2x32), bit for bit");
 }

@@ -231,3 +231,43 @@ def test_gamma_legacy_threefry_refused():
     with jax.threefry_partitionable(False):
         with pytest.raises(ValueError, match="jax_threefry_partitionable"):
             jaxonnx.to_onnx(lambda k, a: jax.random.gamma(k, a), [jax.random.key(0), (3,)])
+
+
+# ------------------------------------------------------- rng_bit_generator --
+
+RBG_KEYS = ([1, 2, 3, 4], [0xFFFFFFFF, 7, 0xFFFFFFFE, 0xFFFFFFFF],  # the counter's low word wraps
+            [5, 6, 0xFFFFFFFF, 0xFFFFFFFF])
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["32bit", "64bit"])
+@pytest.mark.parametrize("alg", ["RNG_DEFAULT", "RNG_PHILOX", "RNG_THREE_FRY"])
+def test_rng_bit_generator(alg, x64):
+    # XLA's CPU expansion, bit for bit: state and bits, odd and even shapes, narrow types.
+    algorithm = getattr(jax.lax.RandomAlgorithm, alg)
+    dts = [jnp.uint64, jnp.uint32] if x64 else [jnp.uint32, jnp.uint8, jnp.uint16]
+
+    def fn(k):
+        outs = []
+        for shape, dt in zip([(3, 5), (), (2, 4, 7)], dts * 2):
+            k, bits = jax.lax.rng_bit_generator(k, shape, dtype=dt, algorithm=algorithm)
+            outs.append(bits)
+        return k, outs
+
+    ctx = jax.enable_x64(True) if x64 else contextlib.nullcontext()
+    with ctx:
+        model = jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct((4,), jnp.uint32)], enable_double_precision=x64, opset=18)
+        onnx.checker.check_model(model, full_check=True)
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        for key in RBG_KEYS:
+            key = np.array(key, np.uint32)
+            want = [np.asarray(w) for w in jax.tree_util.tree_leaves(jax.jit(fn)(key))]
+            got = sess.run(None, {sess.get_inputs()[0].name: key})
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_array_equal(g, w)
+
+
+def test_rng_bit_generator_symbolic_shape_is_refused():
+    specs = symbolic_specs([(4,), ("B", 3)], [np.uint32, np.float32])
+    with pytest.raises(jaxonnx.ConversionError, match="rng_bit_generator.*must be static"):
+        jaxonnx.to_onnx(lambda k, x: jax.lax.rng_bit_generator(k, x.shape)[1], specs)
