@@ -28,7 +28,8 @@
 // random_gamma (jax.random.gamma / loggamma / beta / dirichlet) replays JAX's
 // Marsaglia-Tsang program on these draws with nested Loops: gamma.cpp.
 // rng_bit_generator (lax.rng_bit_generator) is XLA's CPU Philox / threefry
-// expansion, bit for bit: rng_bit_generator.cpp.
+// expansion, bit for bit: rng_bit_generator.cpp. rng_uniform (XLA's stateful
+// RNG, not reproducible even in JAX) draws with RandomUniformLike: rng_uniform.cpp.
 //
 // random_fold_in(key, msg) = threefry(key, (0, uint32(msg))); random_seed(s) =
 // (uint32(s >> 32), uint32(s)) (the high word is 0 for seeds of 32 bits or
@@ -45,6 +46,7 @@
 namespace lax_random {
 void lower_random_gamma(Lowering& L);        // gamma.cpp
 void lower_rng_bit_generator(Lowering& L);   // rng_bit_generator.cpp
+void lower_rng_uniform(Lowering& L);         // rng_uniform.cpp
 }  // namespace lax_random
 
 namespace {
@@ -208,4 +210,9 @@ JAXONNX_PLUGIN("lax_random", "1.0.0") {
               "Reshape", "Slice"})
       .emits_shape_ops()
       .doc("XLA's CPU RngBitGenerator (Philox-4x32-10 by default, or threefry2x32), bit for bit");
+  plugin.primitive("rng_uniform", lax_random::lower_rng_uniform)
+      .emits({"ConstantOfShape", "RandomUniformLike", "Cast", "Sub", "Mul", "Floor", "Add", "Min"})
+      .emits_shape_ops()
+      .doc("XLA's stateful uniform RNG (values differ per call in JAX too): onnxruntime's RandomUniformLike, "
+           "seeded per equation, scaled to [a, b)");
 }

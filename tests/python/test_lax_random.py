@@ -271,3 +271,37 @@ def test_rng_bit_generator_symbolic_shape_is_refused():
     specs = symbolic_specs([(4,), ("B", 3)], [np.uint32, np.float32])
     with pytest.raises(jaxonnx.ConversionError, match="rng_bit_generator.*must be static"):
         jaxonnx.to_onnx(lambda k, x: jax.lax.rng_bit_generator(k, x.shape)[1], specs)
+
+
+# ------------------------------------------------------------- rng_uniform --
+
+def test_rng_uniform_opset21():
+    # XLA's stateful RNG differs between calls in JAX itself: no parity to check, only its
+    # contract (shape, dtype, [a, b), fresh draws per equation and per run, stable model bytes).
+    def fn(x):
+        lo = x[0, 0]
+        return (lax_rng_uniform(lo, lo + 2, (2000,)), lax_rng_uniform(lo, lo + 2, (2000,)),
+                lax_rng_uniform(jnp.int32(-3), jnp.int32(4), x.shape))
+    with jax.enable_x64(True):
+        specs = symbolic_specs([("B", 3)], [np.float64])
+        model = jaxonnx.to_onnx(fn, specs, enable_double_precision=True, opset=21)
+        assert model.SerializeToString() == jaxonnx.to_onnx(
+            fn, specs, enable_double_precision=True, opset=21).SerializeToString()
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.full((5, 3), 1.5)
+    a, b, c = sess.run(None, {sess.get_inputs()[0].name: x})
+    a2 = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    assert a.dtype == np.float64 and a.shape == (2000,) and c.dtype == np.int32 and c.shape == (5, 3)
+    assert 1.5 <= a.min() and a.max() < 3.5 and abs(a.mean() - 2.5) < 0.05
+    assert -3 <= c.min() and c.max() <= 3
+    assert not np.array_equal(a, b) and not np.array_equal(a, a2)
+
+
+def lax_rng_uniform(a, b, shape):
+    return jax.lax.rng_uniform(a, b, shape)
+
+
+def test_rng_uniform_is_refused_from_opset_22():
+    with pytest.raises(jaxonnx.ConversionError, match="rng_uniform.*opset 21"):
+        jaxonnx.to_onnx(lambda x: lax_rng_uniform(x, x + 1, (3,)), [jax.ShapeDtypeStruct((), np.float32)])
