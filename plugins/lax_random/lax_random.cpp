@@ -201,13 +201,12 @@ JAXONNX_PLUGIN("lax_random", "1.0.0") {
       .emits(kHash)
       .emits({"Gather", "Unsqueeze", "Range", "Reshape", "Squeeze", "Cast", "Div", "Mul", "Expand", "Sub", "Sqrt",
               "GreaterOrEqual", "Where", "Loop", "LessOrEqual", "ReduceSum", "Greater", "And", "Log", "Equal", "Neg",
-              "Less", "Max", "Pow", "Or", "ConstantOfShape", "BitwiseXor", "BitShift", "BitwiseOr"})
+              "Less", "Max", "Pow", "Or", "ConstantOfShape"})
       .emits_shape_ops()
       .doc("Marsaglia-Tsang rejection sampling over threefry draws, JAX's _gamma_one per element, as nested Loops");
   plugin.primitive("rng_bit_generator", lax_random::lower_rng_bit_generator)
       .emits(kHash)
-      .emits({"Gather", "Cast", "BitShift", "BitwiseOr", "BitwiseXor", "Add", "Less", "Mul", "Unsqueeze", "Concat",
-              "Reshape", "Slice"})
+      .emits({"Gather", "Cast", "Less", "Mul", "Unsqueeze", "Concat", "Reshape", "Slice"})
       .emits_shape_ops()
       .doc("XLA's CPU RngBitGenerator (Philox-4x32-10 by default, or threefry2x32), bit for bit");
   plugin.primitive("rng_uniform", lax_random::lower_rng_uniform)
