@@ -308,14 +308,16 @@ def test_tridiagonal_solve_perturb_singular_is_refused():
 # --------------------------------------------------------- cholesky_update --
 
 def upper_factor_and_vector(shape, dtype, rng):
-    if len(shape) == 1:
-        return rng.standard_normal(size=shape).astype(dtype)
+    if len(shape) == 1:  # w, with zero entries: drotg's identity rotation (c = 1, s = 0)
+        w = rng.standard_normal(size=shape).astype(dtype)
+        w[::3] = 0.0
+        return w
     m = rng.standard_normal(size=shape)
     spd = m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
     return np.swapaxes(np.linalg.cholesky(spd), -1, -2).astype(dtype)
 
 
-@pytest.mark.parametrize("n,dtype,x64", [(1, *F32), (5, *F32), (6, *F64)], ids=_id)
+@pytest.mark.parametrize("n,dtype,x64", [(4, *F32), (5, *F64)], ids=_id)
 def test_cholesky_update(dtype, x64, n):
     # JAX's primitive has no batch dims (vmap of it is not defined); R^T R is compared too.
     def fn(r, w):
@@ -323,18 +325,6 @@ def test_cholesky_update(dtype, x64, n):
         return r2, mT(r2) @ r2
 
     jcheck(fn, [(n, n), (n,)], [dtype] * 2, x64=x64, make_inputs=upper_factor_and_vector, **TOL[dtype])
-
-
-def test_cholesky_update_zero_vector_entries():
-    # w_k = 0 is drotg's identity rotation (c = 1, s = 0), a zero w leaves R as is.
-    def inputs(shape, dtype, rng):
-        x = upper_factor_and_vector(shape, dtype, rng)
-        if len(shape) == 1:
-            x[::2] = 0.0
-        return x
-
-    jcheck(lambda r, w: (lax.linalg.cholesky_update(r, w), lax.linalg.cholesky_update(r, 0 * w)),
-           [(5, 5), (5,)], x64=True, make_inputs=inputs)
 
 
 # ---------------------------------------------------------------- ormqr --

@@ -48,11 +48,11 @@ def test_ragged_batched_group_sizes_per_batch_row():
           make_inputs=sizes_and_normals(6))
 
 
-def test_ragged_batch_mode_is_a_plain_dot():
+def test_ragged_batch_mode_is_a_plain_dot_opset18():
     dn = DN((([2], [1]), ([0], [0])), lhs_ragged_dimensions=[0], rhs_group_dimensions=[])
     fn = lambda x, w, gs: lax.ragged_dot_general(x, w, gs, dn)
     check(fn, [("B", 3, 4), ("B", 4, 2), (2,)], [np.float32, np.float32, np.int32],
-          make_inputs=sizes_and_normals(1))
+          make_inputs=sizes_and_normals(1), opset=18)
 
 
 def test_ragged_preferred_element_type():
