@@ -13,8 +13,9 @@
 //   becomes a leading batch dim of the result ([g, ...]);
 // - ragged batch dim: a plain dot_general (group_sizes unused), as in JAX.
 // The masked-out terms add exact zeros, so results differ from JAX's only by
-// summation order. Einsum (not lax_dot's Transpose + MatMul) keeps arbitrary
-// dimension numbers in one node; every dim, the ragged one and the batch
+// summation order. lax.ragged_dot's own layout is one batched MatMul and a
+// ReduceSum over the groups (onnxruntime's MatMul is faster than its Einsum);
+// other dimension numbers are one Einsum node. Every dim, the ragged one and the batch
 // included, may be symbolic (group_sizes' group count is static, as JAX
 // requires). group_sizes of shape [g] or [prefix..., g] (JAX's broadcast
 // rule). group_offset is refused, as JAX itself does not implement it.
@@ -178,7 +179,16 @@ void lower_ragged_dot_general(Lowering& L) {
     rhs = expand(L, rhs, ra, rrd, prefix_dims(nr, rrd, rb, rc, mode), gs, gsa);
     rs = std::string(1, G) + rs;
   }
-  Value res = L.op("Einsum", {lhs, rhs}, out.with_dtype(ct), {Attr::s("equation", ls + "," + rs + "->" + os)});
+  Value res;
+  bool basic = mode == 1 && nl == 2 && nr == 3 && lc == Axes{1} && rc == Axes{1} && lb.empty() && rb.empty() &&
+               rd == 0 && rgroup == Axes{0};
+  if (basic) {  // lax.ragged_dot: [g, m, k] @ [g, k, n], summed over g (one term per row is nonzero)
+    Shape gs{gsa.shape.back(), out.shape[0], out.shape[1]};
+    Value per_group = L.op("MatMul", {lhs, rhs}, out.with_dtype(ct).with_shape(gs));
+    res = L.op("ReduceSum", {per_group, L.i64s({0})}, out.with_dtype(ct), {Attr::i("keepdims", 0)});
+  } else {
+    res = L.op("Einsum", {lhs, rhs}, out.with_dtype(ct), {Attr::s("equation", ls + "," + rs + "->" + os)});
+  }
   L.bind(0, L.cast(res, out.with_dtype(ct), out.dtype));
 }
 
@@ -187,8 +197,8 @@ void lower_ragged_dot_general(Lowering& L) {
 JAXONNX_PLUGIN("lax_ragged", "0.1.0") {
   plugin.primitive("ragged_dot_general", lower_ragged_dot_general)
       .emits({"Cast", "CumSum", "Sub", "Transpose", "Unsqueeze", "Squeeze", "Range", "LessOrEqual", "Less", "And",
-              "Where", "Einsum"})
+              "Where", "Einsum", "MatMul", "ReduceSum"})
       .emits_shape_ops()
       .doc(onnx_doc("Einsum"))
-      .summary("group masks from cumsum(group_sizes) expand the ragged operand to [g, ...]; one Einsum contracts it");
+      .summary("group masks from cumsum(group_sizes) expand the ragged operand to [g, ...]; MatMul + ReduceSum (or an Einsum) contracts it");
 }
