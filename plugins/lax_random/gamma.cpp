@@ -165,9 +165,7 @@ Value normal(F& f, const Key& k) {
 
 // any(mask) of a bool [N] as a bool scalar (false when N = 0).
 Value any(Lowering& L, Value mask, const Aval& ab) {
-  Aval af = ab.with_dtype(dtype::f32);
   Value s = L.op("ReduceSum", {L.cast(mask, ab, dtype::f32)}, Aval(dtype::f32, {}), {Attr::i("keepdims", 0)});
-  (void)af;
   return L.op("Greater", {s, L.scalar(dtype::f32, 0.0)}, Aval(dtype::boolean, {}));
 }
 
@@ -231,8 +229,7 @@ void lower_random_gamma(Lowering& L) {
   // Outer loop: state (key, X, V, U).
   Subgraph go = L.begin_subgraph("gamma_accept");
   go.input(isc, "it");
-  Value ocin = go.input(bsc, "cond_in");
-  (void)ocin;
+  go.input(bsc, "cond_in");
   Key ks{{go.input(a32, "k1"), {n}}, {go.input(a32, "k2"), {n}}};
   Value X = go.input(flat, "X"), V = go.input(flat, "V"), U = go.input(flat, "U");
   Value active = again(f, X, V, U, d);

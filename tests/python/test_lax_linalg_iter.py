@@ -379,3 +379,12 @@ def test_new_linalg_at_opset_18():
                 lax.linalg.tridiagonal_solve(dl, a[..., 0] + 4, dl, b))
 
     jcheck(fn, [("B", 4, 4), ("B", 4), ("B", 4, 2)], opset=18, **TOL[np.float32])
+
+
+def test_householder_reductions_beyond_lapack_blocking():
+    # n = 40 takes LAPACK's blocked gehrd / sytrd paths (and a long gtsv): same results to rounding.
+    def fn(a, b):
+        return (lax.linalg.hessenberg(a), lax.linalg.tridiagonal(a, lower=False),
+                lax.linalg.tridiagonal_solve(a[0], a[1] + 8, a[2], b))
+
+    jcheck(fn, [(40, 40), (40, 2)], x64=True, **TOL[np.float64])
