@@ -650,8 +650,8 @@ JAXONNX_PLUGIN("lax_linalg_iter", "0.1.0") {
       .doc(onnx_doc("Loop"))
       .summary("H_0 ... H_{k-1} applied back to front, one reflector per Loop step");
   plugin.primitive("tridiagonal_solve", lax_linalg_iter::lower_tridiagonal_solve)
-      .emits({"Gather", "Loop", "Add", "Equal", "Where", "Abs", "Less", "Div", "Unsqueeze", "Mul", "Sub", "Neg",
-              "Concat", "Expand", "Transpose", "Cast", "ReduceMax"})
+      .emits({"Gather", "Loop", "Add", "Min", "Equal", "Where", "Abs", "Less", "Div", "Unsqueeze", "Squeeze", "Mul",
+              "Sub", "Neg", "Expand", "Slice", "Transpose", "Cast", "ReduceMax"})
       .emits_shape_ops()
       .doc(onnx_doc("Loop"))
       .summary("gtsv: elimination with partial pivoting, then back substitution, one row per Loop step");
