@@ -329,9 +329,10 @@ def test_cholesky_update(dtype, x64, n):
 
 # ---------------------------------------------------------------- ormqr --
 
-@pytest.mark.parametrize("left", [True, False], ids=["left", "right"])
-@pytest.mark.parametrize("transpose", [False, True], ids=["q", "qt"])
-@pytest.mark.parametrize("shape,dtype,x64", [(("B", 5, 3), *F32), ((2, 4, 4), *F64)], ids=_id)
+@pytest.mark.parametrize("shape,dtype,x64,left,transpose", [
+    (("B", 5, 3), *F32, True, False), ((2, 4, 4), *F64, True, True),
+    ((2, 4, 4), *F64, False, False), (("B", 5, 3), *F32, False, True)],
+    ids=["q_c-f32-B", "qt_c-f64", "c_q-f64", "c_qt-f32-B"])
 def test_ormqr(dtype, x64, shape, left, transpose):
     m = shape[-2]
     cshape = (*shape[:-2], m, 2) if left else (*shape[:-2], 3, m)
@@ -364,8 +365,10 @@ def test_scipy_hessenberg_with_q():
     jcheck(lambda a: jax.scipy.linalg.hessenberg(a, calc_q=True), [(5, 5)], x64=True, **TOL[np.float64])
 
 
-@pytest.mark.parametrize("lower", [True, False], ids=["lower", "upper"])
-@pytest.mark.parametrize("shape,dtype,x64", SQUARE_REDUCE, ids=_id)
+@pytest.mark.parametrize("shape,dtype,x64,lower", [
+    ((1, 1), *F32, True), (("B", 5, 5), *F32, False), ((2, 3, 4, 4), *F32, True), ((2, 2), *F64, False),
+    (("B", 6, 6), *F64, True)], ids=["1x1-f32-lower", "B5-f32-upper", "2x3x4-f32-lower", "2-f64-upper",
+                                    "B6-f64-lower"])
 def test_tridiagonal(dtype, x64, shape, lower):
     # Non-symmetric inputs: only the `lower` (upper) triangle is read, the other strict
     # triangle comes back as it was (LAPACK leaves it).
