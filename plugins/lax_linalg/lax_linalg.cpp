@@ -1,5 +1,5 @@
-// lax_linalg: cholesky, triangular_solve, lu, lu_pivots_to_permutation and
-// custom_linear_solve -- what jnp.linalg.cholesky / solve / inv / det /
+// lax_linalg: cholesky, triangular_solve, lu, lu_pivots_to_permutation,
+// symmetric_product and custom_linear_solve -- what jnp.linalg.cholesky / solve / inv / det /
 // slogdet and jax.scipy.linalg.{solve_triangular, lu, lu_factor, lu_solve,
 // cho_solve} reduce to.
 //
@@ -29,8 +29,11 @@
 //   [..., min(m, n)] and permutation int32 [..., m]; m != n is supported.
 // - custom_linear_solve's forward value is its `solve` jaxpr applied to b;
 //   it is inlined.
+// - symmetric_product is alpha a a^T + beta c as one MatMul (the whole
+//   matrix, as JAX's CPU lowering gives it).
 // Only float32/float64 operands are accepted (complex is not an ONNX type
-// jaxonnx emits). eigh, svd, qr, geqrf and householder_product are Loops in
+// jaxonnx emits). eigh, svd, qr, geqrf, householder_product, ormqr,
+// hessenberg, tridiagonal, tridiagonal_solve and cholesky_update are Loops in
 // plugins/lax_linalg_iter; anything else (schur, ...) has no plugin, so
 // conversion fails naming the primitive.
 #include <jaxonnx/plugin.hpp>
@@ -543,6 +546,27 @@ void lower_lu_pivots_to_permutation(Lowering& L) {
   L.bind(0, cast(L, perm.v, vec, out.dtype));
 }
 
+// ------------------------------------------------------- symmetric_product --
+
+// alpha a a^T + beta c, the whole matrix (JAX's CPU lowering computes all of
+// it; only its GPU syrk kernel leaves the upper triangle unspecified).
+void lower_symmetric_product(Lowering& L) {
+  T a{L.input(0), L.in_aval(0)};
+  T c{L.input(1), L.in_aval(1)};
+  require_float(L, a.a);
+  require_float(L, c.a);
+  int64_t r = rank_of(a);
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < r; ++i) perm.push_back(i);
+  std::swap(perm[static_cast<size_t>(r - 1)], perm[static_cast<size_t>(r - 2)]);
+  Aval out = L.out_aval(0);
+  int32_t dt = out.dtype;
+  Value aat = L.op("MatMul", {a.v, transpose(L, a.v, a.a, perm)}, out);
+  Value lhs = L.op("Mul", {scalar(L, dt, L.param("alpha").as_float()), aat}, out);
+  Value rhs = L.op("Mul", {scalar(L, dt, L.param("beta").as_float()), c.v}, out);
+  L.bind(0, L.op("Add", {lhs, rhs}, out));
+}
+
 // ------------------------------------------------------ custom_linear_solve --
 
 // The forward value of custom_linear_solve(matvec, b, solve, ...) is
@@ -596,6 +620,10 @@ JAXONNX_PLUGIN("lax_linalg", "0.1.0") {
       .emits_shape_ops()
       .doc(onnx_doc("Where"))
       .summary("applies the pivot swaps to iota with one-hot masks");
+  plugin.primitive("symmetric_product", lower_symmetric_product)
+      .emits({"Transpose", "MatMul", "Mul", "Add"})
+      .doc(onnx_doc("MatMul"))
+      .summary("alpha a a^T + beta c: one MatMul");
   plugin.primitive("custom_linear_solve", lower_custom_linear_solve)
       .emits({})
       .summary("inlines the solve jaxpr: no node of its own");

@@ -1,6 +1,8 @@
 // lax_linalg_iter: the iterative factorizations -- eigh, svd, geqrf,
-// householder_product and qr -- each an ONNX Loop whose body does one step,
-// so the model size does not grow with the matrix size.
+// householder_product and qr here; ormqr, hessenberg and tridiagonal in
+// householder.cpp, tridiagonal_solve (gtsv) and cholesky_update in their own
+// files -- each an ONNX Loop whose body does one step, so the model size
+// does not grow with the matrix size.
 //
 // The matrix dims (two trailing) must be static; any leading batch dims,
 // symbolic included, ride along by broadcasting. float32/float64 only.
@@ -34,6 +36,8 @@
 //   Stops after a sweep in which every pair had gamma^2 <= (max(m, n) eps)^2
 //   (alpha beta + eps^2 |A|_F^4).
 #include <jaxonnx/plugin.hpp>
+
+#include "util.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -645,4 +649,35 @@ JAXONNX_PLUGIN("lax_linalg_iter", "0.1.0") {
       .emits_shape_ops()
       .doc(onnx_doc("Loop"))
       .summary("H_0 ... H_{k-1} applied back to front, one reflector per Loop step");
+  plugin.primitive("tridiagonal_solve", lax_linalg_iter::lower_tridiagonal_solve)
+      .emits({"Gather", "Loop", "Add", "Min", "Equal", "Where", "Abs", "Less", "Div", "Unsqueeze", "Squeeze", "Mul",
+              "Sub", "Neg", "Expand", "Slice", "Transpose", "Cast", "ReduceMax"})
+      .emits_shape_ops()
+      .doc(onnx_doc("Loop"))
+      .summary("gtsv: elimination with partial pivoting, then back substitution, one row per Loop step");
+  plugin.primitive("cholesky_update", lax_linalg_iter::lower_cholesky_update)
+      .emits({"Loop", "Gather", "Abs", "Greater", "Where", "Div", "Mul", "Add", "Sqrt", "Equal", "Neg", "Unsqueeze",
+              "Sub"})
+      .emits_shape_ops()
+      .doc(onnx_doc("Loop"))
+      .summary("JAX's Givens rotations of each row of R against w, one per Loop step");
+  const std::initializer_list<const char*> kReflector = {
+      "Equal", "Greater", "GreaterOrEqual", "Where", "ReduceSum", "Mul", "Add", "Sqrt", "Neg", "Sub", "Div"};
+  plugin.primitive("ormqr", lax_linalg_iter::lower_ormqr)
+      .emits({"Loop", "Sub", "Unsqueeze", "Gather", "Greater", "Equal", "Where", "ReduceSum", "Mul", "Transpose"})
+      .emits_shape_ops()
+      .doc(onnx_doc("Loop"))
+      .summary("applies the reflectors H_i of a QR to c without forming Q, one per Loop step (dorm2r)");
+  plugin.primitive("hessenberg", lax_linalg_iter::lower_hessenberg)
+      .emits(kReflector)
+      .emits({"Loop", "Expand", "Unsqueeze", "Gather", "MatMul", "Transpose", "Reshape"})
+      .emits_shape_ops()
+      .doc(onnx_doc("Loop"))
+      .summary("gehrd: a Householder reflector per column, applied from both sides, one per Loop step");
+  plugin.primitive("tridiagonal", lax_linalg_iter::lower_tridiagonal)
+      .emits(kReflector)
+      .emits({"Loop", "Expand", "Unsqueeze", "Gather", "MatMul", "Transpose", "Reshape", "Slice"})
+      .emits_shape_ops()
+      .doc(onnx_doc("Loop"))
+      .summary("sytrd: symmetric Householder reduction (dsytd2), one reflector per Loop step; d, e, taus as LAPACK");
 }

@@ -1,5 +1,5 @@
 // lax_random: JAX's typed-key PRNG primitives (random_seed, random_wrap,
-// random_unwrap, random_bits, random_split, random_fold_in) and the
+// random_unwrap, random_bits, random_split, random_fold_in, random_gamma) and the
 // threefry2x32 hash they are built on, with ONNX integer ops, bit for bit.
 //
 // Keys: the importer hands a key<fry> array of shape S to plugins as its key
@@ -25,125 +25,34 @@
 // not implemented: the Python front end refuses to convert with
 // jax_threefry_partitionable=False.
 //
+// random_gamma (jax.random.gamma / loggamma / beta / dirichlet) replays JAX's
+// Marsaglia-Tsang program on these draws with nested Loops: gamma.cpp.
+// rng_bit_generator (lax.rng_bit_generator) is XLA's CPU Philox / threefry
+// expansion, bit for bit: rng_bit_generator.cpp. rng_uniform (XLA's stateful
+// RNG, not reproducible even in JAX) draws with RandomUniformLike: rng_uniform.cpp.
+//
 // random_fold_in(key, msg) = threefry(key, (0, uint32(msg))); random_seed(s) =
 // (uint32(s >> 32), uint32(s)) (the high word is 0 for seeds of 32 bits or
 // less, as JAX's shift by the full width gives 0).
 #include <jaxonnx/plugin.hpp>
+
+#include "threefry.hpp"
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+namespace lax_random {
+void lower_random_gamma(Lowering& L);        // gamma.cpp
+void lower_rng_bit_generator(Lowering& L);   // rng_bit_generator.cpp
+void lower_rng_uniform(Lowering& L);         // rng_uniform.cpp
+}  // namespace lax_random
+
 namespace {
 
 using namespace jaxonnx::sdk;
-
-// Right-aligned (NumPy / ONNX multidirectional) broadcast of two shapes.
-Shape broadcast(const Shape& a, const Shape& b) {
-  const Shape& lng = a.size() >= b.size() ? a : b;
-  const Shape& sht = a.size() >= b.size() ? b : a;
-  Shape out = lng;
-  size_t off = lng.size() - sht.size();
-  for (size_t i = 0; i < sht.size(); ++i)
-    if (out[off + i] == Dim(1)) out[off + i] = sht[i];
-  return out;
-}
-
-Aval u32_aval(Shape s) { return Aval(dtype::u32, std::move(s)); }
-
-Value u32(Lowering& L, uint32_t v) { return L.constant(std::vector<uint32_t>{v}, {}); }
-
-// A uint32 value together with its shape.
-struct U32 {
-  Value v;
-  Shape s;
-};
-
-U32 add(Lowering& L, const U32& a, const U32& b) {
-  Shape s = broadcast(a.s, b.s);
-  return {L.op("Add", {a.v, b.v}, u32_aval(s)), s};
-}
-U32 bxor(Lowering& L, const U32& a, const U32& b) {
-  Shape s = broadcast(a.s, b.s);
-  return {L.op("BitwiseXor", {a.v, b.v}, u32_aval(s)), s};
-}
-U32 rotl(Lowering& L, const U32& x, uint32_t r) {
-  Aval a = u32_aval(x.s);
-  Value hi = L.op("BitShift", {x.v, u32(L, r)}, a, {Attr::s("direction", "LEFT")});
-  Value lo = L.op("BitShift", {x.v, u32(L, 32 - r)}, a, {Attr::s("direction", "RIGHT")});
-  return {L.op("BitwiseOr", {hi, lo}, a), x.s};
-}
-
-// Threefry-2x32 of counters (x1, x2) under key (k1, k2), all broadcast
-// together; the same schedule as jax._src.random.threefry2x32 (unrolled).
-std::pair<U32, U32> threefry(Lowering& L, const U32& k1, const U32& k2, const U32& x1, const U32& x2) {
-  static const uint32_t kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  U32 ks[3] = {k1, k2, bxor(L, bxor(L, k1, k2), {u32(L, 0x1BD11BDA), {}})};
-  U32 a = add(L, x1, ks[0]);
-  U32 b = add(L, x2, ks[1]);
-  for (uint32_t i = 1; i <= 5; ++i) {
-    for (uint32_t r : kRot[(i - 1) % 2]) {
-      a = add(L, a, b);
-      b = bxor(L, a, rotl(L, b, r));
-    }
-    // Injection i: ks[i % 3] on the first word, ks[(i + 1) % 3] + i on the
-    // second (the constant folds into the key-shaped term, which is small).
-    a = add(L, a, ks[i % 3]);
-    b = add(L, b, add(L, ks[(i + 1) % 3], {u32(L, i), {}}));
-  }
-  return {a, b};
-}
-
-// Key data of shape K + (2,) -> its two words, each of shape K followed by
-// `extra` unit dims (to broadcast against counters of rank `extra`).
-std::pair<U32, U32> key_words(Lowering& L, Value key, const Aval& ka, size_t extra) {
-  if (ka.rank() < 1 || ka.shape.back() != Dim(2) || ka.dtype != dtype::u32)
-    L.fail("expected threefry2x32 key data uint32[..., 2], got " + ka.str());
-  int64_t last = ka.rank() - 1;
-  Shape k(ka.shape.begin(), ka.shape.end() - 1);
-  Shape ke = k;
-  std::vector<int64_t> axes;
-  for (size_t i = 0; i < extra; ++i) {
-    axes.push_back(static_cast<int64_t>(ke.size()));
-    ke.push_back(Dim(1));
-  }
-  auto word = [&](int64_t w) {
-    Value v = L.op("Gather", {key, scalar(L, dtype::i64, static_cast<double>(w))}, u32_aval(k),
-                   {Attr::i("axis", last)});
-    // Without key batch dims the words are scalars and broadcast as they are.
-    if (!k.empty() && !axes.empty()) v = L.op("Unsqueeze", {v, i64s(L, axes)}, u32_aval(ke));
-    return U32{v, k.empty() ? Shape{} : ke};
-  };
-  return {word(0), word(1)};
-}
-
-// JAX's iota_2x32_shape: the row-major 64-bit iota over `shape` as (hi, lo)
-// uint32 words. Scalars: (0, 0).
-std::pair<U32, U32> iota_2x32(Lowering& L, const Shape& shape) {
-  if (shape.empty()) return {{u32(L, 0), {}}, {u32(L, 0), {}}};
-  Aval i64_1(dtype::i64, {1});
-  // The element count: static dims multiply into one constant.
-  int64_t stat = 1;
-  bool all_static = true;
-  std::vector<Value> syms;
-  for (const Dim& d : shape) {
-    if (d.is_static()) stat *= d.value;
-    else { all_static = false; syms.push_back(dim_value(L, d)); }
-  }
-  Value n = i64s(L, {stat});
-  for (Value s : syms) n = L.op("Mul", {n, s}, i64_1);
-  n = L.op("Squeeze", {n}, Aval(dtype::i64, {}));
-  Dim total = all_static ? Dim(stat) : Dim::sym("jaxonnx_random_n");
-  Value idx = L.op("Range", {scalar(L, dtype::i64, 0), n, scalar(L, dtype::i64, 1)},
-                   Aval(dtype::i64, {total}));
-  idx = L.op("Reshape", {idx, shape_value(L, shape)}, Aval(dtype::i64, shape));
-  // Cast int64 -> uint32 wraps: the low word.
-  U32 lo{cast(L, idx, Aval(dtype::i64, shape), dtype::u32), shape};
-  if (all_static && stat <= (int64_t{1} << 32)) return {{u32(L, 0), {}}, lo};
-  Value hi = L.op("Div", {idx, scalar(L, dtype::i64, 4294967296.0)}, Aval(dtype::i64, shape));
-  return {{cast(L, hi, Aval(dtype::i64, shape), dtype::u32), shape}, lo};
-}
+using namespace lax_random;
 
 // Two same-shaped uint32 words stacked on a new trailing axis (key data).
 Value stack2(Lowering& L, const U32& a, const U32& b, const Aval& out) {
@@ -288,4 +197,21 @@ JAXONNX_PLUGIN("lax_random", "1.0.0") {
       .emits({"Gather", "Unsqueeze", "Cast", "Expand", "Concat"})
       .emits_shape_ops()
       .doc("threefry2x32(key, (0, uint32(data))) as new key data");
+  plugin.primitive("random_gamma", lax_random::lower_random_gamma)
+      .emits(kHash)
+      .emits({"Gather", "Unsqueeze", "Range", "Reshape", "Squeeze", "Cast", "Div", "Mul", "Expand", "Sub", "Sqrt",
+              "GreaterOrEqual", "Where", "Loop", "LessOrEqual", "ReduceSum", "Greater", "And", "Log", "Equal", "Neg",
+              "Less", "Max", "Pow", "Or", "ConstantOfShape"})
+      .emits_shape_ops()
+      .doc("Marsaglia-Tsang rejection sampling over threefry draws, JAX's _gamma_one per element, as nested Loops");
+  plugin.primitive("rng_bit_generator", lax_random::lower_rng_bit_generator)
+      .emits(kHash)
+      .emits({"Gather", "Cast", "Less", "Mul", "Unsqueeze", "Concat", "Reshape", "Slice"})
+      .emits_shape_ops()
+      .doc("XLA's CPU RngBitGenerator (Philox-4x32-10 by default, or threefry2x32), bit for bit");
+  plugin.primitive("rng_uniform", lax_random::lower_rng_uniform)
+      .emits({"ConstantOfShape", "RandomUniformLike", "Cast", "Sub", "Mul", "Floor", "Add", "Min"})
+      .emits_shape_ops()
+      .doc("XLA's stateful uniform RNG (values differ per call in JAX too): onnxruntime's RandomUniformLike, "
+           "seeded per equation, scaled to [a, b)");
 }

@@ -90,7 +90,7 @@ def _eval_eqn_physical(eqn, ins):
     out_keys = [_is_key(v.aval) for v in eqn.outvars]
     if name in ("random_wrap", "random_unwrap", "random_clone"):
         return ins[0]
-    if name in ("random_seed", "random_bits", "random_split", "random_fold_in"):
+    if name in ("random_seed", "random_bits", "random_split", "random_fold_in", "random_gamma"):
         if in_keys[0]:
             ins[0] = prng.random_wrap_p.bind(ins[0], impl=eqn.invars[0].aval.dtype._impl)
         out = prim.bind(*ins, **params)
@@ -122,7 +122,7 @@ def _eval_eqn_physical(eqn, ins):
 
 # The lax_random plugin reproduces JAX's partitionable threefry bits, JAX's
 # default; the legacy algorithm binds the same primitives, so it is refused here.
-_RANDOM_PRIMITIVES = {"random_bits", "random_split"}
+_RANDOM_PRIMITIVES = {"random_bits", "random_split", "random_gamma"}
 
 
 def _uses_random(jaxpr):

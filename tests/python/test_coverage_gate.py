@@ -98,6 +98,37 @@ def linalg(x):
             jnp.linalg.eigvalsh(gram + 5 * jnp.eye(5)), jnp.linalg.qr(x)[1], jnp.linalg.svd(x, compute_uv=False))
 
 
+_EXPERTS = _rng.standard_normal((4, 6, 5)).astype(np.float32) * 0.5
+_ROUTER = _rng.standard_normal((6, 4)).astype(np.float32)
+
+
+def moe_layer(x):
+    """A top-1 mixture-of-experts layer: route each token, sort tokens by expert,
+    one grouped matmul (jax.lax.ragged_dot), then back to token order."""
+    tokens = x.reshape(-1, x.shape[-1])
+    expert = jnp.argmax(tokens @ _ROUTER, axis=-1)
+    order = jnp.argsort(expert, stable=True)
+    sizes = jnp.bincount(expert, length=_EXPERTS.shape[0]).astype(jnp.int32)
+    out = lax.ragged_dot(tokens[order], _EXPERTS, sizes)
+    return jnp.zeros_like(out).at[order].set(out).reshape(*x.shape[:-1], -1)
+
+
+@jax.jit  # XLA compiles gamma's loops once per shape, not per eager op
+def gamma_sampler(x):
+    """Gamma draws, one per data element with its own shape parameter, from a fixed key."""
+    return jax.random.gamma(jax.random.key(42), jnp.abs(x) + 0.5)
+
+
+def spline_second_derivatives(y):
+    """Natural cubic spline on a unit grid: M'' from the tridiagonal system
+    M[i-1] + 4 M[i] + M[i+1] = 6 (y[i-1] - 2 y[i] + y[i+1])."""
+    rhs = 6 * (y[..., :-2] - 2 * y[..., 1:-1] + y[..., 2:])
+    n = rhs.shape[-1]
+    off = jnp.ones_like(rhs)
+    m = lax.linalg.tridiagonal_solve(off.at[..., 0].set(0), 4 * off, off.at[..., n - 1].set(0), rhs[..., None])
+    return m[..., 0]
+
+
 # name -> (fn, shapes); shapes use "B" for a symbolic batch; float inputs.
 CORPUS = {
     "activations": (lambda x: (jax.nn.relu(x), jax.nn.gelu(x), jax.nn.gelu(x, approximate=False),
@@ -168,6 +199,10 @@ CORPUS = {
     # Bucketing (issue 16): lt_to / le_to via searchsorted, digitize, interp.
     "bucketize": (lambda x: (jnp.searchsorted(_EDGES, x), jnp.digitize(x, _EDGES),
                              jnp.interp(x, _EDGES, jnp.cumsum(_EDGES))), [("B", 6)]),
+    # Issue 16: a MoE layer, a gamma sampler, a spline solve.
+    "moe_ragged_dot": (moe_layer, [("B", 3, 6)]),
+    "gamma_sampler": (gamma_sampler, [("B", 4)]),
+    "spline_tridiagonal_solve": (spline_second_derivatives, [("B", 9)]),
     "unstack_platform": (lambda x: (*jnp.unstack(x, axis=-1),
                                     lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)),
                          [("B", 3)]),

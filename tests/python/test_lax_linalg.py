@@ -261,19 +261,33 @@ def test_det_of_singular_and_permuted_matrices():
           make_inputs=inputs)
 
 
+# -------------------------------------------------------- symmetric_product --
+
+@pytest.mark.parametrize("shape,dtype,x64", [((3, 4), *F32), (("B", 2, 3, 5), *F32), (("B", 4, 2), *F64)],
+                         ids=str)
+def test_symmetric_product(dtype, x64, shape):
+    # alpha a a^T + beta c, the whole matrix (JAX's CPU lowering computes all of it).
+    m = shape[-2]
+    fn = lambda a, c: (lax.linalg.symmetric_product(a, c, alpha=0.5, beta=-2.0),
+                       lax.linalg.symmetric_product(a, c, symmetrize_output=True))
+    model = jcheck(fn, [shape, (*shape[:-1], m)], [dtype] * 2, x64=x64, **TOL[dtype])
+    assert "MatMul" in op_types(model)
+
+
 # ----------------------------------------------------------- opset, errors --
 
 def test_opset_18():
     def fn(a, b):
         lu, piv, perm = lax.linalg.lu(a)
         return (lu, piv, perm, lax.linalg.cholesky(a),
-                lax.linalg.triangular_solve(a, b, left_side=True, lower=True))
+                lax.linalg.triangular_solve(a, b, left_side=True, lower=True),
+                lax.linalg.symmetric_product(b, a, alpha=2.0, beta=1.0))
 
     jcheck(fn, [("B", 3, 3), ("B", 3, 2)], make_inputs=spd, opset=18, **TOL[np.float32])
 
 
-@pytest.mark.parametrize("fn,prim", [(jnp.linalg.eig, "eig"), (lax.linalg.hessenberg, "hessenberg")],
-                         ids=["eig", "hessenberg"])
+@pytest.mark.parametrize("fn,prim", [(jnp.linalg.eig, "eig"), (lax.linalg.schur, "schur")],
+                         ids=["eig", "schur"])
 def test_unsupported_linalg_names_the_primitive(fn, prim):
     with pytest.raises(jaxonnx.ConversionError, match=f"'{prim}'"):
         jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct((3, 3), np.float32)])

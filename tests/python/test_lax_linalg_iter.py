@@ -269,3 +269,125 @@ def test_subset_by_index():
     np.testing.assert_allclose(s, sr[..., 1:3], atol=1e-9)
     np.testing.assert_allclose(u, np.abs(ur[..., :, 1:3]), atol=1e-9)
     np.testing.assert_allclose(vt, np.abs(vtr[..., 1:3, :]), atol=1e-9)
+
+
+# ------------------------------------------------------- tridiagonal_solve --
+
+# Batch shapes: none, symbolic, two static dims; n = 1 (no elimination step) too.
+TRIDIAG = [((), 1, *F32), (("B",), 6, *F32), ((2, 3), 4, *F32), ((), 5, *F64), (("B",), 2, *F64),
+           (("B", 2), 7, *F64), ((), "N", *F32), ((3,), "N", *F64)]
+
+
+@pytest.mark.parametrize("batch,n,dtype,x64", TRIDIAG, ids=_id)
+def test_tridiagonal_solve(dtype, x64, batch, n):
+    # gtsv pivots (random diagonals swap rows often), so x matches LAPACK's to rounding.
+    fn = lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b)
+    shapes = [(*batch, n)] * 3 + [(*batch, n, 3)]
+    model = jcheck(fn, shapes, [dtype] * 4, x64=x64, **TOL[dtype])  # a symbolic n runs as 1 and 7
+    assert loops(model) == 2
+
+
+def test_tridiagonal_solve_singular_is_nan():
+    # A zero pivot (gtsv's info > 0) gives NaN for that batch element only, as JAX.
+    def inputs(shape, dtype, rng):
+        x = rng.standard_normal(size=shape).astype(dtype)
+        if len(shape) == 2:
+            x[1] = 0.0  # element 1: dl, d and du all zero
+        return x
+
+    fn = lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b)
+    jcheck(fn, [(3, 4)] * 3 + [(3, 4, 2)], x64=True, make_inputs=inputs)
+
+
+def test_tridiagonal_solve_perturb_singular_is_refused():
+    fn = lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True)
+    with pytest.raises(jaxonnx.ConversionError, match="tridiagonal_solve.*perturb_singular"):
+        jaxonnx.to_onnx(fn, symbolic_specs([(4,)] * 3 + [(4, 1)], [np.float32] * 4))
+
+
+# --------------------------------------------------------- cholesky_update --
+
+def upper_factor_and_vector(shape, dtype, rng):
+    if len(shape) == 1:  # w, with zero entries: drotg's identity rotation (c = 1, s = 0)
+        w = rng.standard_normal(size=shape).astype(dtype)
+        w[::3] = 0.0
+        return w
+    m = rng.standard_normal(size=shape)
+    spd = m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+    return np.swapaxes(np.linalg.cholesky(spd), -1, -2).astype(dtype)
+
+
+@pytest.mark.parametrize("n,dtype,x64", [(4, *F32), (5, *F64)], ids=_id)
+def test_cholesky_update(dtype, x64, n):
+    # JAX's primitive has no batch dims (vmap of it is not defined); R^T R is compared too.
+    def fn(r, w):
+        r2 = lax.linalg.cholesky_update(r, w)
+        return r2, mT(r2) @ r2
+
+    jcheck(fn, [(n, n), (n,)], [dtype] * 2, x64=x64, make_inputs=upper_factor_and_vector, **TOL[dtype])
+
+
+# ---------------------------------------------------------------- ormqr --
+
+@pytest.mark.parametrize("shape,dtype,x64,left,transpose", [
+    (("B", 5, 3), *F32, True, False), ((2, 4, 4), *F64, True, True),
+    ((2, 4, 4), *F64, False, False), (("B", 5, 3), *F32, False, True)],
+    ids=["q_c-f32-B", "qt_c-f64", "c_q-f64", "c_qt-f32-B"])
+def test_ormqr(dtype, x64, shape, left, transpose):
+    m = shape[-2]
+    cshape = (*shape[:-2], m, 2) if left else (*shape[:-2], 3, m)
+
+    def fn(a, c):
+        h, taus = lax_linalg.geqrf(a)
+        return lax_linalg.ormqr(h, taus, c, left=left, transpose=transpose)
+
+    jcheck(fn, [shape, cshape], [dtype] * 2, x64=x64, **TOL[dtype])
+
+
+def test_scipy_qr_multiply():
+    # jax.scipy.linalg.qr_multiply is ormqr on jnp.linalg.qr(mode="raw").
+    fn = lambda a, c: jax.scipy.linalg.qr_multiply(a, c)
+    jcheck(fn, [(5, 3), (2, 5)], x64=True, **TOL[np.float64])
+
+
+# ------------------------------------------------- hessenberg, tridiagonal --
+
+SQUARE_REDUCE = [((1, 1), *F32), (("B", 5, 5), *F32), ((2, 3, 4, 4), *F32), ((2, 2), *F64), (("B", 6, 6), *F64)]
+
+
+@pytest.mark.parametrize("shape,dtype,x64", SQUARE_REDUCE, ids=_id)
+def test_hessenberg(dtype, x64, shape):
+    # gehrd's packed output and taus, LAPACK's signs; and scipy's h, q built on it.
+    jcheck(lax.linalg.hessenberg, [shape], [dtype], x64=x64, **TOL[dtype])
+
+
+def test_scipy_hessenberg_with_q():
+    jcheck(lambda a: jax.scipy.linalg.hessenberg(a, calc_q=True), [(5, 5)], x64=True, **TOL[np.float64])
+
+
+@pytest.mark.parametrize("shape,dtype,x64,lower", [
+    ((1, 1), *F32, True), (("B", 5, 5), *F32, False), ((2, 3, 4, 4), *F32, True), ((2, 2), *F64, False),
+    (("B", 6, 6), *F64, True)], ids=["1x1-f32-lower", "B5-f32-upper", "2x3x4-f32-lower", "2-f64-upper",
+                                    "B6-f64-lower"])
+def test_tridiagonal(dtype, x64, shape, lower):
+    # Non-symmetric inputs: only the `lower` (upper) triangle is read, the other strict
+    # triangle comes back as it was (LAPACK leaves it).
+    jcheck(lambda a: lax.linalg.tridiagonal(a, lower=lower), [shape], [dtype], x64=x64, **TOL[dtype])
+
+
+def test_new_linalg_at_opset_18():
+    def fn(a, dl, b):
+        h, taus = lax_linalg.geqrf(a)
+        return (lax.linalg.hessenberg(a), lax.linalg.tridiagonal(a), lax_linalg.ormqr(h, taus, b),
+                lax.linalg.tridiagonal_solve(dl, a[..., 0] + 4, dl, b))
+
+    jcheck(fn, [("B", 4, 4), ("B", 4), ("B", 4, 2)], opset=18, **TOL[np.float32])
+
+
+def test_householder_reductions_beyond_lapack_blocking():
+    # n = 40 takes LAPACK's blocked gehrd / sytrd paths (and a long gtsv): same results to rounding.
+    def fn(a, b):
+        return (lax.linalg.hessenberg(a), lax.linalg.tridiagonal(a, lower=False),
+                lax.linalg.tridiagonal_solve(a[0], a[1] + 8, a[2], b))
+
+    jcheck(fn, [(40, 40), (40, 2)], x64=True, **TOL[np.float64])

@@ -192,3 +192,105 @@ def test_legacy_threefry_refused():
     with jax.threefry_partitionable(False):
         with pytest.raises(ValueError, match="jax_threefry_partitionable"):
             jaxonnx.to_onnx(lambda k, x: jax.random.uniform(k, x.shape), [jax.random.key(0), (3,)])
+
+
+# ------------------------------------------------------------ random_gamma --
+
+def test_loggamma_f64_opset18():
+    # log_space=True (also what beta and dirichlet use for small alphas).
+    fn = lambda k, x: jax.random.loggamma(k, jnp.abs(x) * 3 + 0.05)
+    with jax.enable_x64(True):
+        check_typed_key(fn, ("B", 4), x64=True, seeds=(3,), tol=1e-12, opset=18)
+
+
+def test_gamma_with_batched_keys():
+    # vmap over keys: the key has batch dims, each key splits over its row of alphas (alphas
+    # from 0.05, boosted: alpha < 1, up). The bits are exact; erf_inv / log / pow round like
+    # XLA's to an ulp or so. (XLA compiles each gamma for seconds: the programs stay small;
+    # a gamma from a closed-over key is in the coverage gate.)
+    def fn(ks, x):
+        draw = lambda k, a: jax.random.gamma(jax.random.wrap_key_data(k), a)
+        return jax.vmap(draw)(ks, jnp.abs(x) * 3 + 0.05)
+    check(jax.jit(fn), [("B", 2), ("B", 3)], [np.uint32, np.float32], make_inputs=keys_and_normals,
+          batches=ONE_BATCH, rtol=2e-5, atol=2e-5)
+
+
+def test_gamma_legacy_threefry_refused():
+    with jax.threefry_partitionable(False):
+        with pytest.raises(ValueError, match="jax_threefry_partitionable"):
+            jaxonnx.to_onnx(lambda k, a: jax.random.gamma(k, a), [jax.random.key(0), (3,)])
+
+
+# ------------------------------------------------------- rng_bit_generator --
+
+RBG_KEYS = ([1, 2, 3, 4], [0xFFFFFFFF, 7, 0xFFFFFFFE, 0xFFFFFFFF],  # the counter's low word wraps
+            [5, 6, 0xFFFFFFFF, 0xFFFFFFFF])
+
+
+@pytest.mark.parametrize("alg,x64", [("RNG_DEFAULT", False), ("RNG_PHILOX", True), ("RNG_THREE_FRY", False),
+                                     ("RNG_THREE_FRY", True)],
+                         ids=["default-32bit", "philox-64bit", "threefry-32bit", "threefry-64bit"])
+def test_rng_bit_generator(alg, x64):
+    # XLA's CPU expansion, bit for bit: state and bits, odd and even shapes, narrow types.
+    algorithm = getattr(jax.lax.RandomAlgorithm, alg)
+    dts = [jnp.uint64, jnp.uint32] if x64 else [jnp.uint32, jnp.uint8, jnp.uint16]
+
+    def fn(k):
+        outs = []
+        for shape, dt in zip([(3, 5), (), (2, 4, 7)], dts * 2):
+            k, bits = jax.lax.rng_bit_generator(k, shape, dtype=dt, algorithm=algorithm)
+            outs.append(bits)
+        return k, outs
+
+    ctx = jax.enable_x64(True) if x64 else contextlib.nullcontext()
+    with ctx:
+        model = jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct((4,), jnp.uint32)], enable_double_precision=x64, opset=18)
+        onnx.checker.check_model(model, full_check=True)
+        sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        for key in RBG_KEYS:
+            key = np.array(key, np.uint32)
+            want = [np.asarray(w) for w in jax.tree_util.tree_leaves(jax.jit(fn)(key))]
+            got = sess.run(None, {sess.get_inputs()[0].name: key})
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_array_equal(g, w)
+
+
+def test_rng_bit_generator_symbolic_shape_is_refused():
+    specs = symbolic_specs([(4,), ("B", 3)], [np.uint32, np.float32])
+    with pytest.raises(jaxonnx.ConversionError, match="rng_bit_generator.*must be static"):
+        jaxonnx.to_onnx(lambda k, x: jax.lax.rng_bit_generator(k, x.shape)[1], specs)
+
+
+# ------------------------------------------------------------- rng_uniform --
+
+def test_rng_uniform_opset21():
+    # XLA's stateful RNG differs between calls in JAX itself: no parity to check, only its
+    # contract (shape, dtype, [a, b), fresh draws per equation and per run, stable model bytes).
+    def fn(x):
+        lo = x[0, 0]
+        return (lax_rng_uniform(lo, lo + 2, (2000,)), lax_rng_uniform(lo, lo + 2, (2000,)),
+                lax_rng_uniform(jnp.int32(-3), jnp.int32(4), x.shape))
+    with jax.enable_x64(True):
+        specs = symbolic_specs([("B", 3)], [np.float64])
+        model = jaxonnx.to_onnx(fn, specs, enable_double_precision=True, opset=21)
+        assert model.SerializeToString() == jaxonnx.to_onnx(
+            fn, specs, enable_double_precision=True, opset=21).SerializeToString()
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = np.full((5, 3), 1.5)
+    a, b, c = sess.run(None, {sess.get_inputs()[0].name: x})
+    a2 = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    assert a.dtype == np.float64 and a.shape == (2000,) and c.dtype == np.int32 and c.shape == (5, 3)
+    assert 1.5 <= a.min() and a.max() < 3.5 and abs(a.mean() - 2.5) < 0.05
+    assert -3 <= c.min() and c.max() <= 3
+    assert not np.array_equal(a, b) and not np.array_equal(a, a2)
+
+
+def lax_rng_uniform(a, b, shape):
+    return jax.lax.rng_uniform(a, b, shape)
+
+
+def test_rng_uniform_is_refused_from_opset_22():
+    with pytest.raises(jaxonnx.ConversionError, match="rng_uniform.*opset 21"):
+        jaxonnx.to_onnx(lambda x: lax_rng_uniform(x, x + 1, (3,)), [jax.ShapeDtypeStruct((), np.float32)])

@@ -1,0 +1,282 @@
+// random_gamma(key, a; log_space): jax.random.gamma / loggamma / beta /
+// dirichlet. JAX defines the primitive by a program (_gamma_impl, lowered
+// with vmap on CPU); this replays that program on every element at once:
+//
+// - element e of a (row-major) with key index kk and flat index i in the
+//   dims after the key's gets key_e = threefry(key[kk], (0, i)) (the vmapped
+//   split of each key into prod(rest) keys);
+// - _gamma_one(key_e, alpha_e), Marsaglia-Tsang: boost alpha < 1 to alpha + 1,
+//   d = alpha - 1/3, c = 1 / (3 sqrt(d)); (key, sub) = split(key); then
+//   while (U >= 1 - 0.0331 X^2) & (log U >= X / 2 + d (1 - V + log V)):
+//     (key, xk, uk) = split(key, 3);
+//     x = 0, v = -1; while v <= 0: (xk, s) = split(xk); x = normal(s); v = 1 + c x
+//     X = x^2, V = v^3, U = uniform(uk)
+//   and d V (1 - uniform(sub))^(1/alpha) for boosted alphas, or in log space
+//   log d + log V + log1p(-uniform(sub)) / alpha.
+//   Both whiles are ONNX Loops over the flattened elements; an element's
+//   state moves only while its own condition holds (the vmapped while's
+//   select), so each element follows its own sequential draw sequence and the
+//   Loops end when none is left.
+// - uniform/normal are JAX's: the top mantissa bits of threefry bits
+//   (b1 ^ b2 for f32, (b1 << 32) | b2 for f64) scaled by 2^-mant (what the
+//   bitcast of 1.m minus 1 gives, exactly); normal is sqrt(2) erf_inv(u) on
+//   [nextafter(-1, 0), 1) with erf_inv by Giles (XLA's ErfInv) and log1p
+//   after Kahan, as plugins/lax_math.
+// The bits are exact; erf_inv, log and pow agree with XLA's to a few ulp, so
+// an acceptance test can flip only when a draw lies within rounding of its
+// boundary (then that element differs). float32 and float64.
+#include <jaxonnx/plugin.hpp>
+
+#include "threefry.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace lax_random {
+
+namespace {
+
+// Elementwise float ops on flat [N] tensors of one dtype.
+struct F {
+  Lowering& L;
+  int32_t t;
+  Aval a;   // [N] of t
+  Aval ab;  // [N] of bool
+
+  Value k(double v) { return scalar(L, t, v); }
+  Value op(const char* o, const std::vector<Value>& ins) { return L.op(o, ins, a); }
+  Value cmp(const char* o, const std::vector<Value>& ins) { return L.op(o, ins, ab); }
+  Value add(Value x, Value y) { return op("Add", {x, y}); }
+  Value sub(Value x, Value y) { return op("Sub", {x, y}); }
+  Value mul(Value x, Value y) { return op("Mul", {x, y}); }
+  Value div(Value x, Value y) { return op("Div", {x, y}); }
+  Value neg(Value x) { return op("Neg", {x}); }
+  Value log(Value x) { return op("Log", {x}); }
+  Value where(Value c, Value x, Value y) { return op("Where", {c, x, y}); }
+  template <typename C> Value poly(Value x, const C& c) {
+    Value y = k(c[0]);
+    for (size_t i = 1; i < std::size(c); ++i) y = add(mul(y, x), k(c[i]));
+    return y;
+  }
+};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Kahan's log1p (as plugins/lax_math).
+Value log1p(F& f, Value x) {
+  Value u = f.add(f.k(1), x);
+  Value r = f.mul(f.log(u), f.div(x, f.sub(u, f.k(1))));
+  r = f.where(f.cmp("Equal", {u, f.k(kInf)}), u, r);
+  return f.where(f.cmp("Equal", {u, f.k(1)}), x, r);
+}
+
+// Giles' erf_inv (XLA's ErfInv; the coefficients of plugins/lax_math).
+constexpr double kLt5[] = {2.81022636e-08,  3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                           -0.00125372503,  -0.00417768164, 0.246640727,    1.50140941};
+constexpr double kGe5[] = {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                           -0.0076224613,   0.00943887047,  1.00167406,    2.83297682};
+constexpr double kLt625[] = {
+    -3.6444120640178196996e-21, -1.685059138182016589e-19,  1.2858480715256400167e-18,
+    1.115787767802518096e-17,   -1.333171662854620906e-16,  2.0972767875968561637e-17,
+    6.6376381343583238325e-15,  -4.0545662729752068639e-14, -8.1519341976054721522e-14,
+    2.6335093153082322977e-12,  -1.2975133253453532498e-11, -5.4154120542946279317e-11,
+    1.051212273321532285e-09,   -4.1126339803469836976e-09, -2.9070369957882005086e-08,
+    4.2347877827932403518e-07,  -1.3654692000834678645e-06, -1.3882523362786468719e-05,
+    0.0001867342080340571352,   -0.00074070253416626697512, -0.0060336708714301490533,
+    0.24015818242558961693,     1.6536545626831027356};
+constexpr double kLt16[] = {
+    2.2137376921775787049e-09,  9.0756561938885390979e-08,  -2.7517406297064545428e-07,
+    1.8239629214389227755e-08,  1.5027403968909827627e-06,  -4.013867526981545969e-06,
+    2.9234449089955446044e-06,  1.2475304481671778723e-05,  -4.7318229009055733981e-05,
+    6.8284851459573175448e-05,  2.4031110387097893999e-05,  -0.0003550375203628474796,
+    0.00095328937973738049703,  -0.0016882755560235047313, 0.0024914420961078508066,
+    -0.0037512085075692412107, 0.005370914553590063617,    1.0052589676941592334,
+    3.0838856104922207635};
+constexpr double kGe16[] = {
+    -2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
+    -3.7894654401267369937e-09, 7.6157012080783393804e-09,  -1.4960026627149240478e-08,
+    2.9147953450901080826e-08,  -6.7711997758452339498e-08, 2.2900482228026654717e-07,
+    -9.9298272942317002539e-07, 4.5260625972231537039e-06,  -1.9681778105531670567e-05,
+    7.5995277030017761139e-05,  -0.00021503011930044477347, -0.00013871931833623122026,
+    1.0103004648645343977,      4.8499064014085844221};
+
+// erf_inv on (-1, 1) (the normal draws never reach +-1 or beyond).
+Value erf_inv(F& f, Value x) {
+  Value w = f.neg(log1p(f, f.neg(f.mul(x, x))));
+  Value p;
+  if (f.t == dtype::f64) {
+    Value sw = f.op("Sqrt", {w});
+    Value p1 = f.poly(f.sub(w, f.k(3.125)), kLt625);
+    Value p2 = f.poly(f.sub(sw, f.k(3.25)), kLt16);
+    Value p3 = f.poly(f.sub(sw, f.k(5.0)), kGe16);
+    p = f.where(f.cmp("Less", {w, f.k(6.25)}), p1, f.where(f.cmp("Less", {w, f.k(16)}), p2, p3));
+  } else {
+    Value p1 = f.poly(f.sub(w, f.k(2.5)), kLt5);
+    Value p2 = f.poly(f.sub(f.op("Sqrt", {w}), f.k(3)), kGe5);
+    p = f.where(f.cmp("Less", {w, f.k(5)}), p1, p2);
+  }
+  return f.mul(p, x);
+}
+
+// A key per element: its two words.
+struct Key {
+  U32 k1, k2;
+};
+
+// split(key, n)[i]: threefry(key, (0, i)).
+Key child(Lowering& L, const Key& k, uint32_t i) {
+  auto [b1, b2] = threefry(L, k.k1, k.k2, {u32(L, 0), {}}, {u32(L, i), {}});
+  return {b1, b2};
+}
+
+// uniform(key, (), t) in [0, 1): the top mantissa bits of random_bits.
+Value uniform01(F& f, const Key& k) {
+  Lowering& L = f.L;
+  auto [b1, b2] = threefry(L, k.k1, k.k2, {u32(L, 0), {}}, {u32(L, 0), {}});
+  Aval a32 = f.a.with_dtype(dtype::u32);
+  if (f.t == dtype::f32) {
+    Value bits = L.op("BitwiseXor", {b1.v, b2.v}, a32);
+    Value m = L.op("BitShift", {bits, u32(L, 9)}, a32, {Attr::s("direction", "RIGHT")});
+    return f.mul(cast(L, m, a32, f.t), f.k(std::ldexp(1.0, -23)));
+  }
+  Aval a64 = f.a.with_dtype(dtype::u64);
+  Value sh = L.constant(std::vector<uint64_t>{32}, {});
+  Value hi = L.op("BitShift", {cast(L, b1.v, a32, dtype::u64), sh}, a64, {Attr::s("direction", "LEFT")});
+  Value bits = L.op("BitwiseOr", {hi, cast(L, b2.v, a32, dtype::u64)}, a64);
+  Value m = L.op("BitShift", {bits, L.constant(std::vector<uint64_t>{12}, {})}, a64, {Attr::s("direction", "RIGHT")});
+  return f.mul(cast(L, m, a64, f.t), f.k(std::ldexp(1.0, -52)));
+}
+
+// normal(key, (), t): sqrt(2) erf_inv(u), u uniform on [nextafter(-1, 0), 1).
+Value normal(F& f, const Key& k) {
+  Value u01 = uniform01(f, k);
+  double lo = f.t == dtype::f32 ? double(std::nextafter(-1.0f, 0.0f)) : std::nextafter(-1.0, 0.0);
+  double span = f.t == dtype::f32 ? double(1.0f - float(lo)) : 1.0 - lo;  // 2, rounded as JAX's
+  Value u = f.add(f.mul(u01, f.k(span)), f.k(lo));
+  u = f.op("Max", {f.k(lo), u});
+  double sqrt2 = f.t == dtype::f32 ? double(float(std::sqrt(2.0))) : std::sqrt(2.0);
+  return f.mul(f.k(sqrt2), erf_inv(f, u));
+}
+
+// any(mask) of a bool [N] as a bool scalar (false when N = 0).
+Value any(Lowering& L, Value mask, const Aval& ab) {
+  Value s = L.op("ReduceSum", {cast(L, mask, ab, dtype::f32)}, Aval(dtype::f32, {}), {Attr::i("keepdims", 0)});
+  return L.op("Greater", {s, scalar(L, dtype::f32, 0.0)}, Aval(dtype::boolean, {}));
+}
+
+Value sel_u32(Lowering& L, Value c, const U32& x, const U32& y, const Aval& a32) {
+  return where(L, c, x.v, y.v, a32);
+}
+
+// Marsaglia-Tsang's acceptance loop condition (true: draw again).
+Value again(F& f, Value X, Value V, Value U, Value d) {
+  Value c1 = f.cmp("GreaterOrEqual", {U, f.sub(f.k(1), f.mul(f.k(0.0331), f.mul(X, X)))});
+  Value rhs = f.add(f.mul(X, f.k(0.5)), f.mul(d, f.add(f.sub(f.k(1), V), f.log(V))));
+  Value c2 = f.cmp("GreaterOrEqual", {f.log(U), rhs});
+  return f.cmp("And", {c1, c2});
+}
+
+}  // namespace
+
+void lower_random_gamma(Lowering& L) {
+  Aval ka = L.in_aval(0), aa = L.in_aval(1);
+  int32_t t = aa.dtype;
+  if (t != dtype::f32 && t != dtype::f64)
+    L.fail(std::string("random_gamma: dtype ") + dtype::name(t) + " is not supported (float32 and float64 only)");
+  bool log_space = L.param("log_space").as_bool();
+  size_t kr = static_cast<size_t>(ka.rank() - 1);  // key batch rank
+  if (aa.rank() < static_cast<int64_t>(kr))
+    L.fail("random_gamma: a " + aa.str() + " has fewer dims than the keys " + ka.str());
+  Shape rest(aa.shape.begin() + static_cast<std::ptrdiff_t>(kr), aa.shape.end());
+  Dim n = product(aa.shape);
+  Aval flat(t, {n});
+  Aval a32 = flat.with_dtype(dtype::u32), ab = flat.with_dtype(dtype::boolean);
+  Aval full32 = aa.with_dtype(dtype::u32);
+  Value minus1 = i64s(L, {-1});
+  // key_e = threefry(key[kk], (0, i)), flattened.
+  auto [k1, k2] = key_words(L, L.input(0), ka, rest.size());
+  auto [hi, lo] = iota_2x32(L, rest);
+  auto [e1, e2] = threefry(L, k1, k2, hi, lo);
+  auto flatten_key = [&](const U32& w) {
+    Value v = w.s == aa.shape ? w.v : L.op("Expand", {w.v, shape_value(L, aa.shape)}, full32);
+    return U32{L.op("Reshape", {v, minus1}, a32), {n}};
+  };
+  Key ke{flatten_key(e1), flatten_key(e2)};
+  F f{L, t, flat, ab};
+  Value alpha = L.op("Reshape", {L.input(1), minus1}, flat);
+  Value boost = f.cmp("GreaterOrEqual", {alpha, f.k(1)});
+  Value al = f.where(boost, alpha, f.add(alpha, f.k(1)));
+  Value d = f.sub(al, f.k(1.0 / 3.0));
+  Value c = f.div(f.k(1.0 / 3.0), f.op("Sqrt", {d}));
+  Key key = child(L, ke, 0), sub = child(L, ke, 1);
+
+  Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
+  Value big = scalar(L, dtype::i64, 9.0e18);  // the Loops run until their condition fails
+  // Constant [N] tensors (ConstantOfShape: onnxruntime leaves those in place,
+  // where it would try to rename an Expand that a Loop body reads).
+  Value nshape = shape_value(L, {n});
+  auto filled = [&](double v) {
+    float vf = static_cast<float>(v);
+    Attr val = t == dtype::f32 ? Attr::tensor("value", t, {1}, &vf, sizeof vf) : Attr::tensor("value", t, {1}, &v, sizeof v);
+    return L.op("ConstantOfShape", {nshape}, flat, {val});
+  };
+  Value zeros = filled(0.0);
+  // Outer loop: state (key, X, V, U).
+  Subgraph go = L.begin_subgraph("gamma_accept");
+  go.input(isc, "it");
+  go.input(bsc, "cond_in");
+  Key ks{{go.input(a32, "k1"), {n}}, {go.input(a32, "k2"), {n}}};
+  Value X = go.input(flat, "X"), V = go.input(flat, "V"), U = go.input(flat, "U");
+  Value active = again(f, X, V, U, d);
+  Key kn = child(L, ks, 0), xk = child(L, ks, 1), uk = child(L, ks, 2);
+  // Inner loop: state (key, x, v) while v <= 0.
+  Subgraph gi = L.begin_subgraph("gamma_positive_v");
+  gi.input(isc, "it");
+  gi.input(bsc, "cond_in");
+  Key ik{{gi.input(a32, "k1"), {n}}, {gi.input(a32, "k2"), {n}}};
+  Value x = gi.input(flat, "x"), v = gi.input(flat, "v");
+  Value redo = f.cmp("LessOrEqual", {v, f.k(0)});
+  Key ik2 = child(L, ik, 0), s = child(L, ik, 1);
+  Value x2 = normal(f, s);
+  Value v2 = f.add(f.k(1), f.mul(x2, c));
+  Value k1i = sel_u32(L, redo, ik2.k1, ik.k1, a32), k2i = sel_u32(L, redo, ik2.k2, ik.k2, a32);
+  Value x3 = f.where(redo, x2, x), v3 = f.where(redo, v2, v);
+  Value more = any(L, f.cmp("LessOrEqual", {v3, f.k(0)}), ab);
+  GraphRef inner = gi.end({more, k1i, k2i, x3, v3});
+  std::vector<Value> io = L.op_n("Loop", {big, scalar(L, dtype::boolean, 1), xk.k1.v, xk.k2.v, zeros,
+                                          filled(-1.0)},
+                                 {a32, a32, flat, flat}, {Attr::graph("body", inner)});
+  Value Xn = f.mul(io[2], io[2]);
+  Value Vn = f.mul(f.mul(io[3], io[3]), io[3]);
+  Value Un = uniform01(f, uk);
+  Value ok1 = sel_u32(L, active, kn.k1, ks.k1, a32), ok2 = sel_u32(L, active, kn.k2, ks.k2, a32);
+  Value X2 = f.where(active, Xn, X), V2 = f.where(active, Vn, V), U2 = f.where(active, Un, U);
+  Value more_o = any(L, again(f, X2, V2, U2, d), ab);
+  GraphRef outer = go.end({more_o, ok1, ok2, X2, V2, U2});
+  std::vector<Value> oo = L.op_n("Loop", {big, scalar(L, dtype::boolean, 1), key.k1.v, key.k2.v, zeros,
+                                          filled(1.0), filled(2.0)},
+                                 {a32, a32, flat, flat, flat}, {Attr::graph("body", outer)});
+  Value Vf = oo[3];
+  Value us = uniform01(f, sub);
+  Value inv_alpha = f.div(f.k(1), alpha);
+  Value out;
+  if (log_space) {
+    // -exponential(sub) = log1p(-u) (its two negations are exact).
+    Value ls = log1p(f, f.neg(us));
+    Value skip = f.cmp("Or", {boost, f.cmp("Equal", {ls, f.k(0)})});
+    Value lb = f.where(skip, f.k(0), f.mul(ls, inv_alpha));
+    out = f.add(f.add(f.log(d), f.log(Vf)), lb);
+  } else {
+    Value samples = f.sub(f.k(1), us);
+    Value b = f.where(boost, f.k(1), f.op("Pow", {samples, inv_alpha}));
+    out = f.mul(f.mul(d, Vf), b);
+  }
+  L.bind(0, L.op("Reshape", {out, shape_value(L, aa.shape)}, aa));
+}
+
+}  // namespace lax_random
