@@ -270,7 +270,20 @@ void Converter::stamp_provenance(const Eqn& eqn, const LoadedPlugin& plugin, ir:
   for (size_t i = first; i < graph.nodes.size(); ++i) stamp(graph.nodes[i]);
 }
 
+// Every failure of an equation's lowering is an EquationError: its message is
+// complete, and a plugin that asked for this lowering (lower_jaxpr) gets it as
+// JXO_NESTED_FAILURE, to pass on unchanged.
 void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
+  try {
+    lower_eqn_unchecked(eqn, scope);
+  } catch (const EquationError&) {
+    throw;
+  } catch (const ConversionError& e) {
+    throw EquationError(e.what());
+  }
+}
+
+void Converter::lower_eqn_unchecked(const Eqn& eqn, Scope& scope) {
   if (eqn.primitive.rfind(kFunctionPrefix, 0) == 0) return lower_function_call(eqn, scope);
   const PrimitiveInfo* prim = registry_.find(eqn.primitive);
   if (!prim) {
@@ -296,23 +309,31 @@ void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
   size_t depth_before = depth();
   ir::Graph* graph = current()->graph;
   size_t nodes_before = graph->nodes.size();
+  FaultScope faults;
   jxo_status* status = prim->lower(host_api(), &frame, prim->user_data);
-  if (size_t left = close_abandoned(depth_before); left && !status)
-    status = new jxo_status{std::to_string(left) +
-                            " subgraph scope(s) opened by graph_begin were never closed "
-                            "with graph_end"};
-  if (status) {
-    std::string msg = status->message;
-    delete status;
-    if (pending) {
-      ConversionError inner = *pending;
-      pending.reset();
-      throw inner;
-    }
+  std::optional<Failure> failure;
+  if (status) failure = take_status(status);
+  // A host call that failed without a status (an accessor, the memo) fails
+  // the lowering even if the plugin went on.
+  if (std::optional<Failure> fault = faults.take())
+    failure = Failure{fault->code,
+                      fault->message + (failure ? "; then: " + failure->message : "")};
+  if (size_t left = close_abandoned(depth_before); left && !failure)
+    failure = Failure{JXO_ERROR, std::to_string(left) +
+                                     " subgraph scope(s) opened by graph_begin were never closed "
+                                     "with graph_end"};
+  if (failure) {
+    if (failure->code == JXO_NESTED_FAILURE) throw EquationError(failure->message);
+    std::string hint;
+    if (failure->code == JXO_UNSUPPORTED_OPSET)
+      hint = " (the model targets opset " + std::to_string(model.opset) +
+             "; a newer opset may lower it)";
+    if (failure->code == JXO_INVALID_ARGUMENT)
+      hint = " (the plugin called the host with an argument it cannot use: a bug in plugin '" +
+             plugin.name + "')";
     throw ConversionError("plugin '" + plugin.name + "' failed to lower '" + eqn.primitive + "' " +
-                          describe(eqn) + ": " + msg);
+                          describe(eqn) + ": " + failure->message + hint);
   }
-  pending.reset();
   if (options_.provenance) stamp_provenance(eqn, plugin, *graph, nodes_before);
   for (size_t i = 0; i < eqn.outputs.size(); ++i) {
     const Atom& out = eqn.outputs[i];

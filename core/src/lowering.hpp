@@ -13,6 +13,7 @@
 
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/error.hpp"
+#include "status.hpp"
 
 namespace jaxonnx {
 
@@ -86,12 +87,10 @@ class Converter {
 
   ir::Model model;
   std::map<std::string, std::pair<ir::ValueId, int64_t>> symbol_origins;
-  // An error raised inside a nested lowering, re-raised as-is when the
-  // plugin that asked for the nesting gives up.
-  std::optional<ConversionError> pending;
 
  private:
-  void lower_eqn(const Eqn& eqn, Scope& scope);
+  void lower_eqn(const Eqn& eqn, Scope& scope);  // throws EquationError
+  void lower_eqn_unchecked(const Eqn& eqn, Scope& scope);
   // An `onnx_fn::` equation (function_lowering.cpp): the body once per key
   // into model.functions, then a call-site node.
   void lower_function_call(const Eqn& eqn, Scope& scope);
@@ -137,8 +136,4 @@ struct jxo_abstract_eval {
   const std::vector<jaxonnx::Aval>* inputs;
   const jaxonnx::Param* params;
   std::vector<jaxonnx::Aval> outputs;
-};
-
-struct jxo_status {
-  std::string message;
 };

@@ -22,6 +22,7 @@
 #include <set>
 
 #include "../lowering.hpp"
+#include "../status.hpp"
 #include "fuse_api.hpp"
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/passes.hpp"
@@ -34,7 +35,7 @@ namespace {
 std::string str(jxo_str s) { return s.size ? std::string(s.data, s.size) : std::string(); }
 jxo_str view(const std::string& s) { return jxo_str{s.data(), s.size()}; }
 jxo_status* fail(const jxo_rewrite* rw, const std::string& msg) {
-  return new jxo_status{"rule " + rw->rule + ": " + msg};
+  return make_status(JXO_INVALID_ARGUMENT, "rule " + rw->rule + ": " + msg);
 }
 
 const ir::Node* node_at(const jxo_rewrite* rw, int64_t k) {
@@ -53,36 +54,37 @@ bool made_here(const jxo_rewrite* rw, jxo_value v) {
 
 }  // namespace
 
-int64_t rw_root(const jxo_rewrite* rw) { return rw ? static_cast<int64_t>(rw->root) : -1; }
-int64_t rw_opset(const jxo_rewrite* rw) { return rw ? rw->opset : 0; }
-int64_t rw_producer(const jxo_rewrite* rw, jxo_value v) {
+int64_t rw_root(const jxo_rewrite* rw) noexcept { return rw ? static_cast<int64_t>(rw->root) : -1; }
+int64_t rw_opset(const jxo_rewrite* rw) noexcept { return rw ? rw->opset : 0; }
+int64_t rw_producer(const jxo_rewrite* rw, jxo_value v) noexcept {
   return existing(rw, v) ? rw->uses->producer[v] : -1;
 }
-jxo_str rw_op_type(const jxo_rewrite* rw, int64_t k) {
+jxo_str rw_op_type(const jxo_rewrite* rw, int64_t k) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n ? view(n->op_type) : jxo_str{nullptr, 0};
 }
-jxo_str rw_domain(const jxo_rewrite* rw, int64_t k) {
+jxo_str rw_domain(const jxo_rewrite* rw, int64_t k) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n ? view(n->domain) : jxo_str{nullptr, 0};
 }
-size_t rw_num_inputs(const jxo_rewrite* rw, int64_t k) {
+size_t rw_num_inputs(const jxo_rewrite* rw, int64_t k) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n ? n->inputs.size() : 0;
 }
-jxo_value rw_input(const jxo_rewrite* rw, int64_t k, size_t i) {
+jxo_value rw_input(const jxo_rewrite* rw, int64_t k, size_t i) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n && i < n->inputs.size() ? n->inputs[i] : JXO_NO_VALUE;
 }
-size_t rw_num_outputs(const jxo_rewrite* rw, int64_t k) {
+size_t rw_num_outputs(const jxo_rewrite* rw, int64_t k) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n ? n->outputs.size() : 0;
 }
-jxo_value rw_output(const jxo_rewrite* rw, int64_t k, size_t i) {
+jxo_value rw_output(const jxo_rewrite* rw, int64_t k, size_t i) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n && i < n->outputs.size() ? n->outputs[i] : JXO_NO_VALUE;
 }
-const jxo_attr* rw_attr(const jxo_rewrite* rw_c, int64_t k, jxo_str name) {
+const jxo_attr* rw_attr(const jxo_rewrite* rw_c, int64_t k, jxo_str name) noexcept {
+  return guarded_value<const jxo_attr*>("rw_attr", nullptr, [&]() -> const jxo_attr* {
   const ir::Node* n = node_at(rw_c, k);
   if (!n) return nullptr;
   auto* rw = const_cast<jxo_rewrite*>(rw_c);  // the view's own storage
@@ -113,24 +115,28 @@ const jxo_attr* rw_attr(const jxo_rewrite* rw_c, int64_t k, jxo_str name) {
     return &rw->attrs.back();
   }
   return nullptr;
+  });
 }
-size_t rw_num_reads(const jxo_rewrite* rw, jxo_value v) {
+size_t rw_num_reads(const jxo_rewrite* rw, jxo_value v) noexcept {
   if (!existing(rw, v)) return 0;
   return static_cast<size_t>(rw->uses->reads[v]) + (rw->uses->is_output[v] ? 1 : 0);
 }
-const jxo_aval* rw_value_aval(const jxo_rewrite* rw, jxo_value v) {
-  if (!rw || v < 0 || static_cast<size_t>(v) >= rw->graph->values.size()) return nullptr;
-  const ir::Value& value = rw->graph->values[v];
-  return value.has_type ? value.type.c() : nullptr;
+const jxo_aval* rw_value_aval(const jxo_rewrite* rw, jxo_value v) noexcept {
+  return guarded_value<const jxo_aval*>("rw_value_aval", nullptr, [&]() -> const jxo_aval* {
+    if (!rw || v < 0 || static_cast<size_t>(v) >= rw->graph->values.size()) return nullptr;
+    const ir::Value& value = rw->graph->values[v];
+    return value.has_type ? value.type.c() : nullptr;
+  });
 }
-const jxo_tensor* rw_value_constant(const jxo_rewrite* rw, jxo_value v) {
+const jxo_tensor* rw_value_constant(const jxo_rewrite* rw, jxo_value v) noexcept {
   if (!existing(rw, v)) return nullptr;
   const Tensor* t = rw->uses->constant(*rw->graph, v);
   return t ? t->c() : nullptr;
 }
 
-jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs) {
-  if (!rw || !node) return new jxo_status{"rw_emit_node: no rewrite or no node"};
+jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs) noexcept {
+  if (!rw || !node || !outputs)
+    return make_status(JXO_INVALID_ARGUMENT, "rw_emit_node: no rewrite, node or output array");
   try {
     ir::Node n;
     n.op_type = str(node->op_type);
@@ -193,13 +199,14 @@ jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outpu
     }
     rw->nodes.push_back(std::move(n));
     return nullptr;
-  } catch (const std::exception& e) {
-    return fail(rw, e.what());
+  } catch (...) {
+    return status_from_current_exception("rw_emit_node");
   }
 }
 
-jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* t, jxo_value* out) {
-  if (!rw || !t) return new jxo_status{"rw_constant: no rewrite or no tensor"};
+jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* t, jxo_value* out) noexcept {
+  if (!rw || !t || !out)
+    return make_status(JXO_INVALID_ARGUMENT, "rw_constant: no rewrite, tensor or output");
   try {
     size_t expected = dtype_size(t->dtype);
     int64_t n = 1;
@@ -219,13 +226,14 @@ jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* t, jxo_value* out) {
     rw->initializers.push_back(ir::Initializer{v, tensor, nullptr});
     *out = v;
     return nullptr;
-  } catch (const std::exception& e) {
-    return fail(rw, e.what());
+  } catch (...) {
+    return status_from_current_exception("rw_constant");
   }
 }
 
-jxo_status* rw_replace(jxo_rewrite* rw, jxo_value from, jxo_value to) {
-  if (!rw) return new jxo_status{"rw_replace: no rewrite"};
+jxo_status* rw_replace(jxo_rewrite* rw, jxo_value from, jxo_value to) noexcept {
+  return guarded("rw_replace", [&]() -> jxo_status* {
+  if (!rw) return make_status(JXO_INVALID_ARGUMENT, "rw_replace: no rewrite");
   const ir::Node& root = rw->graph->nodes[rw->root];
   if (std::find(root.outputs.begin(), root.outputs.end(), from) == root.outputs.end())
     return fail(rw, "rw_replace: the value replaced is not an output of the root node");
@@ -245,6 +253,7 @@ jxo_status* rw_replace(jxo_rewrite* rw, jxo_value from, jxo_value to) {
     if (r.first == from) return fail(rw, "rw_replace: that output is already replaced");
   rw->replaced.emplace_back(from, to);
   return nullptr;
+  });
 }
 
 }  // namespace rewrite_api
@@ -310,10 +319,12 @@ class Fuse : public Pass {
     rw.allowed_ops = &rule.onnx_ops;
     rw.rule = "'" + rule.name + "' of plugin '" + rule.plugin->name + "'";
     rw.values_before = g.values.size();
+    FaultScope faults;
     jxo_status* status = rule.rewrite(host_api(), &rw, rule.user_data);
-    if (status) {
-      std::string msg = status->message;
-      delete status;
+    std::optional<Failure> fault = faults.take();
+    if (status || fault) {
+      std::string msg = status ? take_status(status).message : "";
+      if (fault) msg = fault->message + (msg.empty() ? "" : "; then: " + msg);
       drop(g, rw);
       throw ConversionError("the rewrite rule " + rw.rule + " failed at node '" +
                             g.nodes[k].name + "' (" + g.nodes[k].op_type + "): " + msg);

@@ -38,9 +38,12 @@ namespace jaxonnx::sdk {
 // ----------------------------------------------------------------- basics --
 
 // Thrown by a lowering to fail it; the message reaches the user prefixed with
-// the plugin and primitive names.
+// the plugin and primitive names. `code` (JXO_ERROR, JXO_DECLINED, ...) says
+// why, to hosts of ABI 1.3 and newer.
 struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message, int32_t code = JXO_ERROR)
+      : std::runtime_error(message), code(code) {}
+  int32_t code;
 };
 
 inline jxo_str to_jxo(std::string_view s) { return jxo_str{s.data(), s.size()}; }
@@ -185,8 +188,9 @@ struct AvalView {
 inline void check(const jxo_api* api, jxo_status* st) {
   if (!st) return;
   std::string msg(from_jxo(api->status_message(st)));
+  int32_t code = JXO_HAS_FIELD(api, jxo_api, status_code) ? api->status_code(st) : JXO_ERROR;
   api->status_release(st);
-  throw Error(msg);
+  throw Error(msg, code);  // the code travels on: a nested failure stays one
 }
 }  // namespace detail
 
@@ -830,7 +834,9 @@ namespace jaxonnx::sdk {
 // ------------------------------------------------------------ registration --
 
 namespace detail {
-inline jxo_status* to_status(const jxo_api* api, const std::string& msg) {
+inline jxo_status* to_status(const jxo_api* api, const std::string& msg, int32_t code = JXO_ERROR) {
+  if (JXO_HAS_FIELD(api, jxo_api, status_create_with_code))
+    return api->status_create_with_code(code, to_jxo(msg));
   return api->status_create(to_jxo(msg));
 }
 
@@ -859,6 +865,8 @@ inline jxo_status* lower_trampoline(const jxo_api* api, jxo_lowering* ctx, void*
     Lowering L(api, ctx);
     static_cast<PrimitiveEntry*>(ud)->lower(L);
     return nullptr;
+  } catch (const Error& e) {
+    return to_status(api, e.what(), e.code);
   } catch (const std::exception& e) {
     return to_status(api, e.what());
   } catch (...) {
@@ -871,6 +879,8 @@ inline jxo_status* abstract_eval_trampoline(const jxo_api* api, jxo_abstract_eva
     AbstractEval A(api, ctx);
     static_cast<PrimitiveEntry*>(ud)->abstract_eval(A);
     return nullptr;
+  } catch (const Error& e) {
+    return to_status(api, e.what(), e.code);
   } catch (const std::exception& e) {
     return to_status(api, e.what());
   } catch (...) {

@@ -35,8 +35,10 @@
  * equations: jaxpr_num_eqns ... jaxpr_output_eqn).
  * Minor 2 (append-only): binding specs (jxo_binding, jxo_primitive_desc.bindings), and
  * rewrite rules (jxo_rule_desc, jxo_plugin_desc.rules and num_rules; the rewrite view
- * and emitters rw_root ... rw_replace of jxo_api). */
-#define JXO_ABI_MINOR 2
+ * and emitters rw_root ... rw_replace of jxo_api).
+ * Minor 3 (append-only): status codes (JXO_ERROR ..., status_create_with_code and
+ * status_code of jxo_api). No struct a plugin hands over changed. */
+#define JXO_ABI_MINOR 3
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
 
@@ -101,6 +103,26 @@ typedef struct jxo_tensor {
   const void* data;
   size_t nbytes;
 } jxo_tensor;
+
+/* Status codes (minor 3). A status carries one beside its message; a host
+ * call that fails says why with it, and a plugin callback may say why with it
+ * (jxo_api.status_create_with_code). Statuses made by status_create, and every
+ * status of a plugin built before minor 3, carry JXO_ERROR. New codes may be
+ * appended; a reader treats a code it does not know as JXO_ERROR. */
+enum {
+  JXO_OK = 0,                /* success: the code of the NULL status, never of a status */
+  JXO_ERROR = 1,             /* a failure the message explains */
+  JXO_INVALID_ARGUMENT = 2,  /* a host call got an argument it cannot use: NULL where a value
+                                is needed, out of range, a handle of another scope, bad bytes */
+  JXO_DECLINED = 3,          /* a lowering does not handle this equation (its params, dtypes or
+                                shapes): the user learns which case is not covered */
+  JXO_UNSUPPORTED_OPSET = 4, /* what the lowering needs does not exist at the target opset */
+  JXO_NESTED_FAILURE = 5,    /* a lowering the host ran on this one's behalf failed (lower_jaxpr,
+                                the copies of graph_end); its message is complete, naming its own
+                                plugin, primitive and source line. A plugin passes it on with
+                                its code, and the host then reports it unchanged */
+  JXO_INTERNAL = 6           /* the host failed (out of memory, a bug); not the plugin's fault */
+};
 
 /* ------------------------------------------------------------- handles -- */
 
@@ -361,6 +383,13 @@ typedef struct jxo_api {
   /* Output `root_output` of the root node is to be replaced by `value`, which
    * must have the same dtype and shape. */
   jxo_status* (*rw_replace)(jxo_rewrite* rw, jxo_value root_output, jxo_value value);
+
+  /* -- status codes (minor 3) -- */
+  /* As status_create, with `code` (JXO_*; JXO_OK or an unknown code is made
+   * JXO_ERROR). */
+  jxo_status* (*status_create_with_code)(int32_t code, jxo_str message);
+  /* The code of `status`: JXO_OK for NULL. */
+  int32_t (*status_code)(const jxo_status* status);
 } jxo_api;
 
 /* --------------------------------------------------- the plugin's side -- */
@@ -510,6 +539,9 @@ JXO_STATIC_ASSERT(offsetof(jxo_binding, leading_dims_operands) ==
 JXO_STATIC_ASSERT(offsetof(jxo_api, rw_replace) ==
                       offsetof(jxo_api, status_create) + 64 * sizeof(void*),
                   "jxo_api minor-2 layout: append new fields after rw_replace");
+JXO_STATIC_ASSERT(offsetof(jxo_api, status_code) ==
+                      offsetof(jxo_api, status_create) + 66 * sizeof(void*),
+                  "jxo_api minor-3 layout: append new fields after status_code");
 JXO_STATIC_ASSERT(offsetof(jxo_plugin_desc, rules) ==
                       offsetof(jxo_plugin_desc, num_primitives) + sizeof(size_t),
                   "jxo_plugin_desc minor-2 layout: rules follow num_primitives");
