@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "abi_read.hpp"
 #include "lowering.hpp"
 #include "status.hpp"
 #include "onnx_schema.hpp"
@@ -15,53 +16,12 @@
 namespace jaxonnx {
 namespace {
 
-std::string str(jxo_str s) {
-  if (s.size && !s.data)
-    throw InvalidArgument("a string argument is a NULL pointer with size " +
-                             std::to_string(s.size));
-  return s.size ? std::string(s.data, s.size) : std::string();
-}
+std::string str(jxo_str s) { return abi::read_string(s); }
 jxo_str view(const std::string& s) { return jxo_str{s.data(), s.size()}; }
 
 // Most failures of a host call are the caller's arguments.
 jxo_status* fail(const std::string& msg, int32_t code = JXO_INVALID_ARGUMENT) {
   return make_status(code, msg);
-}
-
-// The element count of `rank` dims, refusing a negative dim or a count whose
-// byte size overflows (checked arithmetic: UBSan flagged the plain product).
-size_t checked_elements(const int64_t* dims, int64_t rank, size_t elem, const std::string& what) {
-  if (rank < 0) throw InvalidArgument(what + " has a negative rank " + std::to_string(rank));
-  if (rank > 0 && !dims) throw InvalidArgument(what + " has rank " + std::to_string(rank) +
-                                                   " but no dims");
-  uint64_t n = 1;
-  for (int64_t k = 0; k < rank; ++k) {
-    if (dims[k] < 0)
-      throw InvalidArgument(what + " has a negative dim " + std::to_string(dims[k]));
-    if (__builtin_mul_overflow(n, static_cast<uint64_t>(dims[k]), &n))
-      throw InvalidArgument(what + "'s dims overflow");
-  }
-  uint64_t bytes = 0;
-  if (__builtin_mul_overflow(n, static_cast<uint64_t>(elem), &bytes) ||
-      bytes > static_cast<uint64_t>(PTRDIFF_MAX))
-    throw InvalidArgument(what + "'s dims overflow");
-  return static_cast<size_t>(n);
-}
-
-// A tensor a plugin hands over (constant() or a tensor attribute): a known
-// dtype, dims that are sizes, and exactly the bytes those dims need.
-std::shared_ptr<const Tensor> checked_tensor(const jxo_tensor* t, const std::string& what) {
-  if (!t) throw InvalidArgument(what + ": no tensor (NULL)");
-  size_t elem = dtype_size(t->dtype);
-  if (elem == 0) throw InvalidArgument(what + ": unsupported dtype " + std::to_string(t->dtype));
-  size_t n = checked_elements(t->dims, t->rank, elem, what);
-  if (elem * n != t->nbytes)
-    throw InvalidArgument(what + ": " + std::to_string(t->nbytes) + " bytes do not fit a " +
-                             dtype_name(t->dtype) + " tensor of " + std::to_string(n) +
-                             " elements (" + std::to_string(elem * n) + " bytes)");
-  if (t->nbytes && !t->data) throw InvalidArgument(what + ": data is NULL");
-  return Tensor::copy_of(t->dtype, std::vector<int64_t>(t->dims, t->dims + t->rank), t->data,
-                         t->nbytes);
 }
 
 const Param* P(const jxo_param* p) { return reinterpret_cast<const Param*>(p); }
@@ -162,70 +122,13 @@ jxo_status* bind_output(jxo_lowering* ctx, size_t i, jxo_value v) noexcept {
 }
 
 // -- the IR
-ir::Attribute to_attribute(const jxo_attr& a, Converter& conv, std::vector<GraphScope*>& graphs) {
-  ir::Attribute out;
-  out.name = str(a.name);
-  if (out.name.empty()) throw InvalidArgument("an attribute has no name");
-  out.type = a.type;
-  auto array = [&](const void* p) {
-    if (a.count && !p)
-      throw InvalidArgument("attribute '" + out.name + "' has " + std::to_string(a.count) +
-                               " entries but a NULL array");
-  };
-  switch (a.type) {
-    case JXO_ATTR_INT: out.i = a.i; break;
-    case JXO_ATTR_FLOAT: out.f = a.f; break;
-    case JXO_ATTR_STRING: out.s = str(a.s); break;
-    case JXO_ATTR_INTS: array(a.ints); if (a.count) out.ints.assign(a.ints, a.ints + a.count); break;
-    case JXO_ATTR_FLOATS:
-      array(a.floats);
-      if (a.count) out.floats.assign(a.floats, a.floats + a.count);
-      break;
-    case JXO_ATTR_STRINGS:
-      array(a.strings);
-      for (size_t k = 0; k < a.count; ++k) out.strings.push_back(str(a.strings[k]));
-      break;
-    case JXO_ATTR_TENSOR:
-      out.tensor = checked_tensor(a.tensor, "tensor attribute '" + out.name + "'");
-      break;
-    case JXO_ATTR_GRAPH: {
-      // A plugin built against minor 0 has no `graph` field: read it as absent.
-      const jxo_graph* handle = JXO_HAS_FIELD(&a, jxo_attr, graph) ? a.graph : nullptr;
-      if (!handle)
-        throw InvalidArgument("graph attribute '" + out.name + "' has no graph" +
-                                 (JXO_HAS_FIELD(&a, jxo_attr, graph)
-                                      ? std::string()
-                                      : " (its jxo_attr predates ABI 1.1, which added graphs)"));
-      GraphScope* g = conv.find_graph(handle);
-      if (!g) throw InvalidArgument("graph attribute '" + out.name + "' is not a graph handle");
-      if (g->open)
-        throw InvalidArgument("graph attribute '" + out.name + "': " + conv.scope_name(g) +
-                                 " is still open (call graph_end first)");
-      if (g->used || std::find(graphs.begin(), graphs.end(), g) != graphs.end())
-        throw InvalidArgument("graph attribute '" + out.name + "': " + conv.scope_name(g) +
-                                 " was already used by another node; a graph handle is used once");
-      if (g->parent != conv.current())
-        throw InvalidArgument("graph attribute '" + out.name + "': " + conv.scope_name(g) +
-                                 " was opened in " + conv.scope_name(g->parent) +
-                                 ", not in the scope the node is emitted in");
-      out.type = ir::kAttrGraph;
-      out.graph = g->owned;
-      graphs.push_back(g);
-      break;
-    }
-    default:
-      throw InvalidArgument("attribute '" + out.name + "' has unknown type " +
-                               std::to_string(a.type));
-  }
-  return out;
-}
-
 const jxo_aval* value_aval(const jxo_lowering* ctx, jxo_value v) noexcept;
 
 // The node's ops against onnxruntime's kernel table (kernels.hpp), and, in test
 // builds, against the ops the primitive declares (.emits): a model that
 // onnxruntime cannot load, or undocumented coverage, fails here instead.
-std::string unsupported(jxo_lowering* ctx, const jxo_node* node, const std::string& op) {
+std::string unsupported(jxo_lowering* ctx, const jxo_node* node, const std::string& op,
+                        const std::vector<Aval>& types, const std::vector<bool>& typed) {
   if (node->domain.size) return "";
 #ifdef JAXONNX_CHECK_EMITS
   const std::vector<std::string>& declared = ctx->prim->onnx_ops;
@@ -235,20 +138,22 @@ std::string unsupported(jxo_lowering* ctx, const jxo_node* node, const std::stri
 #endif
   const sdk::kernels::Entry* entry = sdk::kernels::find(op);
   if (!entry) return "";
-  const jxo_aval* t = nullptr;
+  int32_t dtype = JXO_DTYPE_UNDEFINED;
   if (entry->data_input < node->num_inputs && node->inputs[entry->data_input] != JXO_NO_VALUE)
-    t = value_aval(ctx, node->inputs[entry->data_input]);
-  if (!t && node->num_outputs && node->outputs) t = node->outputs[0];
-  if (!t || sdk::kernels::has(op, t->dtype)) return "";
+    if (const jxo_aval* t = value_aval(ctx, node->inputs[entry->data_input])) dtype = t->dtype;
+  if (dtype == JXO_DTYPE_UNDEFINED && !types.empty() && typed[0]) dtype = types[0].dtype;
+  if (dtype == JXO_DTYPE_UNDEFINED || sdk::kernels::has(op, dtype)) return "";
   return "emit_node: onnxruntime's CPU provider has no " + op + " kernel for " +
-         dtype_name(t->dtype) + " (jaxonnx/kernels.hpp); compute it in a supported type "
+         dtype_name(dtype) + " (jaxonnx/kernels.hpp); compute it in a supported type "
          "(kernels::compute_type) and cast around";
 }
 
-jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* outputs) noexcept {
+jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node_in, jxo_value* outputs) noexcept {
   return guarded("emit_node", [&]() -> jxo_status* {
     Converter& conv = *ctx->conv;
-    if (!node) return fail("emit_node: no node (NULL)");
+    if (!node_in) return fail("emit_node: no node (NULL)");
+    const jxo_node node_copy = abi::read_struct(node_in, "emit_node: the node");
+    const jxo_node* node = &node_copy;
     ir::Node n;
     n.op_type = str(node->op_type);
     if (n.op_type.empty()) return fail("emit_node: empty op_type");
@@ -269,7 +174,15 @@ jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* output
     for (size_t k = 0; k < node->num_attrs; ++k)
       if (!node->attrs[k])
         return fail("emit_node(" + n.op_type + "): attribute " + std::to_string(k) + " is NULL");
-    if (std::string why = unsupported(ctx, node, n.op_type); !why.empty())
+    std::vector<Aval> types(node->num_outputs);
+    std::vector<bool> typed(node->num_outputs, false);
+    for (size_t k = 0; k < node->num_outputs; ++k) {
+      const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;
+      if (!t) continue;
+      types[k] = abi::read_aval(t, "emit_node(" + n.op_type + "): output " + std::to_string(k));
+      typed[k] = true;
+    }
+    if (std::string why = unsupported(ctx, node, n.op_type, types, typed); !why.empty())
       return fail(why, JXO_ERROR);
     for (size_t k = 0; k < node->num_inputs; ++k) {
       jxo_value v = node->inputs[k];
@@ -282,35 +195,36 @@ jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* output
         return fail("emit_node(" + n.op_type + "): input " + std::to_string(k) + ": " + e.what());
       }
     }
+    // A graph attribute names a closed subgraph opened in this scope, used once.
     std::vector<GraphScope*> graphs;
+    auto resolve = [&](const jxo_graph* handle, const std::string& name) {
+      const std::string what = "graph attribute '" + name + "'";
+      GraphScope* g = conv.find_graph(handle);
+      if (!g) throw InvalidArgument(what + " is not a graph handle");
+      if (g->open)
+        throw InvalidArgument(what + ": " + conv.scope_name(g) +
+                              " is still open (call graph_end first)");
+      if (g->used || std::find(graphs.begin(), graphs.end(), g) != graphs.end())
+        throw InvalidArgument(what + ": " + conv.scope_name(g) +
+                              " was already used by another node; a graph handle is used once");
+      if (g->parent != conv.current())
+        throw InvalidArgument(what + ": " + conv.scope_name(g) + " was opened in " +
+                              conv.scope_name(g->parent) +
+                              ", not in the scope the node is emitted in");
+      graphs.push_back(g);
+      return g->owned;
+    };
     for (size_t k = 0; k < node->num_attrs; ++k) {
       try {
-        n.attrs.push_back(to_attribute(*node->attrs[k], conv, graphs));
+        n.attrs.push_back(abi::read_attribute(node->attrs[k], resolve));
       } catch (const std::exception& e) {
         return fail("emit_node(" + n.op_type + "): " + e.what());
       }
     }
     // Only now, with every check passed, are the subgraphs consumed.
     for (GraphScope* g : graphs) g->used = true;
-    std::vector<Aval> types(node->num_outputs);
     for (size_t k = 0; k < node->num_outputs; ++k) {
-      const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;
-      if (!t) continue;
-      std::string what = "emit_node(" + n.op_type + "): output " + std::to_string(k);
-      if (t->rank > 0 && !t->dims) return fail(what + " has rank " + std::to_string(t->rank) +
-                                                " but no dims");
-      for (int64_t d = 0; d < t->rank; ++d)
-        if (!t->dims[d].symbol.size && t->dims[d].value < 0)
-          return fail(what + " has a negative dim " + std::to_string(t->dims[d].value));
-      types[k] = Aval::from_c(*t);
-      if (types[k].dtype != JXO_DTYPE_UNDEFINED && dtype_size(types[k].dtype) == 0 &&
-          types[k].dtype != JXO_DTYPE_STRING)
-        return fail(what + " has unknown dtype " + std::to_string(types[k].dtype));
-    }
-    for (size_t k = 0; k < node->num_outputs; ++k) {
-      const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;
-      const Aval& type = types[k];
-      ir::ValueId v = conv.new_value(ctx->eqn->primitive, t ? &type : nullptr);
+      ir::ValueId v = conv.new_value(ctx->eqn->primitive, typed[k] ? &types[k] : nullptr);
       n.outputs.push_back(conv.use(v));
       outputs[k] = v;
     }
@@ -327,7 +241,7 @@ jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* output
 jxo_status* constant(jxo_lowering* ctx, const jxo_tensor* t, jxo_value* out) noexcept {
   return guarded("constant", [&]() -> jxo_status* {
     if (!out) return fail("constant: no place for the value handle (NULL)");
-    *out = ctx->conv->constant(checked_tensor(t, "constant"), "const");
+    *out = ctx->conv->constant(abi::read_tensor(t, "constant"), "const");
     return nullptr;
   });
 }
@@ -409,7 +323,7 @@ jxo_status* graph_add_input(jxo_lowering* ctx, jxo_str name, const jxo_aval* ava
     if (!ctx->conv->current()->parent)
       return fail("graph_add_input: no subgraph is open (call graph_begin first)");
     if (!aval || !out) return fail("graph_add_input: no aval or no place for the value (NULL)");
-    *out = ctx->conv->add_input(str(name), Aval::from_c(*aval));
+    *out = ctx->conv->add_input(str(name), abi::read_aval(aval, "graph_add_input: the aval"));
     return nullptr;
   });
 }
@@ -525,7 +439,7 @@ const jxo_param* ae_params(const jxo_abstract_eval* ctx) noexcept { return C(ctx
 jxo_status* ae_add_output(jxo_abstract_eval* ctx, const jxo_aval* aval) noexcept {
   return guarded("ae_add_output", [&]() -> jxo_status* {
     if (!aval) return fail("ae_add_output: no aval (NULL)");
-    ctx->outputs.push_back(Aval::from_c(*aval));
+    ctx->outputs.push_back(abi::read_aval(aval, "ae_add_output: the aval"));
     return nullptr;
   });
 }

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <set>
 
+#include "../abi_read.hpp"
 #include "../lowering.hpp"
 #include "../status.hpp"
 #include "fuse_api.hpp"
@@ -32,7 +33,7 @@ namespace jaxonnx {
 namespace rewrite_api {
 namespace {
 
-std::string str(jxo_str s) { return s.size ? std::string(s.data, s.size) : std::string(); }
+std::string str(jxo_str s) { return abi::read_string(s); }
 jxo_str view(const std::string& s) { return jxo_str{s.data(), s.size()}; }
 jxo_status* fail(const jxo_rewrite* rw, const std::string& msg) {
   return make_status(JXO_INVALID_ARGUMENT, "rule " + rw->rule + ": " + msg);
@@ -134,10 +135,12 @@ const jxo_tensor* rw_value_constant(const jxo_rewrite* rw, jxo_value v) noexcept
   return t ? t->c() : nullptr;
 }
 
-jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs) noexcept {
-  if (!rw || !node || !outputs)
+jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node_in, jxo_value* outputs) noexcept {
+  if (!rw || !node_in || !outputs)
     return make_status(JXO_INVALID_ARGUMENT, "rw_emit_node: no rewrite, node or output array");
   try {
+    const jxo_node node_copy = abi::read_struct(node_in, "rw_emit_node: the node");
+    const jxo_node* node = &node_copy;
     ir::Node n;
     n.op_type = str(node->op_type);
     n.domain = str(node->domain);
@@ -148,6 +151,8 @@ jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outpu
         rw->allowed_ops->end())
       return fail(rw, "rw_emit_node: op '" + n.op_type +
                           "' is not among the ops the rule declares (.emits)");
+    if ((node->num_inputs && !node->inputs) || (node->num_attrs && !node->attrs))
+      return fail(rw, "rw_emit_node(" + n.op_type + "): a NULL input or attribute array");
     for (size_t k = 0; k < node->num_inputs; ++k) {
       jxo_value v = node->inputs[k];
       bool ok = v == JXO_NO_VALUE || made_here(rw, v) ||
@@ -157,42 +162,29 @@ jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outpu
                             " is not a value defined before the root node");
       n.inputs.push_back(v == JXO_NO_VALUE ? ir::kNoValue : v);
     }
+    auto no_graphs = [&](const jxo_graph*, const std::string& name) -> std::shared_ptr<ir::Graph> {
+      throw InvalidArgument("attribute '" + name + "' has a type a rewrite cannot emit");
+    };
     for (size_t k = 0; k < node->num_attrs; ++k) {
-      const jxo_attr& a = *node->attrs[k];
-      ir::Attribute at;
-      at.name = str(a.name);
-      at.type = a.type;
-      switch (a.type) {
-        case JXO_ATTR_INT: at.i = a.i; break;
-        case JXO_ATTR_FLOAT: at.f = a.f; break;
-        case JXO_ATTR_STRING: at.s = str(a.s); break;
-        case JXO_ATTR_INTS: at.ints.assign(a.ints, a.ints + a.count); break;
-        case JXO_ATTR_FLOATS: at.floats.assign(a.floats, a.floats + a.count); break;
-        case JXO_ATTR_STRINGS:
-          for (size_t j = 0; j < a.count; ++j) at.strings.push_back(str(a.strings[j]));
-          break;
-        case JXO_ATTR_TENSOR: {
-          const jxo_tensor& t = *a.tensor;
-          at.tensor = Tensor::copy_of(t.dtype, std::vector<int64_t>(t.dims, t.dims + t.rank),
-                                      t.data, t.nbytes);
-          break;
-        }
-        default:
-          return fail(rw, "rw_emit_node(" + n.op_type + "): attribute '" + at.name +
-                              "' has a type a rewrite cannot emit");
+      try {
+        n.attrs.push_back(abi::read_attribute(node->attrs[k], no_graphs));
+      } catch (const InvalidArgument& e) {
+        return fail(rw, "rw_emit_node(" + n.op_type + "): " + e.what());
       }
-      n.attrs.push_back(std::move(at));
     }
+    std::vector<std::optional<Aval>> types(node->num_outputs);
+    for (size_t k = 0; k < node->num_outputs; ++k)
+      if (const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr)
+        types[k] = abi::read_aval(t, "rw_emit_node(" + n.op_type + "): output " + std::to_string(k));
     const ir::Node& root = rw->graph->nodes[rw->root];
     std::string base = (root.name.empty() ? std::string("fused") : root.name) + "/f" +
                        std::to_string(rw->nodes.size());
     n.name = base;
     for (size_t k = 0; k < node->num_outputs; ++k) {
       ir::ValueId v = rw->graph->add_value(base + "_" + std::to_string(k));
-      const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;
-      if (t) {
+      if (types[k] && types[k]->dtype != JXO_DTYPE_UNDEFINED) {
         rw->graph->values[v].has_type = true;
-        rw->graph->values[v].type = Aval::from_c(*t);
+        rw->graph->values[v].type = *types[k];
       }
       n.outputs.push_back(v);
       outputs[k] = v;
@@ -208,21 +200,19 @@ jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* t, jxo_value* out) no
   if (!rw || !t || !out)
     return make_status(JXO_INVALID_ARGUMENT, "rw_constant: no rewrite, tensor or output");
   try {
-    size_t expected = dtype_size(t->dtype);
-    int64_t n = 1;
-    for (int64_t k = 0; k < t->rank; ++k) n *= t->dims[k];
-    if (expected == 0 || expected * static_cast<size_t>(n) != t->nbytes)
-      return fail(rw, "rw_constant: " + std::to_string(t->nbytes) + " bytes do not fit a " +
-                          dtype_name(t->dtype) + " tensor of " + std::to_string(n) + " elements");
+    std::shared_ptr<const Tensor> tensor;
+    try {
+      tensor = abi::read_tensor(t, "rw_constant");
+    } catch (const InvalidArgument& e) {
+      return fail(rw, e.what());
+    }
     const ir::Node& root = rw->graph->nodes[rw->root];
     ir::ValueId v = rw->graph->add_value((root.name.empty() ? std::string("fused") : root.name) +
                                          "/c" + std::to_string(rw->initializers.size()));
-    auto tensor = Tensor::copy_of(t->dtype, std::vector<int64_t>(t->dims, t->dims + t->rank),
-                                  t->data, t->nbytes);
     std::vector<Dim> dims;
     for (int64_t d : tensor->dims) dims.push_back(Dim{d, ""});
     rw->graph->values[v].has_type = true;
-    rw->graph->values[v].type = Aval(t->dtype, dims);
+    rw->graph->values[v].type = Aval(tensor->dtype, dims);
     rw->initializers.push_back(ir::Initializer{v, tensor, nullptr});
     *out = v;
     return nullptr;
