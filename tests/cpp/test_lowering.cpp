@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "jaxonnx/core/converter.hpp"
@@ -482,6 +483,29 @@ TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read t
       CHECK(!export_onnx(m).empty());
     }
   }
+}
+
+// plugin_abi.h promises that two conversions in two threads are safe: the host
+// keeps a conversion's state in the conversion. Both threads use the same
+// loaded plugins; every result must equal the one made alone.
+TEST_CASE("two conversions in two threads give the same bytes as one alone") {
+  Registry reg = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_ABI_1_1_DIR});
+  const std::string alone = convert(identity_then_scale(), reg, {});
+  const std::string alone_if = convert(one_eqn_f32("test.old_if"), reg, {});
+  std::vector<std::string> results(2);
+  auto work = [&](size_t t) {
+    std::string out;
+    for (int k = 0; k < 25; ++k) {
+      if (convert(identity_then_scale(), reg, {}) != alone) out += "identity_then_scale differs; ";
+      if (convert(one_eqn_f32("test.old_if"), reg, {}) != alone_if) out += "old_if differs; ";
+    }
+    results[t] = out;
+  };
+  std::thread a(work, 0), b(work, 1);
+  a.join();
+  b.join();
+  CHECK(results[0] == "");
+  CHECK(results[1] == "");
 }
 
 TEST_CASE("provenance: each node carries its equation's primitive, plugin and source pairs") {
