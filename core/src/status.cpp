@@ -50,14 +50,14 @@ jxo_status* describe_current(const char* fn) {
   const std::string where = std::string(fn) + ": ";
   // A message that names its call already keeps its own words.
   auto named = [&](const char* what) {
-    return std::string(what).rfind(where, 0) == 0 ? std::string(what) : where + what;
+    return std::string(what).rfind(fn, 0) == 0 ? std::string(what) : where + what;
   };
   try {
     throw;
   } catch (const EquationError& e) {
     return make_status(JXO_NESTED_FAILURE, e.what());
-  } catch (const InvalidArgument& e) {
-    return make_status(JXO_INVALID_ARGUMENT, named(e.what()));
+  } catch (const HostError& e) {
+    return make_status(e.code, named(e.what()));
   } catch (const ConversionError& e) {
     return make_status(JXO_INVALID_ARGUMENT, named(e.what()));
   } catch (const std::bad_alloc&) {

@@ -26,9 +26,14 @@ struct EquationError : ConversionError {
   using ConversionError::ConversionError;
 };
 
+// A host call's failure with its status code.
+struct HostError : std::runtime_error {
+  HostError(int32_t code, const std::string& message) : std::runtime_error(message), code(code) {}
+  int32_t code;
+};
 // A host call's argument that cannot be used (JXO_INVALID_ARGUMENT).
-struct InvalidArgument : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct InvalidArgument : HostError {
+  explicit InvalidArgument(const std::string& message) : HostError(JXO_INVALID_ARGUMENT, message) {}
 };
 
 // A new status. Never throws: out of memory, it returns a preallocated

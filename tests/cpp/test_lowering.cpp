@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "jaxonnx/core/abstract_eval.hpp"
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/plugin_host.hpp"

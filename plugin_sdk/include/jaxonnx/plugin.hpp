@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "jaxonnx/dtypes.hpp"
 #include "jaxonnx/kernels.hpp"
 #include "jaxonnx/plugin_abi.h"
 #include "jaxonnx/sdk_version.h"
@@ -66,25 +67,15 @@ inline bool is_signed_int(int32_t t) { return t == i8 || t == i16 || t == i32 ||
 inline bool is_unsigned_int(int32_t t) { return t == u8 || t == u16 || t == u32 || t == u64; }
 inline bool is_int(int32_t t) { return is_signed_int(t) || is_unsigned_int(t); }
 
+// From the one dtype table (dtypes.hpp), for the dtypes jaxonnx exports.
 inline size_t itemsize(int32_t t) {
-  switch (t) {
-    case f64: case i64: case u64: return 8;
-    case f32: case i32: case u32: return 4;
-    case f16: case bf16: case i16: case u16: return 2;
-    case i8: case u8: case boolean: return 1;
-    default: return 0;
-  }
+  const dtypes::Info* d = dtypes::find(t);
+  return d && d->exported ? d->itemsize : 0;
 }
 
 inline const char* name(int32_t t) {
-  switch (t) {
-    case f32: return "float32"; case f64: return "float64"; case f16: return "float16";
-    case bf16: return "bfloat16"; case i8: return "int8"; case i16: return "int16";
-    case i32: return "int32"; case i64: return "int64"; case u8: return "uint8";
-    case u16: return "uint16"; case u32: return "uint32"; case u64: return "uint64";
-    case boolean: return "bool";
-    default: return "unknown";
-  }
+  const dtypes::Info* d = dtypes::find(t);
+  return d && d->exported ? d->name : "unknown";
 }
 
 template <typename T> constexpr int32_t of() {
