@@ -125,6 +125,22 @@ jxo_status* lower_bad_key(const jxo_api* api, jxo_lowering* ctx, void*) {
   return api->status_create(jxo_str{nullptr, 5});
 }
 
+// Emits RMSNormalization (opset 23) whatever the target opset; passes the
+// host's status on with its code.
+jxo_status* lower_new_op(const jxo_api* api, jxo_lowering* ctx, void*) {
+  jxo_value x = JXO_NO_VALUE, y = JXO_NO_VALUE;
+  if (jxo_status* s = api->input(ctx, 0, &x)) return s;
+  jxo_node node{};
+  node.struct_size = sizeof node;
+  node.op_type = jxo_str{"RMSNormalization", 16};
+  node.inputs = &x;
+  node.num_inputs = 1;
+  node.num_outputs = 1;
+  jxo_status* s = api->emit_node(ctx, &node, &y);
+  g_seen.status_code = api->status_code(s);
+  return s ? s : api->bind_output(ctx, 0, y);
+}
+
 const LoadedPlugin& starved_plugin() {
   static LoadedPlugin* p = [] {
     auto* plugin = new LoadedPlugin();
@@ -139,16 +155,21 @@ const LoadedPlugin& starved_plugin() {
     PrimitiveInfo bad_key;
     bad_key.name = "test.bad_key";
     bad_key.lower = &lower_bad_key;
-    plugin->primitives = {starved, bad_key};
+    PrimitiveInfo new_op;
+    new_op.name = "test.new_op";
+    new_op.lower = &lower_new_op;
+    new_op.onnx_ops = {"RMSNormalization"};
+    plugin->primitives = {starved, bad_key, new_op};
     for (PrimitiveInfo& prim : plugin->primitives) prim.plugin = plugin;
     return plugin;
   }();
   return *p;
 }
 
-std::string conversion_error(const ClosedJaxpr& program, const Registry& reg) {
+std::string conversion_error(const ClosedJaxpr& program, const Registry& reg,
+                             const ConvertOptions& options = {}) {
   try {
-    lower_to_ir(program, reg, {});
+    lower_to_ir(program, reg, options);
   } catch (const ConversionError& e) {
     return e.what();
   }
@@ -220,4 +241,19 @@ TEST_CASE("an argument the host cannot read fails the lowering with the call's n
   CHECK(contains(msg, "memo_get: a string argument is a NULL pointer with size 3"));
   CHECK(contains(msg, "status_create: a string argument is a NULL pointer with size 5"));
   CHECK(contains(msg, "a bug in plugin 'test_starved'"));
+}
+
+TEST_CASE("an op newer than the target opset is JXO_UNSUPPORTED_OPSET, and the user is told") {
+  Registry reg;
+  reg.add(starved_plugin());
+  g_seen = Seen{};
+  ConvertOptions options;
+  options.opset = 18;
+  std::string msg = conversion_error(one_eqn("test.new_op"), reg, options);
+  CHECK(g_seen.status_code == JXO_UNSUPPORTED_OPSET);
+  CHECK(contains(msg, "'RMSNormalization' exists from opset 23"));
+  CHECK(contains(msg, "the model targets opset 18; a newer opset may lower it"));
+  // At opset 23 the same lowering works.
+  options.opset = 23;
+  CHECK(lower_to_ir(one_eqn("test.new_op"), reg, options).graph.nodes.size() == 1);
 }
