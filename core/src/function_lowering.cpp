@@ -88,7 +88,7 @@ bool is_identifier(const std::string& s) {
 // The symbols the body needs that are no whole dim of its inputs but have an
 // origin where it is called: each such origin value becomes an extra input
 // of the function, so the body finds the symbol's runtime value there.
-std::vector<std::pair<std::string, ir::ValueId>> Converter::function_symbol_sources(
+std::vector<std::pair<std::string, ir::ValueId>> Lowering::function_symbol_sources(
     const Eqn& eqn) {
   const ClosedJaxpr& body = body_of(eqn);
   auto [cached, fresh] = body_symbols_.try_emplace(&body);
@@ -106,7 +106,7 @@ std::vector<std::pair<std::string, ir::ValueId>> Converter::function_symbol_sour
   return sources;
 }
 
-size_t Converter::lower_function_body(const Eqn& eqn, const std::string& key,
+size_t Lowering::lower_function_body(const Eqn& eqn, const std::string& key,
                                       const std::vector<std::pair<std::string, ir::ValueId>>& sources) {
   const ClosedJaxpr& body = body_of(eqn);
   std::string base = string_param(eqn, "name", eqn.primitive.substr(sizeof(kFunctionPrefix) - 1));
@@ -168,7 +168,7 @@ size_t Converter::lower_function_body(const Eqn& eqn, const std::string& key,
   return index;
 }
 
-void Converter::lower_function_call(const Eqn& eqn, Scope& scope) {
+void Lowering::lower_function_call(const Eqn& eqn, Scope& scope) {
   std::string key = eqn.primitive + "\n" + string_param(eqn, "key", "") + "\n";
   for (const Atom& in : eqn.inputs) key += in.aval.str() + ";";
   std::vector<std::pair<std::string, ir::ValueId>> sources = function_symbol_sources(eqn);

@@ -3,11 +3,9 @@
 #include "lowering.hpp"
 
 #include <cctype>
-#include <chrono>
 #include <cstdint>
 #include <set>
 
-#include "jaxonnx/core/passes.hpp"
 
 namespace jaxonnx {
 namespace {
@@ -35,7 +33,7 @@ std::string literal_key(const Tensor& t) {
 
 }  // namespace
 
-Converter::Converter(const Registry& registry, const ConvertOptions& options)
+Lowering::Lowering(const Registry& registry, const ConvertOptions& options)
     : registry_(registry), options_(options) {
   auto root = std::make_unique<GraphScope>();
   root->graph = &model.graph;
@@ -45,7 +43,7 @@ Converter::Converter(const Registry& registry, const ConvertOptions& options)
 
 // -- graph scopes
 
-ir::ValueId Converter::add_local(GraphScope* s, const std::string& name, const Aval* type) {
+ir::ValueId Lowering::add_local(GraphScope* s, const std::string& name, const Aval* type) {
   ir::ValueId local = s->graph->add_value(name);
   if (type && type->dtype != JXO_DTYPE_UNDEFINED) {
     s->graph->values[local].has_type = true;
@@ -55,25 +53,25 @@ ir::ValueId Converter::add_local(GraphScope* s, const std::string& name, const A
   return static_cast<ir::ValueId>(handles_.size() - 1);
 }
 
-std::string Converter::scope_name(const GraphScope* s) const {
+std::string Lowering::scope_name(const GraphScope* s) const {
   if (s->function) return "function '" + s->graph->name + "'";
   return s->parent ? "subgraph '" + s->graph->name + "'" : "the main graph";
 }
 
-GraphScope* Converter::boundary() const {
+GraphScope* Lowering::boundary() const {
   GraphScope* s = current();
   while (s->parent) s = s->parent;
   return s;
 }
 
-bool Converter::visible(ir::ValueId h) const {
+bool Lowering::visible(ir::ValueId h) const {
   const GraphScope* owner = handles_[h].scope;
   for (const GraphScope* s = current(); s; s = s->parent)
     if (s == owner) return s->open;
   return false;
 }
 
-ir::ValueId Converter::use_in(ir::ValueId h, GraphScope* s) {
+ir::ValueId Lowering::use_in(ir::ValueId h, GraphScope* s) {
   const Handle& where = handles_[h];
   if (where.scope == s) return where.local;
   if (!s->parent) {
@@ -100,7 +98,7 @@ ir::ValueId Converter::use_in(ir::ValueId h, GraphScope* s) {
   return inner;
 }
 
-GraphScope* Converter::begin_graph(const std::string& name, const void* opener) {
+GraphScope* Lowering::begin_graph(const std::string& name, const void* opener) {
   auto s = std::make_unique<GraphScope>();
   s->owned = std::make_shared<ir::Graph>();
   s->graph = s->owned.get();
@@ -112,7 +110,7 @@ GraphScope* Converter::begin_graph(const std::string& name, const void* opener) 
   return open_.back();
 }
 
-ir::ValueId Converter::add_input(const std::string& hint, const Aval& type) {
+ir::ValueId Lowering::add_input(const std::string& hint, const Aval& type) {
   GraphScope* s = current();
   ir::ValueId h = add_local(s, unique_name(hint.empty() ? std::string("in") : hint), &type);
   s->graph->inputs.push_back(handles_[h].local);
@@ -121,7 +119,7 @@ ir::ValueId Converter::add_input(const std::string& hint, const Aval& type) {
 
 // A fresh value equal to `h`, made by lowering JAX's `copy` primitive through
 // the registry (the core names no op).
-ir::ValueId Converter::copy_value(ir::ValueId h, Scope& env, int64_t salt) {
+ir::ValueId Lowering::copy_value(ir::ValueId h, Scope& env, int64_t salt) {
   const ir::Value& v = value(h);
   if (!v.has_type)
     throw ConversionError("subgraph output '" + v.name + "' has no known type");
@@ -143,7 +141,7 @@ ir::ValueId Converter::copy_value(ir::ValueId h, Scope& env, int64_t salt) {
   return result;
 }
 
-GraphScope* Converter::end_graph(const std::vector<ir::ValueId>& outputs, Scope& env) {
+GraphScope* Lowering::end_graph(const std::vector<ir::ValueId>& outputs, Scope& env) {
   GraphScope* s = current();
   std::set<ir::ValueId> made, taken;
   for (const ir::Node& n : s->graph->nodes)
@@ -165,7 +163,7 @@ GraphScope* Converter::end_graph(const std::vector<ir::ValueId>& outputs, Scope&
   return s;
 }
 
-size_t Converter::close_abandoned(size_t depth) {
+size_t Lowering::close_abandoned(size_t depth) {
   size_t n = 0;
   while (open_.size() > depth) {
     open_.back()->open = false;
@@ -176,13 +174,13 @@ size_t Converter::close_abandoned(size_t depth) {
   return n;
 }
 
-GraphScope* Converter::find_graph(const void* handle) const {
+GraphScope* Lowering::find_graph(const void* handle) const {
   for (const auto& s : scopes_)
     if (static_cast<const void*>(s.get()) == handle && s->parent) return s.get();
   return nullptr;
 }
 
-const std::unordered_set<int64_t>* Converter::reads_of(const Jaxpr& j) {
+const std::unordered_set<int64_t>* Lowering::reads_of(const Jaxpr& j) {
   auto it = reads_.find(&j);
   if (it != reads_.end()) return &it->second;
   std::unordered_set<int64_t>& r = reads_[&j];
@@ -197,7 +195,7 @@ const std::unordered_set<int64_t>* Converter::reads_of(const Jaxpr& j) {
 // A name no other value, node or graph has: `hint`, else hint_1, hint_2, ...
 // skipping any taken, since a user's name (an input called "add_1") may look
 // like a generated one.
-std::string Converter::unique_name(const std::string& hint) {
+std::string Lowering::unique_name(const std::string& hint) {
   int64_t& n = name_counts_[hint];
   std::string name = hint;
   while (taken_names_.count(name)) name = hint + "_" + std::to_string(++n);
@@ -205,11 +203,11 @@ std::string Converter::unique_name(const std::string& hint) {
   return name;
 }
 
-ir::ValueId Converter::new_value(const std::string& hint, const Aval* type) {
+ir::ValueId Lowering::new_value(const std::string& hint, const Aval* type) {
   return add_local(current(), unique_name(hint), type);
 }
 
-ir::ValueId Converter::constant(std::shared_ptr<const Tensor> tensor, const std::string& hint) {
+ir::ValueId Lowering::constant(std::shared_ptr<const Tensor> tensor, const std::string& hint) {
   std::vector<Dim> dims;
   for (int64_t d : tensor->dims) dims.push_back(Dim{d, {}});
   Aval type(tensor->dtype, std::move(dims));
@@ -220,7 +218,7 @@ ir::ValueId Converter::constant(std::shared_ptr<const Tensor> tensor, const std:
   return v;
 }
 
-ir::ValueId Converter::atom_value(const Atom& atom, const Scope& scope) {
+ir::ValueId Lowering::atom_value(const Atom& atom, const Scope& scope) {
   if (atom.is_literal()) {
     std::string key = literal_key(*atom.literal);
     auto it = literal_cache_.find(key);
@@ -233,7 +231,57 @@ ir::ValueId Converter::atom_value(const Atom& atom, const Scope& scope) {
   return it == scope.env.end() ? ir::kNoValue : it->second;
 }
 
-std::string Converter::describe(const Eqn& eqn) const {
+// A declared type agrees with JAX's aval: same rank, equal static dims. A
+// symbolic dim may be spelled differently ("2*B", "B*2") or be a static dim
+// the plugin could not know, so only static-vs-static disagreements count.
+static bool same_shape(const Aval& declared, const Aval& jax) {
+  if (!declared.known_rank || !jax.known_rank) return true;
+  if (declared.dims.size() != jax.dims.size()) return false;
+  for (size_t k = 0; k < jax.dims.size(); ++k)
+    if (declared.dims[k].is_static() && jax.dims[k].is_static() &&
+        declared.dims[k].value != jax.dims[k].value)
+      return false;
+  return true;
+}
+
+void Lowering::bind_output(const Eqn& eqn, Scope& scope, size_t i, ir::ValueId v) {
+  const std::string what = "output " + std::to_string(i);
+  if (i >= eqn.outputs.size())
+    throw InvalidArgument(what + " out of range (the equation has " +
+                          std::to_string(eqn.outputs.size()) + ")");
+  if (!valid(v)) throw InvalidArgument("bind_output got an invalid value handle");
+  if (!visible(v))
+    throw InvalidArgument(what + " was bound to value '" + value(v).name + "' of " +
+                          scope_name(scope_of(v)) +
+                          ", which is closed or does not enclose the equation's scope");
+  const Atom& out = eqn.outputs[i];
+  ir::Value& bound = value(v);
+  if (bound.has_type && bound.type.dtype != out.aval.dtype)
+    throw InvalidArgument(what + " was bound to a " + dtype_name(bound.type.dtype) +
+                          " value, but JAX's output is " + out.aval.str());
+  if (bound.has_type && !same_shape(bound.type, out.aval))
+    throw InvalidArgument(what + " was bound to value '" + bound.name + "' declared " +
+                          bound.type.str() + ", but JAX's output is " + out.aval.str());
+  if (!bound.has_type) {
+    bound.has_type = true;
+    bound.type = out.aval;
+  }
+  if (!out.dropped) scope.env[out.var] = v;
+}
+
+ir::ValueId Lowering::memo_get(const std::string& key) const {
+  for (const GraphScope* s = current(); s; s = s->parent) {
+    auto it = s->memo.find(key);
+    if (it != s->memo.end()) return it->second;
+  }
+  return ir::kNoValue;
+}
+
+void Lowering::memo_put(const std::string& key, ir::ValueId v) {
+  if (valid(v) && visible(v)) current()->memo[key] = v;
+}
+
+std::string Lowering::describe(const Eqn& eqn) const {
   std::string s = "(inputs: " + join_avals(eqn.inputs) + ")";
   if (options_.describe_source && eqn.source >= 0) {
     try {
@@ -248,7 +296,7 @@ std::string Converter::describe(const Eqn& eqn) const {
 
 // Nodes of a nested equation (a scan body's, say) are stamped by their own
 // lower_eqn first; a key already set is kept.
-void Converter::stamp_provenance(const Eqn& eqn, const LoadedPlugin& plugin, ir::Graph& graph,
+void Lowering::stamp_provenance(const Eqn& eqn, const LoadedPlugin& plugin, ir::Graph& graph,
                                  size_t first) {
   std::vector<std::pair<std::string, std::string>> props = {
       {"pkg.jaxonnx.primitive", eqn.primitive}, {"pkg.jaxonnx.plugin", plugin.name}};
@@ -270,7 +318,20 @@ void Converter::stamp_provenance(const Eqn& eqn, const LoadedPlugin& plugin, ir:
   for (size_t i = first; i < graph.nodes.size(); ++i) stamp(graph.nodes[i]);
 }
 
-void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
+// Every failure of an equation's lowering is an EquationError: its message is
+// complete, and a plugin that asked for this lowering (lower_jaxpr) gets it as
+// JXO_NESTED_FAILURE, to pass on unchanged.
+void Lowering::lower_eqn(const Eqn& eqn, Scope& scope) {
+  try {
+    lower_eqn_unchecked(eqn, scope);
+  } catch (const EquationError&) {
+    throw;
+  } catch (const ConversionError& e) {
+    throw EquationError(e.what());
+  }
+}
+
+void Lowering::lower_eqn_unchecked(const Eqn& eqn, Scope& scope) {
   if (eqn.primitive.rfind(kFunctionPrefix, 0) == 0) return lower_function_call(eqn, scope);
   const PrimitiveInfo* prim = registry_.find(eqn.primitive);
   if (!prim) {
@@ -296,23 +357,31 @@ void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
   size_t depth_before = depth();
   ir::Graph* graph = current()->graph;
   size_t nodes_before = graph->nodes.size();
+  FaultScope faults;
   jxo_status* status = prim->lower(host_api(), &frame, prim->user_data);
-  if (size_t left = close_abandoned(depth_before); left && !status)
-    status = new jxo_status{std::to_string(left) +
-                            " subgraph scope(s) opened by graph_begin were never closed "
-                            "with graph_end"};
-  if (status) {
-    std::string msg = status->message;
-    delete status;
-    if (pending) {
-      ConversionError inner = *pending;
-      pending.reset();
-      throw inner;
-    }
+  std::optional<Failure> failure;
+  if (status) failure = take_status(status);
+  // A host call that failed without a status (an accessor, the memo) fails
+  // the lowering even if the plugin went on.
+  if (std::optional<Failure> fault = faults.take())
+    failure = Failure{fault->code,
+                      fault->message + (failure ? "; then: " + failure->message : "")};
+  if (size_t left = close_abandoned(depth_before); left && !failure)
+    failure = Failure{JXO_ERROR, std::to_string(left) +
+                                     " subgraph scope(s) opened by graph_begin were never closed "
+                                     "with graph_end"};
+  if (failure) {
+    if (failure->code == JXO_NESTED_FAILURE) throw EquationError(failure->message);
+    std::string hint;
+    if (failure->code == JXO_UNSUPPORTED_OPSET)
+      hint = " (the model targets opset " + std::to_string(model.opset) +
+             "; a newer opset may lower it)";
+    if (failure->code == JXO_INVALID_ARGUMENT)
+      hint = " (the plugin called the host with an argument it cannot use: a bug in plugin '" +
+             plugin.name + "')";
     throw ConversionError("plugin '" + plugin.name + "' failed to lower '" + eqn.primitive + "' " +
-                          describe(eqn) + ": " + msg);
+                          describe(eqn) + ": " + failure->message + hint);
   }
-  pending.reset();
   if (options_.provenance) stamp_provenance(eqn, plugin, *graph, nodes_before);
   for (size_t i = 0; i < eqn.outputs.size(); ++i) {
     const Atom& out = eqn.outputs[i];
@@ -324,7 +393,7 @@ void Converter::lower_eqn(const Eqn& eqn, Scope& scope) {
   }
 }
 
-std::vector<ir::ValueId> Converter::lower_closed(const ClosedJaxpr& j,
+std::vector<ir::ValueId> Lowering::lower_closed(const ClosedJaxpr& j,
                                                  const std::vector<ir::ValueId>& ins) {
   Scope scope;
   scope.reads = reads_of(j.jaxpr);
@@ -342,7 +411,7 @@ std::vector<ir::ValueId> Converter::lower_closed(const ClosedJaxpr& j,
   return outs;
 }
 
-ir::Model Converter::run(const ClosedJaxpr& program) {
+ir::Model Lowering::run(const ClosedJaxpr& program) {
   const Jaxpr& jaxpr = program.jaxpr;
   model.opset = options_.opset;
   model.graph.name = options_.model_name;
@@ -400,7 +469,7 @@ ir::Model Converter::run(const ClosedJaxpr& program) {
 // Each graph output must be a distinct value made by a node. An output that is
 // an input, a constant, or a repeat goes through the plugin that lowers JAX's
 // own `copy` primitive, so the core stays free of op names.
-void Converter::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
+void Lowering::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
   std::set<ir::ValueId> taken(model.graph.inputs.begin(), model.graph.inputs.end());
   for (const ir::Initializer& init : model.graph.initializers) taken.insert(init.value);
   for (size_t i = 0; i < jaxpr.outvars.size(); ++i) {
@@ -425,41 +494,6 @@ void Converter::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
     value.type = out.aval;  // JAX's aval is the contract for outputs
     model.graph.outputs.push_back(v);
   }
-}
-
-ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
-                      const ConvertOptions& options) {
-  Converter conv(registry, options);
-  return conv.run(program);
-}
-
-std::string convert(const ClosedJaxpr& program, const Registry& registry,
-                    const ConvertOptions& options) {
-  using Clock = std::chrono::steady_clock;
-  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  PhaseTimes ignored;
-  PhaseTimes& times = options.times ? *options.times : ignored;
-  auto start = Clock::now();
-  ir::Model model = lower_to_ir(program, registry, options);
-  if (passes::verify_enabled()) passes::verify(model.graph, "after lowering");
-  times.lower = since(start);
-  start = Clock::now();
-  if (options.inline_functions) passes::inline_functions(model);
-  if (options.optimize) {
-    passes::ManagerOptions passes_options;
-    passes_options.dump_dir = options.dump_ir_dir;
-    passes_options.pass_seconds = &times.per_pass;
-    passes_options.poll = options.poll;
-    if (options.fuse) passes_options.rules = registry.rules();
-    passes::optimize(model, passes_options);
-  } else {
-    prune(model);
-  }
-  times.passes = since(start);
-  start = Clock::now();
-  std::string bytes = export_onnx(model, options.external_data, options.data_files);
-  times.export_onnx = since(start);
-  return bytes;
 }
 
 }  // namespace jaxonnx

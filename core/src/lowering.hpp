@@ -13,13 +13,14 @@
 
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/error.hpp"
+#include "status.hpp"
 
 namespace jaxonnx {
 
-class Converter;
+class Lowering;
 
 // The var -> value bindings of one jaxpr activation. Values are conversion-
-// wide handles (jxo_value), not ir::ValueIds: see Converter::Handle.
+// wide handles (jxo_value), not ir::ValueIds: see Lowering::Handle.
 struct Scope {
   std::unordered_map<int64_t, ir::ValueId> env;
   const std::unordered_set<int64_t>* reads = nullptr;  // vars the jaxpr reads
@@ -40,9 +41,9 @@ struct GraphScope {
   std::map<ir::ValueId, ir::ValueId> captured;    // outer handle -> local id
 };
 
-class Converter {
+class Lowering {
  public:
-  Converter(const Registry& registry, const ConvertOptions& options);
+  Lowering(const Registry& registry, const ConvertOptions& options);
 
   ir::Model run(const ClosedJaxpr& program);
 
@@ -79,6 +80,13 @@ class Converter {
   ir::ValueId add_input(const std::string& hint, const Aval& type);
   ir::ValueId constant(std::shared_ptr<const Tensor> tensor, const std::string& hint);
   ir::ValueId atom_value(const Atom& atom, const Scope& scope);
+  // Binds output i of `eqn` to handle `v` after checking it against JAX's
+  // aval (throws InvalidArgument).
+  void bind_output(const Eqn& eqn, Scope& scope, size_t i, ir::ValueId v);
+  // The memo of the open scopes: lookups walk outward (kNoValue if absent);
+  // stores go to the innermost scope and ignore a value not visible there.
+  ir::ValueId memo_get(const std::string& key) const;
+  void memo_put(const std::string& key, ir::ValueId v);
   std::vector<ir::ValueId> lower_closed(const ClosedJaxpr& j, const std::vector<ir::ValueId>& ins);
   std::string unique_name(const std::string& hint);
   std::string describe(const Eqn& eqn) const;  // "(inputs: ...) at file:line"
@@ -86,12 +94,10 @@ class Converter {
 
   ir::Model model;
   std::map<std::string, std::pair<ir::ValueId, int64_t>> symbol_origins;
-  // An error raised inside a nested lowering, re-raised as-is when the
-  // plugin that asked for the nesting gives up.
-  std::optional<ConversionError> pending;
 
  private:
-  void lower_eqn(const Eqn& eqn, Scope& scope);
+  void lower_eqn(const Eqn& eqn, Scope& scope);  // throws EquationError
+  void lower_eqn_unchecked(const Eqn& eqn, Scope& scope);
   // An `onnx_fn::` equation (function_lowering.cpp): the body once per key
   // into model.functions, then a call-site node.
   void lower_function_call(const Eqn& eqn, Scope& scope);
@@ -127,7 +133,7 @@ class Converter {
 
 // The opaque ABI handles, defined host-side.
 struct jxo_lowering {
-  jaxonnx::Converter* conv;
+  jaxonnx::Lowering* lowering;
   jaxonnx::Scope* scope;
   const jaxonnx::Eqn* eqn;
   const jaxonnx::PrimitiveInfo* prim;
@@ -137,8 +143,4 @@ struct jxo_abstract_eval {
   const std::vector<jaxonnx::Aval>* inputs;
   const jaxonnx::Param* params;
   std::vector<jaxonnx::Aval> outputs;
-};
-
-struct jxo_status {
-  std::string message;
 };

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "jaxonnx/core/converter.hpp"
+#include "jaxonnx/core/onnx_export.hpp"
 #include "jaxonnx/core/error.hpp"
 #include "onnx.pb.h"
 #include "passes/onnx_ops.hpp"

@@ -19,6 +19,7 @@
 #include <boost/dll/shared_library.hpp>
 #include <boost/filesystem.hpp>
 
+#include "abi_read.hpp"
 #include "jaxonnx/core/error.hpp"
 
 namespace fs = boost::filesystem;
@@ -79,6 +80,17 @@ std::string checked_str(jxo_str s, const std::string& what) {
   return out;
 }
 
+// A descriptor struct through the host's one reader (abi_read.hpp), which
+// copies it to its struct_size; a struct too small to be any minor's is invalid.
+template <typename T>
+T read_desc(const T* p, const std::string& what) {
+  try {
+    return abi::read_struct(p, what);
+  } catch (const InvalidArgument& e) {
+    throw PluginLoadError(std::string(e.what()) + " (truncated descriptor)");
+  }
+}
+
 std::vector<std::string> strs(const jxo_str* v, size_t n) {
   std::vector<std::string> out;
   for (size_t i = 0; i < n; ++i) out.push_back(str(v[i]));
@@ -86,9 +98,9 @@ std::vector<std::string> strs(const jxo_str* v, size_t n) {
 }
 
 // A binding spec's copy; `where` names it in errors.
-BindingSpec binding(const jxo_binding* b, const std::string& where) {
-  if (!b || b->struct_size < offsetof(jxo_binding, leading_dims_operands) + sizeof(uint64_t))
-    throw PluginLoadError(where + " has a truncated binding spec");
+BindingSpec binding(const jxo_binding* bp, const std::string& where) {
+  const jxo_binding bc = read_desc(bp, where + "'s binding spec");
+  const jxo_binding* b = &bc;
   BindingSpec spec;
   spec.target = str(b->target);
   spec.operands = strs(b->operands, b->num_operands);
@@ -105,10 +117,9 @@ BindingSpec binding(const jxo_binding* b, const std::string& where) {
 }
 
 // Copies what the host keeps from a plugin's descriptor, validating as it goes.
-LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
-  if (d->struct_size < offsetof(jxo_plugin_desc, num_primitives) + sizeof(size_t))
-    throw PluginLoadError("its descriptor is truncated (struct_size " +
-                          std::to_string(d->struct_size) + ")");
+LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* dp) {
+  const jxo_plugin_desc dc = read_desc(dp, "its descriptor");
+  const jxo_plugin_desc* d = &dc;
   LoadedPlugin p;
   p.path = path;
   p.abi_major = d->abi_major;
@@ -129,9 +140,8 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
     throw PluginLoadError("it declares " + std::to_string(d->num_primitives) +
                           " primitives but no primitive table");
   for (size_t i = 0; i < d->num_primitives; ++i) {
-    const jxo_primitive_desc* pd = d->primitives[i];
-    if (!pd || pd->struct_size < offsetof(jxo_primitive_desc, user_data) + sizeof(void*))
-      throw PluginLoadError("primitive #" + std::to_string(i) + " has a truncated descriptor");
+    const jxo_primitive_desc pc = read_desc(d->primitives[i], "primitive #" + std::to_string(i));
+    const jxo_primitive_desc* pd = &pc;
     PrimitiveInfo info;
     const std::string what = "primitive #" + std::to_string(i);
     info.name = checked_str(pd->name, what + "'s name");
@@ -140,31 +150,25 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
     info.user_data = pd->user_data;
     if (info.name.empty() || !info.lower)
       throw PluginLoadError("primitive #" + std::to_string(i) + " has no name or no lowering");
-    if (JXO_HAS_FIELD(pd, jxo_primitive_desc, num_onnx_ops)) {
-      if (pd->num_onnx_ops && !pd->onnx_ops)
-        throw PluginLoadError(what + " ('" + info.name + "') lists ONNX ops but no table");
-      for (size_t k = 0; k < pd->num_onnx_ops; ++k)
-        info.onnx_ops.push_back(checked_str(pd->onnx_ops[k], what + "'s ONNX op"));
-    }
-    if (JXO_HAS_FIELD(pd, jxo_primitive_desc, doc_url))
-      info.doc_url = checked_str(pd->doc_url, what + "'s doc URL");
-    if (JXO_HAS_FIELD(pd, jxo_primitive_desc, summary))
-      info.summary = checked_str(pd->summary, what + "'s summary");
-    if (d->abi_minor >= 2 && JXO_HAS_FIELD(pd, jxo_primitive_desc, num_bindings)) {
-      if (pd->num_bindings && !pd->bindings)
-        throw PluginLoadError(what + " ('" + info.name + "') lists binding specs but no table");
-      for (size_t k = 0; k < pd->num_bindings; ++k)
-        info.bindings.push_back(binding(pd->bindings[k], "primitive '" + info.name + "'"));
-    }
+    // Fields past the plugin's struct_size read as zero: no ops, no binding specs.
+    if (pd->num_onnx_ops && !pd->onnx_ops)
+      throw PluginLoadError(what + " ('" + info.name + "') lists ONNX ops but no table");
+    for (size_t k = 0; k < pd->num_onnx_ops; ++k)
+      info.onnx_ops.push_back(checked_str(pd->onnx_ops[k], what + "'s ONNX op"));
+    info.doc_url = checked_str(pd->doc_url, what + "'s doc URL");
+    info.summary = checked_str(pd->summary, what + "'s summary");
+    if (pd->num_bindings && !pd->bindings)
+      throw PluginLoadError(what + " ('" + info.name + "') lists binding specs but no table");
+    for (size_t k = 0; k < pd->num_bindings; ++k)
+      info.bindings.push_back(binding(pd->bindings[k], "primitive '" + info.name + "'"));
     p.primitives.push_back(std::move(info));
   }
-  if (JXO_HAS_FIELD(d, jxo_plugin_desc, num_rules)) {  // ABI 1.2: rewrite rules
+  {  // ABI 1.2: rewrite rules (none in an older descriptor: read as zero)
     if (d->num_rules && !d->rules)
       throw PluginLoadError("its descriptor lists rewrite rules but no table");
     for (size_t i = 0; i < d->num_rules; ++i) {
-      const jxo_rule_desc* rd = d->rules[i];
-      if (!rd || rd->struct_size < offsetof(jxo_rule_desc, user_data) + sizeof(void*))
-        throw PluginLoadError("rewrite rule #" + std::to_string(i) + " has a truncated descriptor");
+      const jxo_rule_desc rc = read_desc(d->rules[i], "rewrite rule #" + std::to_string(i));
+      const jxo_rule_desc* rd = &rc;
       RuleInfo rule;
       rule.name = checked_str(rd->name, "rewrite rule #" + std::to_string(i) + "'s name");
       rule.root_op = checked_str(rd->root_op, "rewrite rule #" + std::to_string(i) + "'s root op");
@@ -173,16 +177,13 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* d) {
       if (rule.name.empty() || rule.root_op.empty() || !rule.rewrite)
         throw PluginLoadError("rewrite rule #" + std::to_string(i) +
                               " has no name, root op or callback");
-      if (JXO_HAS_FIELD(rd, jxo_rule_desc, min_opset)) rule.min_opset = rd->min_opset;
+      rule.min_opset = rd->min_opset;
       std::string what = "rewrite rule '" + rule.name + "'";
-      if (JXO_HAS_FIELD(rd, jxo_rule_desc, num_onnx_ops)) {
-        if (rd->num_onnx_ops && !rd->onnx_ops)
-          throw PluginLoadError(what + " lists ONNX ops but no table");
-        for (size_t k = 0; k < rd->num_onnx_ops; ++k)
-          rule.onnx_ops.push_back(checked_str(rd->onnx_ops[k], what + "'s ONNX op"));
-      }
-      if (JXO_HAS_FIELD(rd, jxo_rule_desc, summary))
-        rule.summary = checked_str(rd->summary, what + "'s summary");
+      if (rd->num_onnx_ops && !rd->onnx_ops)
+        throw PluginLoadError(what + " lists ONNX ops but no table");
+      for (size_t k = 0; k < rd->num_onnx_ops; ++k)
+        rule.onnx_ops.push_back(checked_str(rd->onnx_ops[k], what + "'s ONNX op"));
+      rule.summary = checked_str(rd->summary, what + "'s summary");
       p.rules.push_back(std::move(rule));
     }
   }

@@ -1,43 +1,19 @@
 #include "jaxonnx/core/types.hpp"
-#include "jaxonnx/core/jaxpr.hpp"
+
+#include "jaxonnx/dtypes.hpp"
 
 #include <cstring>
 
 namespace jaxonnx {
 
 const char* dtype_name(int32_t t) {
-  switch (t) {
-    case JXO_DTYPE_FLOAT32: return "float32";
-    case JXO_DTYPE_FLOAT64: return "float64";
-    case JXO_DTYPE_FLOAT16: return "float16";
-    case JXO_DTYPE_BFLOAT16: return "bfloat16";
-    case JXO_DTYPE_INT8: return "int8";
-    case JXO_DTYPE_INT16: return "int16";
-    case JXO_DTYPE_INT32: return "int32";
-    case JXO_DTYPE_INT64: return "int64";
-    case JXO_DTYPE_UINT8: return "uint8";
-    case JXO_DTYPE_UINT16: return "uint16";
-    case JXO_DTYPE_UINT32: return "uint32";
-    case JXO_DTYPE_UINT64: return "uint64";
-    case JXO_DTYPE_BOOL: return "bool";
-    case JXO_DTYPE_COMPLEX64: return "complex64";
-    case JXO_DTYPE_COMPLEX128: return "complex128";
-    case JXO_DTYPE_STRING: return "string";
-    default: return "undefined";
-  }
+  const dtypes::Info* d = dtypes::find(t);
+  return d ? d->name : "undefined";
 }
 
 size_t dtype_size(int32_t t) {
-  switch (t) {
-    case JXO_DTYPE_FLOAT64: case JXO_DTYPE_INT64: case JXO_DTYPE_UINT64:
-    case JXO_DTYPE_COMPLEX64: return 8;
-    case JXO_DTYPE_FLOAT32: case JXO_DTYPE_INT32: case JXO_DTYPE_UINT32: return 4;
-    case JXO_DTYPE_FLOAT16: case JXO_DTYPE_BFLOAT16: case JXO_DTYPE_INT16:
-    case JXO_DTYPE_UINT16: return 2;
-    case JXO_DTYPE_INT8: case JXO_DTYPE_UINT8: case JXO_DTYPE_BOOL: return 1;
-    case JXO_DTYPE_COMPLEX128: return 16;
-    default: return 0;
-  }
+  const dtypes::Info* d = dtypes::find(t);
+  return d ? d->itemsize : 0;
 }
 
 Aval Aval::from_c(const jxo_aval& a) {
@@ -104,12 +80,6 @@ const jxo_tensor* Tensor::c() const {
   c_.data = data;
   c_.nbytes = nbytes;
   return &c_;
-}
-
-const Param* Param::field(std::string_view key) const {
-  for (size_t i = 0; i < keys.size(); ++i)
-    if (keys[i] == key) return &items[i];
-  return nullptr;
 }
 
 }  // namespace jaxonnx

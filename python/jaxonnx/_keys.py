@@ -1,7 +1,8 @@
-"""Typed PRNG keys (key<fry>) as their uint32 key data, for the core.
+"""Typed PRNG keys (key<fry>) as their uint32 key data, for the core: the one
+place of jaxonnx's key policy (which keys are mapped, and to what).
 
 The core sees a key<fry> array of shape S as its key data of shape S + (2,)
-(jaxpr_import.cpp). Shape ops on keys (slice, squeeze, reshape, select_n,
+(key_data_layout, which jaxpr_import.cpp applies). Shape ops on keys (slice, squeeze, reshape, select_n,
 gather, ... as in `a, b = jax.random.split(k)`) have params for the logical
 shape, so a jaxpr holding keys is re-traced first with every key replaced by its
 key data: those ops become the same ops vmapped over the trailing key-data axis
@@ -17,9 +18,27 @@ import jax
 
 from jaxonnx._core import ConversionError
 
+def is_key(dtype) -> bool:
+    """Whether `dtype` is a typed PRNG key dtype (key<impl>)."""
+    try:
+        return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    except TypeError:
+        return False
+
+
+def key_data_layout(dtype):
+    """How a typed key of `dtype` reaches the core: (the NumPy name of its key
+    data's dtype, the key data's trailing shape), or None when jaxonnx does not
+    map it. Only threefry2x32 keys are mapped: their key data is uint32[..., 2],
+    so random_wrap / random_unwrap are identities and a key input of the model
+    is the key data of jax.random.key_data."""
+    if not is_key(dtype) or dtype._impl.name != "threefry2x32":
+        return None
+    return "uint32", tuple(int(d) for d in dtype._impl.key_shape)
+
+
 def _is_key(aval):
-    dt = getattr(aval, "dtype", None)
-    return dt is not None and jax.dtypes.issubdtype(dt, jax.dtypes.prng_key)
+    return is_key(getattr(aval, "dtype", None))
 
 
 def _sub_jaxprs(params):

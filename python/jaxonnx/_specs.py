@@ -8,6 +8,7 @@ import jax
 import numpy as np
 from jax import export
 
+from jaxonnx import _keys
 from jaxonnx._core import ConversionError
 
 _KINDS = ("a shape tuple such as ('B', 30), a jax.ShapeDtypeStruct, or an array (a typed "
@@ -92,7 +93,7 @@ def normalize_inputs(inputs, enable_double_precision: bool) -> list[jax.ShapeDty
             out = jax.ShapeDtypeStruct(tuple(spec.shape), spec.dtype)
         else:
             raise ConversionError(f"input {i}: expected {_KINDS}; got {type(spec).__name__} {spec!r}")
-        if jax.dtypes.issubdtype(out.dtype, jax.dtypes.prng_key):
+        if _keys.is_key(out.dtype):
             # A typed PRNG key (jax.random.key): the model input is its uint32 key data.
             specs.append(out)
             continue

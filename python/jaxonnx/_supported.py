@@ -9,12 +9,12 @@ import numpy as np
 from jax.extend import core as jax_core
 
 from jaxonnx import _source
+from jaxonnx import _core, _keys
 from jaxonnx._core import ConversionError
 
-# The dtypes the core maps to ONNX element types that onnxruntime runs.
-SUPPORTED = frozenset(
-    ["float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
-     "uint8", "uint16", "uint32", "uint64", "bool"])
+# The dtypes the core maps to ONNX element types that onnxruntime runs: the
+# core's one dtype table (plugin_sdk/include/jaxonnx/dtypes.hpp).
+SUPPORTED = frozenset(_core.exported_dtypes())
 _SUPPORTED_TEXT = "float16/bfloat16/float32/float64, int8-int64, uint8-uint64 and bool"
 
 
@@ -23,11 +23,8 @@ def _unsupported(aval) -> str | None:
     dt = getattr(aval, "dtype", None)
     if dt is None:
         return None  # tokens and other non-array values
-    try:
-        if jax.dtypes.issubdtype(dt, jax.dtypes.prng_key):
-            return None  # typed PRNG keys are lowered as their uint32 data
-    except TypeError:
-        pass
+    if _keys.is_key(dt):
+        return None  # typed PRNG keys reach the core as their key data (_keys)
     name = np.dtype(dt).name if not hasattr(dt, "name") else dt.name
     return None if name in SUPPORTED else name
 

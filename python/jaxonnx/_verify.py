@@ -139,7 +139,7 @@ def _probe(closed):
         for j, v in enumerate(eqn.outvars):
             aval = v.aval
             if type(v).__name__ == "DropVar" or id(v) in seen or not hasattr(aval, "dtype") \
-                    or jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key) \
+                    or _keys.is_key(aval.dtype) \
                     or aval.dtype == jax.dtypes.float0:
                 continue
             seen.add(id(v))

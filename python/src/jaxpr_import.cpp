@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "jaxonnx/dtypes.hpp"
+
 namespace jaxonnx::py {
 
 JaxprImporter::JaxprImporter() {
@@ -22,30 +24,31 @@ JaxprImporter::JaxprImporter() {
   dataclass_fields_ = dc.attr("fields");
   is_dataclass_ = dc.attr("is_dataclass");
   enum_type_ = pb::module_::import("enum").attr("Enum");
-  // Typed PRNG keys (key<fry>): see threefry_key.
-  pb::module_ jax_dtypes = pb::module_::import("jax.dtypes");
-  is_key_dtype_ = pb::cpp_function(
-      [issub = jax_dtypes.attr("issubdtype"), key = jax_dtypes.attr("prng_key")](pb::handle dt) {
-        return issub(dt, key).cast<bool>();
-      });
+  // Typed PRNG keys: the policy is jaxonnx._keys'; see key_layout.
+  key_data_layout_ = pb::module_::import("jaxonnx._keys").attr("key_data_layout");
   key_data_ = pb::module_::import("jax.random").attr("key_data");
 }
 
-// A typed threefry2x32 PRNG key dtype (key<fry>). Such keys reach the core as
-// their key data: a key<fry> array of shape S is uint32 of shape S + (2,), so
-// random_wrap / random_unwrap are identities and a key input of the model is
-// the uint32[..., 2] of jax.random.key_data. Other key impls are not mapped
-// (their dtype stays undefined).
-// Asked for every variable, so the answer is kept per dtype object.
-bool JaxprImporter::threefry_key(pb::handle dt) {
-  if (pb::isinstance(dt, np_dtype_type_)) return false;
-  auto it = key_dtypes_.find(dt.ptr());
-  if (it != key_dtypes_.end()) return it->second;
-  bool key = is_key_dtype_(dt).cast<bool>() &&
-             pb::str(dt.attr("_impl").attr("name")).cast<std::string>() == "threefry2x32";
+// A typed PRNG key reaches the core as its key data, laid out as
+// jaxonnx._keys.key_data_layout says (the one place of the key policy): a key
+// array of shape S is key data of shape S + trailing. Keys it does not map keep
+// an undefined dtype. Asked for every variable, so the answer is kept per dtype
+// object.
+const JaxprImporter::KeyLayout& JaxprImporter::key_layout(pb::handle dt) {
+  static const KeyLayout kNone;
+  if (pb::isinstance(dt, np_dtype_type_)) return kNone;
+  auto it = key_layouts_.find(dt.ptr());
+  if (it != key_layouts_.end()) return it->second;
+  KeyLayout layout;
+  pb::object answer = key_data_layout_(dt);
+  if (!answer.is_none()) {
+    pb::tuple t = answer.cast<pb::tuple>();
+    layout.mapped = true;
+    layout.data_dtype = np_dtype_type_(t[0]);
+    for (pb::handle d : t[1].cast<pb::tuple>()) layout.trailing.push_back(d.cast<int64_t>());
+  }
   keepalive_.push_back(pb::reinterpret_borrow<pb::object>(dt));
-  key_dtypes_[dt.ptr()] = key;
-  return key;
+  return key_layouts_.emplace(dt.ptr(), std::move(layout)).first->second;
 }
 
 int32_t JaxprImporter::dtype(pb::handle dt_in) {
@@ -55,18 +58,8 @@ int32_t JaxprImporter::dtype(pb::handle dt_in) {
   it = dtypes_.find(dt.ptr());
   if (it != dtypes_.end()) return it->second;
   std::string name = pb::str(dt.attr("name"));
-  static const std::pair<const char*, int32_t> kNames[] = {
-      {"float32", JXO_DTYPE_FLOAT32}, {"float64", JXO_DTYPE_FLOAT64},
-      {"float16", JXO_DTYPE_FLOAT16}, {"bfloat16", JXO_DTYPE_BFLOAT16},
-      {"int8", JXO_DTYPE_INT8},       {"int16", JXO_DTYPE_INT16},
-      {"int32", JXO_DTYPE_INT32},     {"int64", JXO_DTYPE_INT64},
-      {"uint8", JXO_DTYPE_UINT8},     {"uint16", JXO_DTYPE_UINT16},
-      {"uint32", JXO_DTYPE_UINT32},   {"uint64", JXO_DTYPE_UINT64},
-      {"bool", JXO_DTYPE_BOOL},       {"complex64", JXO_DTYPE_COMPLEX64},
-      {"complex128", JXO_DTYPE_COMPLEX128}};
-  int32_t out = JXO_DTYPE_UNDEFINED;
-  for (const auto& [n, t] : kNames)
-    if (name == n) out = t;
+  const dtypes::Info* info = dtypes::find(std::string_view(name));
+  int32_t out = info && info->code != JXO_DTYPE_STRING ? info->code : JXO_DTYPE_UNDEFINED;
   keepalive_.push_back(dt);
   dtypes_[dt.ptr()] = out;
   return out;
@@ -75,13 +68,13 @@ int32_t JaxprImporter::dtype(pb::handle dt_in) {
 Aval JaxprImporter::aval(pb::handle a) {
   Aval out;
   pb::object dt = a.attr("dtype");
-  bool key = threefry_key(dt);
-  out.dtype = key ? JXO_DTYPE_UINT32 : dtype(dt);
+  const KeyLayout& key = key_layout(dt);
+  out.dtype = dtype(key.mapped ? key.data_dtype : dt);
   for (pb::handle d : a.attr("shape")) {
     if (PyLong_Check(d.ptr())) out.dims.push_back(Dim{d.cast<int64_t>(), {}});
     else out.dims.push_back(Dim{0, pb::str(d)});
   }
-  if (key) out.dims.push_back(Dim{2, {}});  // the key data's trailing dim
+  for (int64_t d : key.trailing) out.dims.push_back(Dim{d, {}});  // the key data's trailing dims
   return out;
 }
 
@@ -91,9 +84,9 @@ std::shared_ptr<const Tensor> JaxprImporter::array(pb::handle value, pb::handle 
   // becomes its uint32 key data.
   pb::object v = pb::reinterpret_borrow<pb::object>(value);
   pb::object d = pb::reinterpret_borrow<pb::object>(dt);
-  if (threefry_key(d)) {
+  if (const KeyLayout& key = key_layout(d); key.mapped) {
     v = key_data_(v);
-    d = np_dtype_type_("uint32");
+    d = key.data_dtype;
   }
   pb::array arr = pb::array::ensure(np_asarray_(v, d), pb::array::c_style);
   if (!arr) throw pb::value_error("cannot view a constant as a C-contiguous array");

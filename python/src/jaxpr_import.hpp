@@ -28,16 +28,23 @@ class JaxprImporter {
   std::shared_ptr<const ClosedJaxpr> open_jaxpr(pb::handle jaxpr, pb::handle consts);
   Atom atom(pb::handle a);
   int32_t dtype(pb::handle dt);
-  bool threefry_key(pb::handle dt);
+  // How a typed PRNG key dtype reaches the core (jaxonnx._keys.key_data_layout):
+  // its key data's dtype and trailing dims; `mapped` false for any other dtype.
+  struct KeyLayout {
+    bool mapped = false;
+    pb::object data_dtype;
+    std::vector<int64_t> trailing;
+  };
+  const KeyLayout& key_layout(pb::handle dt);
   std::shared_ptr<const Tensor> array(pb::handle value, pb::handle dtype);
 
   pb::object literal_type_, dropvar_type_, closed_type_, jaxpr_type_, np_asarray_,
       np_dtype_type_, np_generic_, is_symbolic_, dataclass_fields_, is_dataclass_, enum_type_,
-      is_key_dtype_, key_data_, primitive_type_;
+      key_data_layout_, key_data_, primitive_type_;
   std::unordered_map<PyObject*, int64_t> var_ids_;
   std::unordered_map<PyObject*, std::shared_ptr<const ClosedJaxpr>> jaxprs_;
   std::unordered_map<PyObject*, int32_t> dtypes_;
-  std::unordered_map<PyObject*, bool> key_dtypes_;
+  std::unordered_map<PyObject*, KeyLayout> key_layouts_;
   std::vector<pb::object> sources_;
   std::vector<pb::object> keepalive_;  // objects whose ids key the maps above
 };

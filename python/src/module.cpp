@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "jaxonnx/core/abstract_eval.hpp"
+#include "jaxonnx/dtypes.hpp"
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/passes.hpp"
@@ -246,6 +248,15 @@ PYBIND11_MODULE(_core, m) {
         }
       },
       pb::arg("path"), "Loads one plugin file (once per process) and describes it.");
+  m.def(
+      "exported_dtypes",
+      [] {
+        pb::list out;
+        for (const dtypes::Info& d : dtypes::kTable)
+          if (d.exported) out.append(d.name);
+        return out;
+      },
+      "The NumPy names of the dtypes a model jaxonnx writes may hold (jaxonnx/dtypes.hpp).");
   m.def("abstract_eval", &abstract_eval_primitive, pb::arg("registry"), pb::arg("name"),
         pb::arg("in_avals"), pb::arg("params"));
   m.def(

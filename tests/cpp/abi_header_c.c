@@ -34,6 +34,12 @@ int main(void) {
   EXPECT(sizeof(jxo_dim) == 8 + sizeof(jxo_str));
   EXPECT(JXO_NO_VALUE == (jxo_value)-1);
   EXPECT(prim.lower(NULL, NULL, NULL) == NULL);
+  /* minor 3: status codes are distinct, JXO_OK is 0, and the table grew at its end */
+  EXPECT(JXO_ABI_MINOR >= 3);
+  EXPECT(JXO_OK == 0 && JXO_ERROR == 1 && JXO_NESTED_FAILURE == 5 && JXO_INTERNAL == 6);
+  EXPECT(offsetof(jxo_api, status_create_with_code) ==
+         offsetof(jxo_api, rw_replace) + sizeof(void*));
+  EXPECT(offsetof(jxo_api, status_code) + sizeof(void*) == sizeof(jxo_api));
   if (failures == 0) printf("plugin_abi.h compiles and holds as C99\n");
   return failures == 0 ? 0 : 1;
 }

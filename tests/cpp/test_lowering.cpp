@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "jaxonnx/core/abstract_eval.hpp"
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
@@ -433,6 +435,78 @@ TEST_CASE("a plugin built against ABI 1.0 still loads and lowers; its jxo_attr i
   std::string msg = conversion_error(one_eqn_f32("test.old_graph_attr"), reg);
   CHECK(contains(msg, "plugin 'test_minor0'"));
   CHECK(contains(msg, "predates ABI 1.1"));
+}
+
+// The plugins built against ABI 1.0 and 1.1 (tests/plugins/src/old_layouts.c)
+// place every struct they hand over against an inaccessible page: a host
+// reading one byte past a struct_size would crash here.
+TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read to their struct_size") {
+  for (const char* dir : {JXO_TEST_ABI_1_0_DIR, JXO_TEST_ABI_1_1_DIR}) {
+    CAPTURE(dir);
+    Registry reg = Registry::scan({dir});
+    REQUIRE(reg.diagnostics().empty());
+    REQUIRE(reg.plugins().size() == 1);
+    const LoadedPlugin& p = *reg.plugins()[0];
+    bool minor1 = p.abi_minor == 1;
+    CHECK(p.name == (minor1 ? "test_abi_1_1" : "test_abi_1_0"));
+    CHECK(p.rules.empty());  // the descriptor ends before `rules`: none, not garbage
+    REQUIRE(p.primitives.size() == (minor1 ? 3u : 2u));
+    CHECK(p.primitives[0].onnx_ops == std::vector<std::string>{"LeakyRelu"});
+    CHECK(p.primitives[0].bindings.empty());  // no binding specs before minor 2
+
+    ir::Model leaky = lower_to_ir(one_eqn_f32("test.old_leaky"), reg, {});
+    REQUIRE(leaky.graph.nodes.size() == 1);
+    CHECK(leaky.graph.nodes[0].op_type == "LeakyRelu");
+    REQUIRE(leaky.graph.nodes[0].attrs.size() == 1);
+    CHECK(leaky.graph.nodes[0].attrs[0].name == "alpha");
+    CHECK(leaky.graph.nodes[0].attrs[0].f == 0.25);
+    CHECK(!leaky.graph.nodes[0].attrs[0].graph);
+
+    ir::Model scale = lower_to_ir(one_eqn_f32("test.old_scale"), reg, {});
+    REQUIRE(scale.graph.nodes.size() == 1);
+    CHECK(scale.graph.nodes[0].op_type == "Mul");
+    REQUIRE(scale.graph.initializers.size() == 1);
+    float two = 0;
+    std::memcpy(&two, scale.graph.initializers[0].tensor->data, sizeof two);
+    CHECK(two == 2.0f);
+    CHECK(!export_onnx(scale).empty());
+
+    if (minor1) {
+      ir::Model m = lower_to_ir(one_eqn_f32("test.old_if"), reg, {});
+      REQUIRE(m.graph.nodes.size() == 1);
+      const ir::Node& n = m.graph.nodes[0];
+      CHECK(n.op_type == "If");
+      REQUIRE(n.attrs.size() == 2);
+      REQUIRE(n.attrs[0].graph);
+      REQUIRE(n.attrs[1].graph);
+      CHECK(n.attrs[0].graph->nodes.at(0).op_type == "Neg");
+      CHECK(n.attrs[1].graph->nodes.at(0).op_type == "Identity");
+      CHECK(!export_onnx(m).empty());
+    }
+  }
+}
+
+// plugin_abi.h promises that two conversions in two threads are safe: the host
+// keeps a conversion's state in the conversion. Both threads use the same
+// loaded plugins; every result must equal the one made alone.
+TEST_CASE("two conversions in two threads give the same bytes as one alone") {
+  Registry reg = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_ABI_1_1_DIR});
+  const std::string alone = convert(identity_then_scale(), reg, {});
+  const std::string alone_if = convert(one_eqn_f32("test.old_if"), reg, {});
+  std::vector<std::string> results(2);
+  auto work = [&](size_t t) {
+    std::string out;
+    for (int k = 0; k < 25; ++k) {
+      if (convert(identity_then_scale(), reg, {}) != alone) out += "identity_then_scale differs; ";
+      if (convert(one_eqn_f32("test.old_if"), reg, {}) != alone_if) out += "old_if differs; ";
+    }
+    results[t] = out;
+  };
+  std::thread a(work, 0), b(work, 1);
+  a.join();
+  b.join();
+  CHECK(results[0] == "");
+  CHECK(results[1] == "");
 }
 
 TEST_CASE("provenance: each node carries its equation's primitive, plugin and source pairs") {

@@ -65,6 +65,21 @@ def test_unsupported_primitive_names_primitive_avals_source_and_folders(test_plu
     assert good in msg
 
 
+@pytest.mark.parametrize("wrap", ["scan", "cond"])
+def test_failure_inside_a_nested_body_is_reported_as_the_inner_failure(test_plugins, wrap):
+    # The control-flow plugin lowers the body through the host (lower_jaxpr);
+    # the inner failure comes back as JXO_NESTED_FAILURE and reaches the user
+    # unchanged, not wrapped in "plugin 'control_flow' failed to lower ...".
+    def body(x):
+        if wrap == "scan":
+            return jax.lax.scan(lambda c, _: (_uses_unclaimed(c), None), x, None, length=2)[0]
+        return jax.lax.cond(x[0, 0] > 0, _uses_unclaimed, lambda y: y, x)
+
+    msg = _error(body, [("B", 3)], plugin_dirs=[str(test_plugins / "good")])
+    assert msg.startswith("no plugin lowers the JAX primitive 'test_unclaimed_primitive'"), msg
+    assert "failed to lower" not in msg
+
+
 def test_unsupported_primitive_int_input_names_dtype(test_plugins):
     msg = _error(lambda x: UNCLAIMED.bind(x), [jax.ShapeDtypeStruct((2, 5), np.int32)],
                  plugin_dirs=[str(test_plugins / "good")])

@@ -53,19 +53,3 @@ class DeadCodeElimination : public Pass {
 std::unique_ptr<Pass> dead_code_elimination() { return std::make_unique<DeadCodeElimination>(); }
 
 }  // namespace jaxonnx::passes
-
-namespace jaxonnx {
-
-void prune(ir::Graph& graph) {
-  passes::Pipeline dce;
-  dce.push_back(passes::dead_code_elimination());
-  passes::PassManager(std::move(dce)).run(graph);
-}
-
-void prune(ir::Model& model) {
-  for (ir::Function& f : model.functions) prune(*f.body);
-  prune(model.graph);
-  ir::drop_uncalled_functions(model);
-}
-
-}  // namespace jaxonnx

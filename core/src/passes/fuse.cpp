@@ -22,7 +22,9 @@
 #include <cstring>
 #include <set>
 
+#include "../abi_read.hpp"
 #include "../lowering.hpp"
+#include "../status.hpp"
 #include "fuse_api.hpp"
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/passes.hpp"
@@ -32,10 +34,10 @@ namespace jaxonnx {
 namespace rewrite_api {
 namespace {
 
-std::string str(jxo_str s) { return s.size ? std::string(s.data, s.size) : std::string(); }
+std::string str(jxo_str s) { return abi::read_string(s); }
 jxo_str view(const std::string& s) { return jxo_str{s.data(), s.size()}; }
 jxo_status* fail(const jxo_rewrite* rw, const std::string& msg) {
-  return new jxo_status{"rule " + rw->rule + ": " + msg};
+  return make_status(JXO_INVALID_ARGUMENT, "rule " + rw->rule + ": " + msg);
 }
 
 const ir::Node* node_at(const jxo_rewrite* rw, int64_t k) {
@@ -54,36 +56,37 @@ bool made_here(const jxo_rewrite* rw, jxo_value v) {
 
 }  // namespace
 
-int64_t rw_root(const jxo_rewrite* rw) { return rw ? static_cast<int64_t>(rw->root) : -1; }
-int64_t rw_opset(const jxo_rewrite* rw) { return rw ? rw->opset : 0; }
-int64_t rw_producer(const jxo_rewrite* rw, jxo_value v) {
+int64_t rw_root(const jxo_rewrite* rw) noexcept { return rw ? static_cast<int64_t>(rw->root) : -1; }
+int64_t rw_opset(const jxo_rewrite* rw) noexcept { return rw ? rw->opset : 0; }
+int64_t rw_producer(const jxo_rewrite* rw, jxo_value v) noexcept {
   return existing(rw, v) ? rw->uses->producer[v] : -1;
 }
-jxo_str rw_op_type(const jxo_rewrite* rw, int64_t k) {
+jxo_str rw_op_type(const jxo_rewrite* rw, int64_t k) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n ? view(n->op_type) : jxo_str{nullptr, 0};
 }
-jxo_str rw_domain(const jxo_rewrite* rw, int64_t k) {
+jxo_str rw_domain(const jxo_rewrite* rw, int64_t k) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n ? view(n->domain) : jxo_str{nullptr, 0};
 }
-size_t rw_num_inputs(const jxo_rewrite* rw, int64_t k) {
+size_t rw_num_inputs(const jxo_rewrite* rw, int64_t k) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n ? n->inputs.size() : 0;
 }
-jxo_value rw_input(const jxo_rewrite* rw, int64_t k, size_t i) {
+jxo_value rw_input(const jxo_rewrite* rw, int64_t k, size_t i) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n && i < n->inputs.size() ? n->inputs[i] : JXO_NO_VALUE;
 }
-size_t rw_num_outputs(const jxo_rewrite* rw, int64_t k) {
+size_t rw_num_outputs(const jxo_rewrite* rw, int64_t k) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n ? n->outputs.size() : 0;
 }
-jxo_value rw_output(const jxo_rewrite* rw, int64_t k, size_t i) {
+jxo_value rw_output(const jxo_rewrite* rw, int64_t k, size_t i) noexcept {
   const ir::Node* n = node_at(rw, k);
   return n && i < n->outputs.size() ? n->outputs[i] : JXO_NO_VALUE;
 }
-const jxo_attr* rw_attr(const jxo_rewrite* rw_c, int64_t k, jxo_str name) {
+const jxo_attr* rw_attr(const jxo_rewrite* rw_c, int64_t k, jxo_str name) noexcept {
+  return guarded_value<const jxo_attr*>("rw_attr", nullptr, [&]() -> const jxo_attr* {
   const ir::Node* n = node_at(rw_c, k);
   if (!n) return nullptr;
   auto* rw = const_cast<jxo_rewrite*>(rw_c);  // the view's own storage
@@ -114,25 +117,31 @@ const jxo_attr* rw_attr(const jxo_rewrite* rw_c, int64_t k, jxo_str name) {
     return &rw->attrs.back();
   }
   return nullptr;
+  });
 }
-size_t rw_num_reads(const jxo_rewrite* rw, jxo_value v) {
+size_t rw_num_reads(const jxo_rewrite* rw, jxo_value v) noexcept {
   if (!existing(rw, v)) return 0;
   return static_cast<size_t>(rw->uses->reads[v]) + (rw->uses->is_output[v] ? 1 : 0);
 }
-const jxo_aval* rw_value_aval(const jxo_rewrite* rw, jxo_value v) {
-  if (!rw || v < 0 || static_cast<size_t>(v) >= rw->graph->values.size()) return nullptr;
-  const ir::Value& value = rw->graph->values[v];
-  return value.has_type ? value.type.c() : nullptr;
+const jxo_aval* rw_value_aval(const jxo_rewrite* rw, jxo_value v) noexcept {
+  return guarded_value<const jxo_aval*>("rw_value_aval", nullptr, [&]() -> const jxo_aval* {
+    if (!rw || v < 0 || static_cast<size_t>(v) >= rw->graph->values.size()) return nullptr;
+    const ir::Value& value = rw->graph->values[v];
+    return value.has_type ? value.type.c() : nullptr;
+  });
 }
-const jxo_tensor* rw_value_constant(const jxo_rewrite* rw, jxo_value v) {
+const jxo_tensor* rw_value_constant(const jxo_rewrite* rw, jxo_value v) noexcept {
   if (!existing(rw, v)) return nullptr;
   const Tensor* t = rw->uses->constant(*rw->graph, v);
   return t ? t->c() : nullptr;
 }
 
-jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs) {
-  if (!rw || !node) return new jxo_status{"rw_emit_node: no rewrite or no node"};
+jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node_in, jxo_value* outputs) noexcept {
+  if (!rw || !node_in || !outputs)
+    return make_status(JXO_INVALID_ARGUMENT, "rw_emit_node: no rewrite, node or output array");
   try {
+    const jxo_node node_copy = abi::read_struct(node_in, "rw_emit_node: the node");
+    const jxo_node* node = &node_copy;
     ir::Node n;
     n.op_type = str(node->op_type);
     n.domain = str(node->domain);
@@ -143,6 +152,8 @@ jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outpu
         rw->allowed_ops->end())
       return fail(rw, "rw_emit_node: op '" + n.op_type +
                           "' is not among the ops the rule declares (.emits)");
+    if ((node->num_inputs && !node->inputs) || (node->num_attrs && !node->attrs))
+      return fail(rw, "rw_emit_node(" + n.op_type + "): a NULL input or attribute array");
     for (size_t k = 0; k < node->num_inputs; ++k) {
       jxo_value v = node->inputs[k];
       bool ok = v == JXO_NO_VALUE || made_here(rw, v) ||
@@ -152,81 +163,68 @@ jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outpu
                             " is not a value defined before the root node");
       n.inputs.push_back(v == JXO_NO_VALUE ? ir::kNoValue : v);
     }
+    auto no_graphs = [&](const jxo_graph*, const std::string& name) -> std::shared_ptr<ir::Graph> {
+      throw InvalidArgument("attribute '" + name + "' has a type a rewrite cannot emit");
+    };
     for (size_t k = 0; k < node->num_attrs; ++k) {
-      const jxo_attr& a = *node->attrs[k];
-      ir::Attribute at;
-      at.name = str(a.name);
-      at.type = a.type;
-      switch (a.type) {
-        case JXO_ATTR_INT: at.i = a.i; break;
-        case JXO_ATTR_FLOAT: at.f = a.f; break;
-        case JXO_ATTR_STRING: at.s = str(a.s); break;
-        case JXO_ATTR_INTS: at.ints.assign(a.ints, a.ints + a.count); break;
-        case JXO_ATTR_FLOATS: at.floats.assign(a.floats, a.floats + a.count); break;
-        case JXO_ATTR_STRINGS:
-          for (size_t j = 0; j < a.count; ++j) at.strings.push_back(str(a.strings[j]));
-          break;
-        case JXO_ATTR_TENSOR: {
-          const jxo_tensor& t = *a.tensor;
-          at.tensor = Tensor::copy_of(t.dtype, std::vector<int64_t>(t.dims, t.dims + t.rank),
-                                      t.data, t.nbytes);
-          break;
-        }
-        default:
-          return fail(rw, "rw_emit_node(" + n.op_type + "): attribute '" + at.name +
-                              "' has a type a rewrite cannot emit");
+      try {
+        n.attrs.push_back(abi::read_attribute(node->attrs[k], no_graphs));
+      } catch (const InvalidArgument& e) {
+        return fail(rw, "rw_emit_node(" + n.op_type + "): " + e.what());
       }
-      n.attrs.push_back(std::move(at));
     }
+    std::vector<std::optional<Aval>> types(node->num_outputs);
+    for (size_t k = 0; k < node->num_outputs; ++k)
+      if (const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr)
+        types[k] = abi::read_aval(t, "rw_emit_node(" + n.op_type + "): output " + std::to_string(k));
     const ir::Node& root = rw->graph->nodes[rw->root];
     std::string base = (root.name.empty() ? std::string("fused") : root.name) + "/f" +
                        std::to_string(rw->nodes.size());
     n.name = base;
     for (size_t k = 0; k < node->num_outputs; ++k) {
       ir::ValueId v = rw->graph->add_value(base + "_" + std::to_string(k));
-      const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;
-      if (t) {
+      if (types[k] && types[k]->dtype != JXO_DTYPE_UNDEFINED) {
         rw->graph->values[v].has_type = true;
-        rw->graph->values[v].type = Aval::from_c(*t);
+        rw->graph->values[v].type = *types[k];
       }
       n.outputs.push_back(v);
       outputs[k] = v;
     }
     rw->nodes.push_back(std::move(n));
     return nullptr;
-  } catch (const std::exception& e) {
-    return fail(rw, e.what());
+  } catch (...) {
+    return status_from_current_exception("rw_emit_node");
   }
 }
 
-jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* t, jxo_value* out) {
-  if (!rw || !t) return new jxo_status{"rw_constant: no rewrite or no tensor"};
+jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* t, jxo_value* out) noexcept {
+  if (!rw || !t || !out)
+    return make_status(JXO_INVALID_ARGUMENT, "rw_constant: no rewrite, tensor or output");
   try {
-    size_t expected = dtype_size(t->dtype);
-    int64_t n = 1;
-    for (int64_t k = 0; k < t->rank; ++k) n *= t->dims[k];
-    if (expected == 0 || expected * static_cast<size_t>(n) != t->nbytes)
-      return fail(rw, "rw_constant: " + std::to_string(t->nbytes) + " bytes do not fit a " +
-                          dtype_name(t->dtype) + " tensor of " + std::to_string(n) + " elements");
+    std::shared_ptr<const Tensor> tensor;
+    try {
+      tensor = abi::read_tensor(t, "rw_constant");
+    } catch (const InvalidArgument& e) {
+      return fail(rw, e.what());
+    }
     const ir::Node& root = rw->graph->nodes[rw->root];
     ir::ValueId v = rw->graph->add_value((root.name.empty() ? std::string("fused") : root.name) +
                                          "/c" + std::to_string(rw->initializers.size()));
-    auto tensor = Tensor::copy_of(t->dtype, std::vector<int64_t>(t->dims, t->dims + t->rank),
-                                  t->data, t->nbytes);
     std::vector<Dim> dims;
     for (int64_t d : tensor->dims) dims.push_back(Dim{d, ""});
     rw->graph->values[v].has_type = true;
-    rw->graph->values[v].type = Aval(t->dtype, dims);
+    rw->graph->values[v].type = Aval(tensor->dtype, dims);
     rw->initializers.push_back(ir::Initializer{v, tensor, nullptr});
     *out = v;
     return nullptr;
-  } catch (const std::exception& e) {
-    return fail(rw, e.what());
+  } catch (...) {
+    return status_from_current_exception("rw_constant");
   }
 }
 
-jxo_status* rw_replace(jxo_rewrite* rw, jxo_value from, jxo_value to) {
-  if (!rw) return new jxo_status{"rw_replace: no rewrite"};
+jxo_status* rw_replace(jxo_rewrite* rw, jxo_value from, jxo_value to) noexcept {
+  return guarded("rw_replace", [&]() -> jxo_status* {
+  if (!rw) return make_status(JXO_INVALID_ARGUMENT, "rw_replace: no rewrite");
   const ir::Node& root = rw->graph->nodes[rw->root];
   if (std::find(root.outputs.begin(), root.outputs.end(), from) == root.outputs.end())
     return fail(rw, "rw_replace: the value replaced is not an output of the root node");
@@ -246,6 +244,7 @@ jxo_status* rw_replace(jxo_rewrite* rw, jxo_value from, jxo_value to) {
     if (r.first == from) return fail(rw, "rw_replace: that output is already replaced");
   rw->replaced.emplace_back(from, to);
   return nullptr;
+  });
 }
 
 }  // namespace rewrite_api
@@ -327,10 +326,12 @@ class Fuse : public Pass {
     rw.allowed_ops = &rule.onnx_ops;
     rw.rule = "'" + rule.name + "' of plugin '" + rule.plugin->name + "'";
     rw.values_before = g.values.size();
+    FaultScope faults;
     jxo_status* status = rule.rewrite(host_api(), &rw, rule.user_data);
-    if (status) {
-      std::string msg = status->message;
-      delete status;
+    std::optional<Failure> fault = faults.take();
+    if (status || fault) {
+      std::string msg = status ? take_status(status).message : "";
+      if (fault) msg = fault->message + (msg.empty() ? "" : "; then: " + msg);
       drop(g, rw);
       throw ConversionError("the rewrite rule " + rw.rule + " failed at node '" +
                             g.nodes[k].name + "' (" + g.nodes[k].op_type + "): " + msg);

@@ -33,20 +33,20 @@ struct jxo_rewrite {
 };
 
 namespace jaxonnx::rewrite_api {
-int64_t rw_root(const jxo_rewrite* rw);
-int64_t rw_opset(const jxo_rewrite* rw);
-int64_t rw_producer(const jxo_rewrite* rw, jxo_value v);
-jxo_str rw_op_type(const jxo_rewrite* rw, int64_t node);
-jxo_str rw_domain(const jxo_rewrite* rw, int64_t node);
-size_t rw_num_inputs(const jxo_rewrite* rw, int64_t node);
-jxo_value rw_input(const jxo_rewrite* rw, int64_t node, size_t i);
-size_t rw_num_outputs(const jxo_rewrite* rw, int64_t node);
-jxo_value rw_output(const jxo_rewrite* rw, int64_t node, size_t i);
-const jxo_attr* rw_attr(const jxo_rewrite* rw, int64_t node, jxo_str name);
-size_t rw_num_reads(const jxo_rewrite* rw, jxo_value v);
-const jxo_aval* rw_value_aval(const jxo_rewrite* rw, jxo_value v);
-const jxo_tensor* rw_value_constant(const jxo_rewrite* rw, jxo_value v);
-jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs);
-jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* tensor, jxo_value* out);
-jxo_status* rw_replace(jxo_rewrite* rw, jxo_value root_output, jxo_value value);
+int64_t rw_root(const jxo_rewrite* rw) noexcept;
+int64_t rw_opset(const jxo_rewrite* rw) noexcept;
+int64_t rw_producer(const jxo_rewrite* rw, jxo_value v) noexcept;
+jxo_str rw_op_type(const jxo_rewrite* rw, int64_t node) noexcept;
+jxo_str rw_domain(const jxo_rewrite* rw, int64_t node) noexcept;
+size_t rw_num_inputs(const jxo_rewrite* rw, int64_t node) noexcept;
+jxo_value rw_input(const jxo_rewrite* rw, int64_t node, size_t i) noexcept;
+size_t rw_num_outputs(const jxo_rewrite* rw, int64_t node) noexcept;
+jxo_value rw_output(const jxo_rewrite* rw, int64_t node, size_t i) noexcept;
+const jxo_attr* rw_attr(const jxo_rewrite* rw, int64_t node, jxo_str name) noexcept;
+size_t rw_num_reads(const jxo_rewrite* rw, jxo_value v) noexcept;
+const jxo_aval* rw_value_aval(const jxo_rewrite* rw, jxo_value v) noexcept;
+const jxo_tensor* rw_value_constant(const jxo_rewrite* rw, jxo_value v) noexcept;
+jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs) noexcept;
+jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* tensor, jxo_value* out) noexcept;
+jxo_status* rw_replace(jxo_rewrite* rw, jxo_value root_output, jxo_value value) noexcept;
 }  // namespace jaxonnx::rewrite_api

@@ -5,22 +5,66 @@
  * Rules (see docs/plugin_author_guide.md):
  *  - One exported symbol: jaxonnx_plugin_init_v1. The ABI major version is in
  *    the name; a host of major N looks only for ..._vN.
- *  - Minor versions are a range: a host serves every minor up to its own. The
- *    plugin's descriptor says which minor it was built against.
+ *  - Versions, one mechanism: the plugin's descriptor says the minor it was
+ *    built against (jxo_plugin_desc.abi_minor); the host loads it when it
+ *    serves that minor (every minor up to its own) and refuses it otherwise.
+ *    Nothing else negotiates: which fields a struct has is its struct_size,
+ *    on both sides. jxo_host.get_api(minor) only answers whether the host
+ *    serves `minor` (and returns the one table), for a plugin that wants to
+ *    say so in its own words; callbacks receive the table as their `api`.
  *  - Every struct that crosses starts with struct_size and only grows at the
  *    end. A reader touches a field only if it lies inside struct_size
- *    (JXO_HAS_FIELD). Arrays of such structs are passed as arrays of pointers,
- *    so a struct growing never changes a stride.
+ *    (JXO_HAS_FIELD). The host reads every struct a plugin hands over through
+ *    one normalizer that copies the struct_size bytes into a zeroed struct of
+ *    its own layout: a field a plugin's minor did not have reads as zero
+ *    (absent). Arrays of such structs are passed as arrays of pointers, so a
+ *    struct growing never changes a stride.
  *  - jxo_str and jxo_dim are frozen value types: they never change.
- *  - No C++ exception, std:: type or allocation crosses. Host callbacks that
- *    can fail return a jxo_status* (NULL = success). A plugin callback returns
- *    NULL or a status it made with jxo_api.status_create; the host takes it.
- *  - The host owns every object a handle names. Pointers the host hands out
- *    are valid for the duration of the callback that received them, unless
- *    stated otherwise. Pointers a plugin hands to the host (descriptor,
- *    node specs) are read during the call only, except the descriptor, which
- *    must stay valid for the life of the process (plugins are never unloaded).
- *  - Strings are UTF-8, pointer + length, not necessarily NUL-terminated.
+ *  - No C++ exception, std:: type or allocation crosses. Every host function
+ *    returns normally: one that can fail returns a jxo_status* (NULL =
+ *    success) with a code and a message; one that returns a value answers its
+ *    "absent" value (NULL, JXO_NO_VALUE, 0) when it fails inside the host, and
+ *    the host then fails the lowering once the callback returns. A plugin
+ *    callback returns NULL or a status it made with status_create (or, from
+ *    minor 3, status_create_with_code); the host takes it.
+ *  - Ownership: the host owns every object a handle names, and every pointer
+ *    it returns. Pointers the host hands out are valid for the duration of the
+ *    callback that received them, unless stated otherwise. Pointers a plugin
+ *    hands to the host are read during the call only (the host copies what it
+ *    keeps), except the descriptor and what it points to, which must stay
+ *    valid for the life of the process (plugins are never unloaded).
+ *  - Strings are UTF-8, pointer + length, not necessarily NUL-terminated. A
+ *    jxo_str with size 0 may have a NULL data pointer; one with a nonzero size
+ *    may not.
+ *
+ * Pointer parameters are marked:
+ *   [in]            read during the call only; not NULL
+ *   [in, optional]  the same, or NULL
+ *   [out]           written by the call when it succeeds; not NULL
+ *   [ctx]           a handle the host passed to the callback (a jxo_lowering,
+ *                   jxo_abstract_eval or jxo_rewrite): host-owned, valid
+ *                   during that callback, not NULL
+ *   [handle]        a jxo_param or jxo_jaxpr: host-owned, valid for the whole
+ *                   conversion; NULL is accepted and answered as absent
+ * Returned pointers are host-owned ("borrowed") unless said otherwise.
+ *
+ * Thread safety:
+ *  - Plugin initialization (jaxonnx_plugin_init_v1) is serialized by the host
+ *    and runs once per process.
+ *  - Within one conversion, callbacks run one at a time on the thread that
+ *    converts. They nest: a lowering that calls lower_jaxpr (or graph_end,
+ *    which may lower `copy`) runs other lowerings, possibly of the same
+ *    primitive, inside its own call, on the same thread. Rewrite rules run
+ *    after every lowering, on the same thread.
+ *  - Two conversions in two threads are safe, and their callbacks may then run
+ *    at the same time (the Python binding releases the GIL while converting;
+ *    abstract evaluation runs while JAX traces, possibly during another
+ *    thread's conversion). The host keeps all state of a conversion in the
+ *    conversion (its handles, graphs, memo, statuses), shares only read-only
+ *    data between conversions (the loaded plugins, the host table), and notes
+ *    failures of non-status calls per thread. So a plugin is safe for this
+ *    when its callbacks keep no mutable state outside the handles they are
+ *    given (the SDK's keep none); a plugin that does must guard it.
  */
 #ifndef JAXONNX_PLUGIN_ABI_H
 #define JAXONNX_PLUGIN_ABI_H
@@ -35,8 +79,10 @@
  * equations: jaxpr_num_eqns ... jaxpr_output_eqn).
  * Minor 2 (append-only): binding specs (jxo_binding, jxo_primitive_desc.bindings), and
  * rewrite rules (jxo_rule_desc, jxo_plugin_desc.rules and num_rules; the rewrite view
- * and emitters rw_root ... rw_replace of jxo_api). */
-#define JXO_ABI_MINOR 2
+ * and emitters rw_root ... rw_replace of jxo_api).
+ * Minor 3 (append-only): status codes (JXO_ERROR ..., status_create_with_code and
+ * status_code of jxo_api). No struct a plugin hands over changed. */
+#define JXO_ABI_MINOR 3
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
 
@@ -101,6 +147,26 @@ typedef struct jxo_tensor {
   const void* data;
   size_t nbytes;
 } jxo_tensor;
+
+/* Status codes (minor 3). A status carries one beside its message; a host
+ * call that fails says why with it, and a plugin callback may say why with it
+ * (jxo_api.status_create_with_code). Statuses made by status_create, and every
+ * status of a plugin built before minor 3, carry JXO_ERROR. New codes may be
+ * appended; a reader treats a code it does not know as JXO_ERROR. */
+enum {
+  JXO_OK = 0,                /* success: the code of the NULL status, never of a status */
+  JXO_ERROR = 1,             /* a failure the message explains */
+  JXO_INVALID_ARGUMENT = 2,  /* a host call got an argument it cannot use: NULL where a value
+                                is needed, out of range, a handle of another scope, bad bytes */
+  JXO_DECLINED = 3,          /* a lowering does not handle this equation (its params, dtypes or
+                                shapes): the user learns which case is not covered */
+  JXO_UNSUPPORTED_OPSET = 4, /* what the lowering needs does not exist at the target opset */
+  JXO_NESTED_FAILURE = 5,    /* a lowering the host ran on this one's behalf failed (lower_jaxpr,
+                                the copies of graph_end); its message is complete, naming its own
+                                plugin, primitive and source line. A plugin passes it on with
+                                its code, and the host then reports it unchanged */
+  JXO_INTERNAL = 6           /* the host failed (out of memory, a bug); not the plugin's fault */
+};
 
 /* ------------------------------------------------------------- handles -- */
 
@@ -191,16 +257,24 @@ typedef struct jxo_node {
 /* -------------------------------------------------------- the host table -- */
 
 /* The functions the host offers. Fields are appended, never reordered; a
- * plugin built against minor M uses only fields of minor <= M. */
+ * plugin built against minor M uses only fields of minor <= M (or checks
+ * JXO_HAS_FIELD(api, jxo_api, field) first). Every `ctx` parameter is [ctx],
+ * every jxo_param / jxo_jaxpr parameter [handle] (see the top of this file).
+ * Every returned pointer is host-owned. */
 typedef struct jxo_api {
   uint32_t struct_size;
   uint32_t abi_minor; /* the host's minor */
 
   /* -- status (minor 0) -- */
-  /* Makes an error carrying a copy of `message`. The caller owns it until it
-   * hands it back to the host (by returning it) or releases it. */
+  /* Makes an error (code JXO_ERROR) carrying a copy of `message`. The caller
+   * owns the status until it hands it back to the host (by returning it from
+   * a callback) or releases it. Never NULL: if the host cannot make it (no
+   * memory, an unreadable message) it returns a status saying so. */
   jxo_status* (*status_create)(jxo_str message);
-  jxo_str (*status_message)(const jxo_status* status); /* valid while status lives */
+  /* [in, optional] status. The message, valid while the status lives; empty
+   * for NULL. */
+  jxo_str (*status_message)(const jxo_status* status);
+  /* [in, optional] status, owned by the caller; it is freed (NULL: nothing). */
   void (*status_release)(jxo_status* status);
 
   /* -- the equation (minor 0) -- */
@@ -212,33 +286,40 @@ typedef struct jxo_api {
   const jxo_param* (*params)(const jxo_lowering* ctx);               /* a RECORD */
   /* The data of input i when it is a literal, else NULL. */
   const jxo_tensor* (*input_literal)(const jxo_lowering* ctx, size_t i);
-  /* The IR value of input i. A literal becomes a constant. */
+  /* [out] out. The IR value of input i. A literal becomes a constant. */
   jxo_status* (*input)(jxo_lowering* ctx, size_t i, jxo_value* out);
   /* Binds output i of the equation to `value`. Every output must be bound. */
   jxo_status* (*bind_output)(jxo_lowering* ctx, size_t i, jxo_value value);
 
   /* -- the IR (minor 0) -- */
-  /* Emits a node; writes node->num_outputs fresh values to `outputs`. */
+  /* [in] node (and everything it points to), [out] outputs: an array of
+   * node->num_outputs entries, to which the node's fresh values are written. */
   jxo_status* (*emit_node)(jxo_lowering* ctx, const jxo_node* node, jxo_value* outputs);
-  /* A constant value holding a copy of `tensor`. */
+  /* [in] tensor (its data is copied), [out] out: a constant holding it. */
   jxo_status* (*constant)(jxo_lowering* ctx, const jxo_tensor* tensor, jxo_value* out);
   /* The type of a value; NULL when unknown. */
   const jxo_aval* (*value_aval)(const jxo_lowering* ctx, jxo_value value);
-  /* Where the symbolic dim `symbol` (an atom such as "B") entered the graph:
-   * `axis` of the graph input `value`. Errors if no input carries it. */
+  /* [out] value, [out] axis. Where the symbolic dim `symbol` (an atom such
+   * as "B") entered the graph: `axis` of the graph input `value`. Errors if
+   * no input carries it. */
   jxo_status* (*symbol_origin)(jxo_lowering* ctx, jxo_str symbol, jxo_value* value,
                                int64_t* axis);
   /* A per-graph cache of values under string keys, so that helpers emit a
-   * computation once. memo_get writes JXO_NO_VALUE when the key is absent. */
+   * computation once. memo_get: [out] out, JXO_NO_VALUE when the key is
+   * absent (or the lookup failed in the host). memo_put copies the key; it
+   * ignores a value not visible in the current scope. */
   void (*memo_get)(const jxo_lowering* ctx, jxo_str key, jxo_value* out);
   void (*memo_put)(jxo_lowering* ctx, jxo_str key, jxo_value value);
-  /* Lowers `jaxpr` inline: its invars take `inputs`, its outvars are written
-   * to `outputs`. Counts must match the jaxpr. */
+  /* Lowers `jaxpr` inline: its invars take `inputs` ([in], num_inputs
+   * entries), its outvars are written to `outputs` ([out], num_outputs
+   * entries). Counts must match the jaxpr. A failure of an equation inside is
+   * returned as JXO_NESTED_FAILURE, with a complete message. */
   jxo_status* (*lower_jaxpr)(jxo_lowering* ctx, const jxo_jaxpr* jaxpr, const jxo_value* inputs,
                              size_t num_inputs, jxo_value* outputs, size_t num_outputs);
   int64_t (*opset)(const jxo_lowering* ctx); /* the target default-domain opset */
 
-  /* -- params (minor 0); each accepts NULL and then answers NONE/0/empty -- */
+  /* -- params (minor 0); each accepts NULL and then answers NONE/0/empty.
+   * Returned strings, params and jaxprs live as long as the conversion. -- */
   int32_t (*param_kind)(const jxo_param* p);
   int64_t (*param_int)(const jxo_param* p);    /* BOOL, INT, DTYPE */
   double (*param_float)(const jxo_param* p);   /* FLOAT, INT */
@@ -255,7 +336,7 @@ typedef struct jxo_api {
   size_t (*ae_num_inputs)(const jxo_abstract_eval* ctx);
   const jxo_aval* (*ae_input_aval)(const jxo_abstract_eval* ctx, size_t i);
   const jxo_param* (*ae_params)(const jxo_abstract_eval* ctx); /* a RECORD */
-  /* Appends an output aval (copied). */
+  /* [in] aval (copied): appended to the outputs. */
   jxo_status* (*ae_add_output)(jxo_abstract_eval* ctx, const jxo_aval* aval);
 
   /* -- subgraphs (minor 1) --
@@ -279,12 +360,14 @@ typedef struct jxo_api {
    * open is closed by the host and the lowering fails. */
   /* Opens a subgraph scope; `name` is a hint for the ONNX graph name. */
   jxo_status* (*graph_begin)(jxo_lowering* ctx, jxo_str name);
-  /* Appends a formal input to the innermost subgraph (for Loop bodies: the
-   * iteration number, the condition, then the carried values, in order).
-   * `aval` (copied) is its type; symbolic dims are kept as dim_params. */
+  /* [in] aval, [out] out. Appends a formal input to the innermost subgraph
+   * (for Loop bodies: the iteration number, the condition, then the carried
+   * values, in order). `aval` (copied) is its type; symbolic dims are kept as
+   * dim_params. */
   jxo_status* (*graph_add_input)(jxo_lowering* ctx, jxo_str name, const jxo_aval* aval,
                                  jxo_value* out);
-  /* Closes the innermost scope with `outputs` (values of it or of an enclosing
+  /* [in] outputs (num_outputs entries), [out] graph.
+   * Closes the innermost scope with `outputs` (values of it or of an enclosing
    * scope; a value that is not made by a node of the subgraph, or that repeats,
    * is routed through JAX's `copy` primitive, since ONNX subgraph outputs must
    * be node outputs) and writes a handle to the finished subgraph to *graph
@@ -353,18 +436,31 @@ typedef struct jxo_api {
   const jxo_aval* (*rw_value_aval)(const jxo_rewrite* rw, jxo_value v); /* NULL: untyped */
   /* The data of `v` when it is an initializer or a Constant node's value. */
   const jxo_tensor* (*rw_value_constant)(const jxo_rewrite* rw, jxo_value v);
-  /* Emits a replacement node (default domain only); its inputs must be values
-   * defined before the root or by nodes emitted earlier in this callback.
-   * Writes node->num_outputs fresh values to `outputs`. */
+  /* [in] node, [out] outputs (node->num_outputs entries). Emits a
+   * replacement node (default domain only); its inputs must be values
+   * defined before the root or by nodes emitted earlier in this callback. */
   jxo_status* (*rw_emit_node)(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs);
+  /* [in] tensor (copied), [out] out. */
   jxo_status* (*rw_constant)(jxo_rewrite* rw, const jxo_tensor* tensor, jxo_value* out);
   /* Output `root_output` of the root node is to be replaced by `value`, which
    * must have the same dtype and shape. */
   jxo_status* (*rw_replace)(jxo_rewrite* rw, jxo_value root_output, jxo_value value);
+
+  /* -- status codes (minor 3) -- */
+  /* As status_create, with `code` (JXO_*; JXO_OK or an unknown code is made
+   * JXO_ERROR). */
+  jxo_status* (*status_create_with_code)(int32_t code, jxo_str message);
+  /* [in, optional] status. Its code: JXO_OK for NULL. */
+  int32_t (*status_code)(const jxo_status* status);
 } jxo_api;
 
 /* --------------------------------------------------- the plugin's side -- */
 
+/* The plugin's callbacks. `api` is the host table (valid for the process),
+ * `ctx` the handle of this call ([ctx]), `user_data` what the descriptor gave
+ * (owned by the plugin). Each returns NULL on success or a status it made
+ * through `api`, which the host then owns. A lowering binds every output that
+ * is used (output_used); an abstract eval adds one aval per output. */
 typedef jxo_status* (*jxo_lower_fn)(const jxo_api* api, jxo_lowering* ctx, void* user_data);
 typedef jxo_status* (*jxo_abstract_eval_fn)(const jxo_api* api, jxo_abstract_eval* ctx,
                                             void* user_data);
@@ -459,14 +555,18 @@ typedef struct jxo_plugin_desc {
 typedef struct jxo_host {
   uint32_t struct_size;
   uint32_t abi_major;
-  /* The host's table if it serves `minor`, else NULL. */
+  /* The host's table if it serves `minor`, else NULL: a query only (see
+   * "Versions" at the top); the descriptor's abi_minor is what the host
+   * checks. The table is valid for the process. */
   const jxo_api* (*get_api)(uint32_t minor);
   jxo_str version;
 } jxo_host;
 
-/* The entry point: jaxonnx_plugin_init_v1. Returns the plugin's descriptor
- * (valid for the life of the process), or NULL with *error set to a message
- * valid for the life of the process. Called once per process, serialized. */
+/* The entry point: jaxonnx_plugin_init_v1. [in] host (valid during the call),
+ * [out] error. Returns the plugin's descriptor (it and everything it points
+ * to valid for the life of the process, owned by the plugin), or NULL with
+ * *error set to a message valid for the life of the process. Called once per
+ * process, serialized. */
 typedef const jxo_plugin_desc* (*jxo_plugin_init_fn)(const jxo_host* host, jxo_str* error);
 
 #ifdef __cplusplus
@@ -510,6 +610,9 @@ JXO_STATIC_ASSERT(offsetof(jxo_binding, leading_dims_operands) ==
 JXO_STATIC_ASSERT(offsetof(jxo_api, rw_replace) ==
                       offsetof(jxo_api, status_create) + 64 * sizeof(void*),
                   "jxo_api minor-2 layout: append new fields after rw_replace");
+JXO_STATIC_ASSERT(offsetof(jxo_api, status_code) ==
+                      offsetof(jxo_api, status_create) + 66 * sizeof(void*),
+                  "jxo_api minor-3 layout: append new fields after status_code");
 JXO_STATIC_ASSERT(offsetof(jxo_plugin_desc, rules) ==
                       offsetof(jxo_plugin_desc, num_primitives) + sizeof(size_t),
                   "jxo_plugin_desc minor-2 layout: rules follow num_primitives");

@@ -41,9 +41,6 @@ inline std::string onnx_doc(std::string_view op) {
 }
 
 namespace detail {
-inline jxo_status* to_status(const jxo_api* api, const std::string& msg) {
-  return api->status_create(to_jxo(msg));
-}
 
 // A binding spec's storage and its C view (pointers into the vectors).
 struct BindingEntry {
@@ -70,6 +67,8 @@ inline jxo_status* lower_trampoline(const jxo_api* api, jxo_lowering* ctx, void*
     Lowering L(api, ctx);
     static_cast<PrimitiveEntry*>(ud)->lower(L);
     return nullptr;
+  } catch (const Error& e) {
+    return to_status(api, e.what(), e.code);
   } catch (const std::exception& e) {
     return to_status(api, e.what());
   } catch (...) {
@@ -82,6 +81,8 @@ inline jxo_status* abstract_eval_trampoline(const jxo_api* api, jxo_abstract_eva
     AbstractEval A(api, ctx);
     static_cast<PrimitiveEntry*>(ud)->abstract_eval(A);
     return nullptr;
+  } catch (const Error& e) {
+    return to_status(api, e.what(), e.code);
   } catch (const std::exception& e) {
     return to_status(api, e.what());
   } catch (...) {

@@ -186,10 +186,12 @@ inline jxo_status* rewrite_trampoline(const jxo_api* api, jxo_rewrite* rw, void*
     Rewrite R(api, rw);
     static_cast<RuleEntry*>(ud)->fn(R);
     return nullptr;
+  } catch (const Error& e) {
+    return to_status(api, e.what(), e.code);
   } catch (const std::exception& e) {
-    return api->status_create(to_jxo(e.what()));
+    return to_status(api, e.what());
   } catch (...) {
-    return api->status_create(to_jxo("unknown C++ exception"));
+    return to_status(api, "unknown C++ exception");
   }
 }
 }  // namespace detail

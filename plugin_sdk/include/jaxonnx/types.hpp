@@ -13,14 +13,18 @@
 #include <utility>
 #include <vector>
 
+#include "jaxonnx/dtypes.hpp"
 #include "jaxonnx/plugin_abi.h"
 
 namespace jaxonnx::sdk {
 
 // Thrown by a lowering to fail it; the message reaches the user prefixed with
-// the plugin and primitive names.
+// the plugin and primitive names. `code` (JXO_ERROR, JXO_DECLINED, ...) says
+// why, to hosts of ABI 1.3 and newer.
 struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message, int32_t code = JXO_ERROR)
+      : std::runtime_error(message), code(code) {}
+  int32_t code;
 };
 
 inline jxo_str to_jxo(std::string_view s) { return jxo_str{s.data(), s.size()}; }
@@ -43,25 +47,15 @@ inline bool is_signed_int(int32_t t) { return t == i8 || t == i16 || t == i32 ||
 inline bool is_unsigned_int(int32_t t) { return t == u8 || t == u16 || t == u32 || t == u64; }
 inline bool is_int(int32_t t) { return is_signed_int(t) || is_unsigned_int(t); }
 
+// From the one dtype table (dtypes.hpp), for the dtypes jaxonnx exports.
 inline size_t itemsize(int32_t t) {
-  switch (t) {
-    case f64: case i64: case u64: return 8;
-    case f32: case i32: case u32: return 4;
-    case f16: case bf16: case i16: case u16: return 2;
-    case i8: case u8: case boolean: return 1;
-    default: return 0;
-  }
+  const dtypes::Info* d = dtypes::find(t);
+  return d && d->exported ? d->itemsize : 0;
 }
 
 inline const char* name(int32_t t) {
-  switch (t) {
-    case f32: return "float32"; case f64: return "float64"; case f16: return "float16";
-    case bf16: return "bfloat16"; case i8: return "int8"; case i16: return "int16";
-    case i32: return "int32"; case i64: return "int64"; case u8: return "uint8";
-    case u16: return "uint16"; case u32: return "uint32"; case u64: return "uint64";
-    case boolean: return "bool";
-    default: return "unknown";
-  }
+  const dtypes::Info* d = dtypes::find(t);
+  return d && d->exported ? d->name : "unknown";
 }
 
 template <typename T> constexpr int32_t of() {
@@ -160,8 +154,16 @@ struct AvalView {
 inline void check(const jxo_api* api, jxo_status* st) {
   if (!st) return;
   std::string msg(from_jxo(api->status_message(st)));
+  int32_t code = JXO_HAS_FIELD(api, jxo_api, status_code) ? api->status_code(st) : JXO_ERROR;
   api->status_release(st);
-  throw Error(msg);
+  throw Error(msg, code);  // the code travels on: a nested failure stays one
+}
+
+// A plugin-side failure as a host status, with its code where the host knows codes.
+inline jxo_status* to_status(const jxo_api* api, const std::string& msg, int32_t code = JXO_ERROR) {
+  if (JXO_HAS_FIELD(api, jxo_api, status_create_with_code))
+    return api->status_create_with_code(code, to_jxo(msg));
+  return api->status_create(to_jxo(msg));
 }
 }  // namespace detail
 

@@ -1,5 +1,6 @@
 // The conversion pipeline: ClosedJaxpr -> IR (through the plugins) -> passes
-// -> ONNX bytes.
+// -> ONNX bytes (onnx_export.hpp). Implemented in converter.cpp; the lowering
+// driver behind lower_to_ir is core/src/lowering.cpp.
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 
 #include "jaxonnx/core/ir.hpp"
 #include "jaxonnx/core/jaxpr.hpp"
+#include "jaxonnx/core/onnx_export.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
 
 namespace jaxonnx {
@@ -26,34 +28,6 @@ struct PhaseTimes {
   double passes = 0;  // the optimizer (or prune)
   double export_onnx = 0;
   std::vector<std::pair<std::string, double>> per_pass;  // summed over rounds, pipeline order
-};
-
-// Which initializers export_onnx writes as external data (onnx's
-// data_location = EXTERNAL) instead of inside the model.
-struct ExternalDataOptions {
-  enum Mode { kNever, kAuto, kAlways, kInline };
-  // kAuto: only when the model would not fit protobuf's 2 GB otherwise.
-  // kInline: as kAlways, for a caller that puts the tensors back into its own
-  // ModelProto (so the 2 GB limit still applies): they cross without copies.
-  Mode mode = kNever;
-  uint64_t threshold = 1024;  // main-graph initializers of at least this many bytes
-  std::string location;       // the data file's name, relative to the model's folder
-  bool per_tensor = false;    // one file per tensor, named location + "." + tensor name
-};
-
-// One external data file: the tensors it holds and where. It keeps them alive,
-// so it can be written after the model it came from is gone.
-struct DataFile {
-  struct Piece {
-    std::shared_ptr<const Tensor> tensor;
-    uint64_t offset;
-  };
-  std::string location;
-  uint64_t size = 0;
-  std::vector<Piece> pieces;
-  // Streams the tensors' own memory to `fd` (zero padding between them).
-  // `written` (may be null) is called with the bytes written so far.
-  void write_to(int fd, const std::function<void(uint64_t)>& written = {}) const;
 };
 
 struct ConvertOptions {
@@ -102,19 +76,9 @@ void prune(ir::Graph& graph);
 // functions no graph calls any more.
 void prune(ir::Model& model);
 
-// Serializes to an ONNX ModelProto (IR version 10). Large initializers go to
-// `data_files` as `external` says; throws ConversionError (naming the external
-// data option) when the model would still be over protobuf's 2 GB limit.
-std::string export_onnx(const ir::Model& model, const ExternalDataOptions& external = {},
-                        std::vector<DataFile>* data_files = nullptr);
-
 // lower_to_ir, then passes::optimize (or only prune when !options.optimize),
 // then export_onnx.
 std::string convert(const ClosedJaxpr& program, const Registry& registry,
                     const ConvertOptions& options);
-
-// Runs a primitive's abstract-eval callback: avals in, avals out.
-std::vector<Aval> abstract_eval(const PrimitiveInfo& primitive, const std::vector<Aval>& inputs,
-                                const Param& params);
 
 }  // namespace jaxonnx

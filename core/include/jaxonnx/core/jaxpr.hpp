@@ -1,5 +1,6 @@
 // The JAXPR model the core walks: closed jaxprs, equations, atoms, params.
 // Built by the Python binding from JAX's objects; read-only afterwards.
+// The queries below are implemented in jaxpr.cpp.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,15 @@ struct Eqn {
 struct Jaxpr {
   std::vector<Atom> constvars, invars, outvars;
   std::vector<Eqn> eqns;
+
+  // The index of `a` among the invars, or -1 (a literal, a constvar, an
+  // equation's output).
+  int64_t invar_index(const Atom& a) const;
+  // Whether outvar `output` may depend on invar `input` (conservatively: an
+  // equation's outputs depend on all its inputs). False when out of range.
+  bool depends(size_t output, size_t input) const;
+  // The equation that produces outvar i, or -1.
+  int64_t output_eqn(size_t i) const;
 };
 
 struct ClosedJaxpr {

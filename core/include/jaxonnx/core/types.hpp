@@ -11,8 +11,9 @@
 
 namespace jaxonnx {
 
-const char* dtype_name(int32_t dtype);
-size_t dtype_size(int32_t dtype);  // bytes per element, 0 if unknown
+// From the one dtype table (jaxonnx/dtypes.hpp).
+const char* dtype_name(int32_t dtype);  // "undefined" if unknown
+size_t dtype_size(int32_t dtype);       // bytes per element, 0 if unknown
 
 // A static size, or a symbolic expression as JAX prints it ("B", "2*B").
 struct Dim {

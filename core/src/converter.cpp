@@ -1,0 +1,60 @@
+// The conversion pipeline (converter.hpp): lowering through the plugins
+// (lowering.cpp), the optimizer or pruning, and the export.
+#include "jaxonnx/core/converter.hpp"
+
+#include <chrono>
+
+#include "jaxonnx/core/passes.hpp"
+#include "lowering.hpp"
+
+namespace jaxonnx {
+
+ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
+                      const ConvertOptions& options) {
+  Lowering conv(registry, options);
+  return conv.run(program);
+}
+
+std::string convert(const ClosedJaxpr& program, const Registry& registry,
+                    const ConvertOptions& options) {
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+  PhaseTimes ignored;
+  PhaseTimes& times = options.times ? *options.times : ignored;
+  auto start = Clock::now();
+  ir::Model model = lower_to_ir(program, registry, options);
+  if (passes::verify_enabled()) passes::verify(model.graph, "after lowering");
+  times.lower = since(start);
+  start = Clock::now();
+  if (options.inline_functions) passes::inline_functions(model);
+  if (options.optimize) {
+    passes::ManagerOptions passes_options;
+    passes_options.dump_dir = options.dump_ir_dir;
+    passes_options.pass_seconds = &times.per_pass;
+    passes_options.poll = options.poll;
+    if (options.fuse) passes_options.rules = registry.rules();
+    passes::optimize(model, passes_options);
+  } else {
+    prune(model);
+  }
+  times.passes = since(start);
+  start = Clock::now();
+  std::string bytes = export_onnx(model, options.external_data, options.data_files);
+  times.export_onnx = since(start);
+  return bytes;
+}
+
+
+void prune(ir::Graph& graph) {
+  passes::Pipeline dce;
+  dce.push_back(passes::dead_code_elimination());
+  passes::PassManager(std::move(dce)).run(graph);
+}
+
+void prune(ir::Model& model) {
+  for (ir::Function& f : model.functions) prune(*f.body);
+  prune(model.graph);
+  ir::drop_uncalled_functions(model);
+}
+
+}  // namespace jaxonnx

@@ -1,0 +1,132 @@
+#include "node_builder.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "abi_read.hpp"
+#include "jaxonnx/kernels.hpp"
+#include "lowering.hpp"
+#include "onnx_schema.hpp"
+
+namespace jaxonnx {
+namespace {
+
+// The node's op against onnxruntime's kernel table (kernels.hpp), and, in test
+// builds, against the ops the primitive declares (.emits): a model that
+// onnxruntime cannot load, or undocumented coverage, fails here instead.
+// `out0` is the declared dtype of output 0 (undefined when not declared).
+std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const jxo_node& node,
+                        const std::string& op, int32_t out0) {
+  if (node.domain.size) return "";
+#ifdef JAXONNX_CHECK_EMITS
+  if (std::find(prim.onnx_ops.begin(), prim.onnx_ops.end(), op) == prim.onnx_ops.end())
+    return "emit_node: op '" + op + "' is not among the ops '" + prim.name + "' declares (.emits)";
+#else
+  (void)prim;
+#endif
+  const sdk::kernels::Entry* entry = sdk::kernels::find(op);
+  if (!entry) return "";
+  int32_t dtype = JXO_DTYPE_UNDEFINED;
+  if (entry->data_input < node.num_inputs) {
+    jxo_value v = node.inputs[entry->data_input];
+    if (v != JXO_NO_VALUE && lowering.valid(v) && lowering.value(v).has_type)
+      dtype = lowering.value(v).type.dtype;
+  }
+  if (dtype == JXO_DTYPE_UNDEFINED) dtype = out0;
+  if (dtype == JXO_DTYPE_UNDEFINED || sdk::kernels::has(op, dtype)) return "";
+  return "emit_node: onnxruntime's CPU provider has no " + op + " kernel for " +
+         dtype_name(dtype) + " (jaxonnx/kernels.hpp); compute it in a supported type "
+         "(kernels::compute_type) and cast around";
+}
+
+}  // namespace
+
+std::vector<ir::ValueId> build_node(Lowering& lowering, const Eqn& eqn, const PrimitiveInfo& prim,
+                                    const jxo_node* node_in) {
+  if (!node_in) throw InvalidArgument("emit_node: no node (NULL)");
+  const jxo_node node = abi::read_struct(node_in, "emit_node: the node");
+  ir::Node n;
+  n.op_type = abi::read_string(node.op_type, "emit_node: op_type");
+  if (n.op_type.empty()) throw InvalidArgument("emit_node: empty op_type");
+  const std::string where = "emit_node(" + n.op_type + ")";
+  n.domain = abi::read_string(node.domain, where + ": domain");
+  if (n.domain.empty() || n.domain == "ai.onnx") {
+    int64_t since = onnx_op_since(n.op_type);
+    if (since == 0)
+      throw InvalidArgument("emit_node: '" + n.op_type + "' is not an operator of the default "
+                            "ONNX domain (a custom op needs its own domain)");
+    if (since > lowering.model.opset)
+      throw HostError(JXO_UNSUPPORTED_OPSET,
+                      "emit_node: '" + n.op_type + "' exists from opset " +
+                          std::to_string(since) + ", but the model targets opset " +
+                          std::to_string(lowering.model.opset));
+  }
+  if ((node.num_inputs && !node.inputs) || (node.num_attrs && !node.attrs))
+    throw InvalidArgument(where + ": a NULL input or attribute array");
+  for (size_t k = 0; k < node.num_attrs; ++k)
+    if (!node.attrs[k]) throw InvalidArgument(where + ": attribute " + std::to_string(k) + " is NULL");
+  std::vector<Aval> types(node.num_outputs);
+  std::vector<bool> typed(node.num_outputs, false);
+  for (size_t k = 0; k < node.num_outputs; ++k) {
+    const jxo_aval* t = node.outputs ? node.outputs[k] : nullptr;
+    if (!t) continue;
+    types[k] = abi::read_aval(t, where + ": output " + std::to_string(k));
+    typed[k] = true;
+  }
+  int32_t out0 = !types.empty() && typed[0] ? types[0].dtype : JXO_DTYPE_UNDEFINED;
+  if (std::string why = unsupported(lowering, prim, node, n.op_type, out0); !why.empty())
+    throw HostError(JXO_ERROR, why);
+  for (size_t k = 0; k < node.num_inputs; ++k) {
+    jxo_value v = node.inputs[k];
+    if (v != JXO_NO_VALUE && !lowering.valid(v))
+      throw InvalidArgument(where + ": input " + std::to_string(k) + " is not a valid value handle");
+    try {
+      n.inputs.push_back(v == JXO_NO_VALUE ? ir::kNoValue : lowering.use(v));
+    } catch (const ConversionError& e) {
+      throw InvalidArgument(where + ": input " + std::to_string(k) + ": " + e.what());
+    }
+  }
+  // A graph attribute names a closed subgraph opened in this scope, used once.
+  std::vector<GraphScope*> graphs;
+  auto resolve = [&](const jxo_graph* handle, const std::string& name) {
+    const std::string what = "graph attribute '" + name + "'";
+    GraphScope* g = lowering.find_graph(handle);
+    if (!g) throw InvalidArgument(what + " is not a graph handle");
+    if (g->open)
+      throw InvalidArgument(what + ": " + lowering.scope_name(g) +
+                            " is still open (call graph_end first)");
+    if (g->used || std::find(graphs.begin(), graphs.end(), g) != graphs.end())
+      throw InvalidArgument(what + ": " + lowering.scope_name(g) +
+                            " was already used by another node; a graph handle is used once");
+    if (g->parent != lowering.current())
+      throw InvalidArgument(what + ": " + lowering.scope_name(g) + " was opened in " +
+                            lowering.scope_name(g->parent) +
+                            ", not in the scope the node is emitted in");
+    graphs.push_back(g);
+    return g->owned;
+  };
+  for (size_t k = 0; k < node.num_attrs; ++k) {
+    try {
+      n.attrs.push_back(abi::read_attribute(node.attrs[k], resolve));
+    } catch (const HostError& e) {
+      throw HostError(e.code, where + ": " + e.what());
+    }
+  }
+  // Only now, with every check passed, are the subgraphs consumed.
+  for (GraphScope* g : graphs) g->used = true;
+  std::vector<ir::ValueId> made;
+  for (size_t k = 0; k < node.num_outputs; ++k) {
+    ir::ValueId v = lowering.new_value(eqn.primitive, typed[k] ? &types[k] : nullptr);
+    n.outputs.push_back(lowering.use(v));
+    made.push_back(v);
+  }
+  n.name = lowering.unique_name(n.op_type);
+  if (!n.domain.empty()) {
+    int64_t& version = lowering.model.domain_opsets[n.domain];
+    version = std::max<int64_t>(version, node.domain_version > 0 ? node.domain_version : 1);
+  }
+  lowering.current()->graph->nodes.push_back(std::move(n));
+  return made;
+}
+
+}  // namespace jaxonnx
