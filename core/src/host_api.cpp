@@ -140,15 +140,19 @@ jxo_status* bind_output(jxo_lowering* ctx, size_t i, jxo_value v) {
                   ", which is closed or does not enclose the equation's scope");
     const Atom& out = ctx->eqn->outputs[i];
     ir::Value& value = ctx->conv->value(v);
-    if (value.has_type && value.type.dtype != out.aval.dtype)
+    // A complex output is carried packed: float[..., 2] (types.hpp).
+    const Aval want = packed(out.aval);
+    const std::string jax = out.aval.str() +
+                            (want.dtype != out.aval.dtype ? ", carried as " + want.str() : "");
+    if (value.has_type && value.type.dtype != want.dtype)
       return fail("output " + std::to_string(i) + " was bound to a " +
-                  dtype_name(value.type.dtype) + " value, but JAX's output is " + out.aval.str());
-    if (value.has_type && !same_shape(value.type, out.aval))
+                  dtype_name(value.type.dtype) + " value, but JAX's output is " + jax);
+    if (value.has_type && !same_shape(value.type, want))
       return fail("output " + std::to_string(i) + " was bound to value '" + value.name +
-                  "' declared " + value.type.str() + ", but JAX's output is " + out.aval.str());
+                  "' declared " + value.type.str() + ", but JAX's output is " + jax);
     if (!value.has_type) {
       value.has_type = true;
-      value.type = out.aval;
+      value.type = want;
     }
     if (!out.dropped) ctx->scope->env[out.var] = v;
     return nullptr;
@@ -298,6 +302,12 @@ jxo_status* emit_node(jxo_lowering* ctx, const jxo_node* node, jxo_value* output
       if (types[k].dtype != JXO_DTYPE_UNDEFINED && dtype_size(types[k].dtype) == 0 &&
           types[k].dtype != JXO_DTYPE_STRING)
         return fail(what + " has unknown dtype " + std::to_string(types[k].dtype));
+      // No ONNX value is complex: a lowering that declares one has met a
+      // complex operand it does not handle.
+      if (packed(types[k]).dtype != types[k].dtype)
+        return fail(what + " is declared " + types[k].str() + ", but complex values are carried "
+                    "as " + packed(types[k]).str() + " (jaxonnx/complex.hpp); this lowering "
+                    "does not handle complex operands");
     }
     for (size_t k = 0; k < node->num_outputs; ++k) {
       const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr;

@@ -114,7 +114,8 @@ GraphScope* Converter::begin_graph(const std::string& name, const void* opener) 
 
 ir::ValueId Converter::add_input(const std::string& hint, const Aval& type) {
   GraphScope* s = current();
-  ir::ValueId h = add_local(s, unique_name(hint.empty() ? std::string("in") : hint), &type);
+  Aval ir_type = packed(type);  // a complex input is carried packed
+  ir::ValueId h = add_local(s, unique_name(hint.empty() ? std::string("in") : hint), &ir_type);
   s->graph->inputs.push_back(handles_[h].local);
   return h;
 }
@@ -210,6 +211,7 @@ ir::ValueId Converter::new_value(const std::string& hint, const Aval* type) {
 }
 
 ir::ValueId Converter::constant(std::shared_ptr<const Tensor> tensor, const std::string& hint) {
+  tensor = packed(std::move(tensor));  // a complex constant is carried packed
   std::vector<Dim> dims;
   for (int64_t d : tensor->dims) dims.push_back(Dim{d, {}});
   Aval type(tensor->dtype, std::move(dims));
@@ -375,7 +377,8 @@ ir::Model Converter::run(const ClosedJaxpr& program) {
   std::vector<ir::ValueId> ins;
   for (size_t i = 0; i < jaxpr.invars.size(); ++i) {
     const Aval& aval = jaxpr.invars[i].aval;
-    ir::ValueId v = add_local(root(), in_names[i], &aval);
+    Aval ir_type = packed(aval);  // a complex input is a float[..., 2] model input
+    ir::ValueId v = add_local(root(), in_names[i], &ir_type);
     model.graph.inputs.push_back(handles_[v].local);
     ins.push_back(v);
     for (size_t axis = 0; axis < aval.dims.size(); ++axis)
@@ -422,7 +425,7 @@ void Converter::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
     ir::Value& value = model.graph.values[v];
     value.name = output_names_[i];
     value.has_type = true;
-    value.type = out.aval;  // JAX's aval is the contract for outputs
+    value.type = packed(out.aval);  // JAX's aval is the contract for outputs (complex packed)
     model.graph.outputs.push_back(v);
   }
 }

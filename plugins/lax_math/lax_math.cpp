@@ -22,7 +22,10 @@
 //    ignores NaN bounds), lo/hi may be scalars.
 //  * atan2 / signed zeros and infinities, nextafter without a bitcast, odd
 //    functions keeping -0, erf_inv(+-1) = +-inf, digamma poles = NaN.
-//  * real / imag / conj: ONNX has no complex dtype; they fail clearly.
+//  * complex / real / imag / conj: ONNX has no complex dtype, so complex
+//    values are carried packed as float[..., 2] (jaxonnx/complex.hpp); these
+//    build and take apart that form. square of a complex is a complex product.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
@@ -869,13 +872,50 @@ void lower_clamp(Lowering& L) {
 // square: x * x (exact, any numeric type), not Pow.
 void lower_square(Lowering& L) {
   Value x = L.input(0);
+  if (complex::is(L.in_aval(0).dtype)) {
+    Aval a = L.in_aval(0);
+    complex::Parts z = complex::split(L, x, a);
+    L.bind(0, complex::pack(L, complex::mul(L, z, z, complex::part(a)), a));
+    return;
+  }
   L.bind(0, L.op("Mul", {x, x}, L.out_aval(0)));
 }
 
+// complex(re, im): the packed form from the parts (JAX has broadcast them,
+// except a rank-0 literal, which Expand brings to the output's shape).
 void lower_complex(Lowering& L) {
-  L.fail(std::string(L.primitive()) +
-         " works on complex numbers, and ONNX has no complex dtypes: complex values cannot be "
-         "exported (conj of a real operand returns a complex one too)");
+  Aval out = L.out_aval(0);
+  Aval p = complex::part(out);
+  Value parts[2];
+  for (size_t i = 0; i < 2; ++i) {
+    Aval a = L.in_aval(i);
+    parts[i] = L.input(i);
+    if (a.shape.size() != out.shape.size())
+      parts[i] = L.op("Expand", {parts[i], L.shape_value(out.shape)}, p.with_dtype(a.dtype));
+  }
+  L.bind(0, complex::pack(L, parts[0], parts[1], out));
+}
+
+// real / imag: one part of the packed form.
+void lower_real_imag(Lowering& L) {
+  Aval a = L.in_aval(0);
+  if (!complex::is(a.dtype)) L.fail(std::string(L.primitive()) + " of a " + dtype::name(a.dtype) + " operand");
+  complex::Parts z = complex::split(L, L.input(0), a);
+  L.bind(0, L.primitive() == "real" ? z.re : z.im);
+}
+
+// conj: the packed form times [1, -1] (broadcast over the trailing dim); a
+// real operand gives a complex result with a zero imaginary part.
+void lower_conj(Lowering& L) {
+  Aval a = L.in_aval(0), out = L.out_aval(0);
+  if (!complex::is(a.dtype)) {
+    L.bind(0, complex::from_real(L, L.input(0), a, out));
+    return;
+  }
+  int32_t t = complex::part_dtype(a.dtype);
+  Value flip = t == dtype::f64 ? L.constant(std::vector<double>{1.0, -1.0}, {2})
+                               : L.constant(std::vector<float>{1.0f, -1.0f}, {2});
+  L.bind(0, L.op("Mul", {L.input(0), flip}, complex::packed(out)));
 }
 
 // Registers a primitive; `ops` may repeat (the helpers' op lists overlap),
@@ -963,7 +1003,12 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
   add(plugin, "rem", lower_rem, {"Mod", "Equal", "Abs", "Where", "Div", "Mul", "Sub", "Cast"}, "Mod",
       "Mod(fmod=1); integer divisors made safe");
   add(plugin, "clamp", lower_clamp, {"Max", "Min", "Or", "And", "Cast"}, "Max", "Min(Max(x, lo), hi)");
-  add(plugin, "square", lower_square, {"Mul"}, "Mul", "x * x");
-  for (const char* name : {"real", "imag", "conj"})
-    add(plugin, name, lower_complex, {}, nullptr, "unsupported: ONNX has no complex dtypes");
+  add(plugin, "square", lower_square, {"Mul", "Gather", "Sub", "Add", "Unsqueeze", "Concat"}, "Mul",
+      "x * x (complex: the product of the packed parts)");
+  add(plugin, "complex", lower_complex, {"Expand", "Unsqueeze", "Concat", "Shape", "Concat", "Add", "Sub", "Mul", "Neg", "Mod", "Div", "Max", "Min"}, "Concat",
+      "packs re and im as float[..., 2]");
+  add(plugin, "real", lower_real_imag, {"Gather"}, "Gather", "[..., 0] of the packed form");
+  add(plugin, "imag", lower_real_imag, {"Gather"}, "Gather", "[..., 1] of the packed form");
+  add(plugin, "conj", lower_conj, {"Mul", "Cast", "Unsqueeze", "Pad"}, "Mul",
+      "packed form times [1, -1]; a real operand gets a zero imaginary part");
 }

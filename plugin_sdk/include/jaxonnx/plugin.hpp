@@ -57,6 +57,9 @@ constexpr int32_t f32 = JXO_DTYPE_FLOAT32, f64 = JXO_DTYPE_FLOAT64, f16 = JXO_DT
                   i32 = JXO_DTYPE_INT32, i64 = JXO_DTYPE_INT64, u8 = JXO_DTYPE_UINT8,
                   u16 = JXO_DTYPE_UINT16, u32 = JXO_DTYPE_UINT32, u64 = JXO_DTYPE_UINT64,
                   boolean = JXO_DTYPE_BOOL;
+// Complex: carried in the IR as a real tensor with a trailing dim of 2 (see complex.hpp).
+constexpr int32_t c64 = JXO_DTYPE_COMPLEX64, c128 = JXO_DTYPE_COMPLEX128;
+inline bool is_complex(int32_t t) { return t == c64 || t == c128; }
 
 inline bool is_float(int32_t t) { return t == f32 || t == f64 || t == f16 || t == bf16; }
 inline bool is_signed_int(int32_t t) { return t == i8 || t == i16 || t == i32 || t == i64; }
@@ -65,7 +68,8 @@ inline bool is_int(int32_t t) { return is_signed_int(t) || is_unsigned_int(t); }
 
 inline size_t itemsize(int32_t t) {
   switch (t) {
-    case f64: case i64: case u64: return 8;
+    case c128: return 16;
+    case f64: case i64: case u64: case c64: return 8;
     case f32: case i32: case u32: return 4;
     case f16: case bf16: case i16: case u16: return 2;
     case i8: case u8: case boolean: return 1;
@@ -79,7 +83,7 @@ inline const char* name(int32_t t) {
     case bf16: return "bfloat16"; case i8: return "int8"; case i16: return "int16";
     case i32: return "int32"; case i64: return "int64"; case u8: return "uint8";
     case u16: return "uint16"; case u32: return "uint32"; case u64: return "uint64";
-    case boolean: return "bool";
+    case boolean: return "bool"; case c64: return "complex64"; case c128: return "complex128";
     default: return "unknown";
   }
 }
