@@ -18,8 +18,9 @@
 //   arithmetic) plus XLA's overflow-to-inf and flush-to-zero.
 // - bool has no ordering/Max in ONNX; integer_pow is a Mul chain as in JAX.
 // - complex operands are carried packed (float[..., 2], jaxonnx/complex.hpp):
-//   add/sub/copy work on the packed form as they are; mul, div, neg, abs,
-//   exp, log, sqrt, eq/ne, select_n and convert_element_type split the parts
+//   add/sub/copy work on the packed form as they are; mul, div, pow,
+//   integer_pow, neg, abs, exp, log, sqrt, eq/ne, select_n and
+//   convert_element_type split the parts
 //   (complex_* below). Other primitives refuse a complex operand.
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
@@ -122,7 +123,8 @@ bool has_complex(Lowering& L) {
 [[noreturn]] void complex_refused(Lowering& L) {
   L.fail("'" + std::string(L.primitive()) + "' on complex operands is not lowered by "
          "lax_elementwise (complex64/complex128 values are carried as float[..., 2]; supported: "
-         "add, sub, mul, div, neg, abs, exp, log, sqrt, eq, ne, select_n, convert_element_type, copy)");
+         "add, sub, mul, div, pow, integer_pow, neg, abs, exp, log, sqrt, eq, ne, select_n, "
+         "convert_element_type, copy)");
 }
 
 // The unary/binary complex primitives over the parts. The packed form is
@@ -275,7 +277,18 @@ void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {
 // pow: x is floating; y is floating or integer. XLA converts an integer y to
 // x's dtype before power(), so do the same (exact for |y| < 2^24).
 void lower_pow(Lowering& L) {
-  if (has_complex(L)) complex_refused(L);
+  if (has_complex(L)) {
+    // x ** y = exp(y log x) on the principal branch, as XLA computes it for
+    // complex operands (0 ** y is then exp(-inf + ...) = 0 for Re y > 0).
+    Aval out = L.out_aval(0);
+    if (!complex::is(out.dtype)) complex_refused(L);
+    Aval p = complex::part(out);
+    complex::Parts x = complex::operand(L, 0, out.with_shape(L.in_aval(0).shape));
+    complex::Parts y = complex::operand(L, 1, out.with_shape(L.in_aval(1).shape));
+    complex::Parts lx = complex::log(L, x, complex::part(out.with_shape(L.in_aval(0).shape)));
+    L.bind(0, complex::pack(L, complex::exp(L, complex::mul(L, y, lx, p), p), out));
+    return;
+  }
   Aval x = L.in_aval(0);
   Value y = L.cast(L.input(1), L.in_aval(1), x.dtype);
   L.bind(0, emit(L, "Pow", {L.input(0), y}, x.dtype, L.out_aval(0)));
@@ -596,7 +609,10 @@ JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
   plugin.primitive("min", [](Lowering& L) { lower_max_min(L, "Min", "And"); })
       .emits({"Min", "And", "Cast"})
       .doc(onnx_doc("Min"));
-  plugin.primitive("pow", lower_pow).emits({"Pow", "Cast"}).doc(onnx_doc("Pow"));
+  {
+    auto prim = plugin.primitive("pow", lower_pow).emits({"Pow", "Cast"}).doc(onnx_doc("Pow"));
+    emits_complex(prim);
+  }
   {
     auto prim = plugin.primitive("integer_pow", lower_integer_pow)
       .emits({"Mul", "Div", "Shape", "Expand", "Cast"})

@@ -86,6 +86,8 @@ UNARY = {
     "sqrt": jnp.sqrt,
     "integer_pow": lambda z: z ** 3,
     "integer_pow_neg": lambda z: z ** -2,
+    "pow": lambda z: (z ** 2.5, z ** (1 - 0.5j), 2.0 ** z),
+    "cumsum": lambda z: (jnp.cumsum(z, axis=-1), lax.cumsum(z, axis=1, reverse=True)),
     "copy": lambda z: z,
 }
 
@@ -290,10 +292,20 @@ def test_complex_mlp_layer(dtype):
 
 # ------------------------------------------------------------- refusals --
 
+Z3 = [jax.ShapeDtypeStruct((3,), np.complex64)]
+
+
 def test_unlowered_complex_operand_is_refused_naming_plugin_and_dtype():
+    # A plugin that does not handle complex operands: the host refuses its
+    # complex-typed node, naming plugin, primitive and aval.
     with pytest.raises(jaxonnx.ConversionError,
-                       match=r"plugin 'lax_cumulative' failed to lower 'cumsum' \(inputs: complex64\[3\].*"
-                             r"complex"):
-        jaxonnx.to_onnx(lambda z: jnp.cumsum(z), [jax.ShapeDtypeStruct((3,), np.complex64)])
+                       match=r"plugin 'control_flow' failed to lower 'scan' \(inputs: complex64\[3\]\).*"
+                             r"declared complex64\[3\], but complex values are carried as float32\[3,2\]"):
+        jaxonnx.to_onnx(lambda z: lax.fori_loop(0, 3, lambda i, c: c * 2, z), Z3)
     with pytest.raises(jaxonnx.ConversionError, match=r"'tanh'.*complex64.*lax_elementwise"):
-        jaxonnx.to_onnx(jnp.tanh, [jax.ShapeDtypeStruct((3,), np.complex64)])
+        jaxonnx.to_onnx(jnp.tanh, Z3)
+    with pytest.raises(jaxonnx.ConversionError, match=r"'gather'.*complex64.*not lowered by lax_gather"):
+        jaxonnx.to_onnx(lambda z: z[jnp.array([0, 2])], Z3)
+    with pytest.raises(jaxonnx.ConversionError, match=r"'fft' .*fft_lengths.* symbolic dim expression 'B'"):
+        jaxonnx.to_onnx(lambda z: jnp.fft.fft(z, axis=0),
+                        [jax.ShapeDtypeStruct(jax.export.symbolic_shape("B, 4"), np.complex64)])

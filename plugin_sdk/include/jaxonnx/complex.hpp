@@ -58,9 +58,10 @@ inline Aval packed(const Aval& a) {
 inline Aval part(const Aval& a) { return a.with_dtype(part_dtype(a.dtype)); }
 // A shape with the trailing 2 of the packed form.
 inline Shape packed_shape(Shape s) { s.push_back(Dim(2)); return s; }
-// A 1-D int64 tensor holding the packed shape of `a` (symbolic dims at runtime).
+// A 1-D int64 tensor holding the IR shape of `a` (packed when complex;
+// symbolic dims at runtime).
 inline Value packed_shape_value(Lowering& L, const Aval& a) {
-  return L.shape_value(packed_shape(a.shape));
+  return L.shape_value(packed(a).shape);
 }
 
 // The two parts of a complex value, each of the part aval.
