@@ -24,7 +24,8 @@
 //    functions keeping -0, erf_inv(+-1) = +-inf, digamma poles = NaN.
 //  * complex / real / imag / conj: ONNX has no complex dtype, so complex
 //    values are carried packed as float[..., 2] (jaxonnx/complex.hpp); these
-//    build and take apart that form. square of a complex is a complex product.
+//    build and take apart that form. square of a complex is a complex product;
+//    sin and cos take complex operands too.
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
@@ -782,9 +783,11 @@ Value tan_f64(Ops& o, Value x) { return o.div(o.f("Sin", {x}), o.f("Cos", {x}));
 #define SIGN_OPS "Abs", "Less", "Div", "Or", "Where", "Mul"
 
 const Unary kUnary[] = {
-    {"sin", "Sin", nullptr, {}},
+    {"sin", "Sin", nullptr, {"Gather", "Exp", "Neg", "Mul", "Add", "Sub", "Abs", "Less", "Where",
+                             "Cos", "Unsqueeze", "Concat"}},  // complex operands
     {"erf", "Erf", erf_f64, {"Abs", "Mul", "Add", "Sub", "Div", "Neg", "Exp", "Less", "Greater", "Where"}},
-    {"cos", "Cos", nullptr, {}},
+    {"cos", "Cos", nullptr, {"Gather", "Exp", "Neg", "Mul", "Add", "Sub", "Abs", "Less", "Where",
+                             "Sin", "Unsqueeze", "Concat"}},  // complex operands
     {"floor", "Floor", nullptr, {}},
     {"ceil", "Ceil", nullptr, {}},
     {"tan", "Tan", tan_f64, {"Sin", "Cos", "Div"}},
@@ -798,8 +801,32 @@ const Unary kUnary[] = {
     {"atanh", "Atanh", atanh_f64, {LOG1P_OPS, SIGN_OPS}},
 };
 
+// sin / cos of a complex z = a + bi (packed, jaxonnx/complex.hpp):
+//   sin z = sin a cosh b + i cos a sinh b,  cos z = cos a cosh b - i sin a sinh b,
+// cosh b = (e^b + e^-b)/2, sinh b the same difference, or its Taylor series
+// below |b| = 0.1 where the difference cancels (the series' first omitted
+// term is 3e-15 relative there).
+void lower_complex_sin_cos(Lowering& L, bool sin) {
+  Aval a = L.in_aval(0);
+  Aval p = complex::part(a);
+  complex::Parts z = complex::split(L, L.input(0), a);
+  Ops o{L, p.dtype};
+  Value e = o.exp(z.im), ie = o.exp(o.f("Neg", {z.im}));
+  Value cosh = o.mul(o.k(0.5), o.add(e, ie));
+  Value b2 = o.mul(z.im, z.im);
+  Value series = o.mul(z.im, o.add(o.k(1), o.mul(b2, o.add(o.k(1.0 / 6), o.mul(b2, o.add(
+                     o.k(1.0 / 120), o.mul(b2, o.k(1.0 / 5040))))))));
+  Value sinh = o.where(o.lt(o.abs(z.im), o.k(0.1)), series, o.mul(o.k(0.5), o.sub(e, ie)));
+  Value sa = o.f("Sin", {z.re}), ca = o.f("Cos", {z.re});
+  Value re = o.mul(sin ? sa : ca, cosh);
+  Value im = sin ? o.mul(ca, sinh) : o.f("Neg", {o.mul(sa, sinh)});
+  L.bind(0, complex::pack(L, re, im, a));
+}
+
 void lower_table_unary(Lowering& L, const Unary& u) {
   Aval in = L.in_aval(0);
+  if (complex::is(in.dtype) && (u.onnx == std::string("Sin") || u.onnx == std::string("Cos")))
+    return lower_complex_sin_cos(L, u.onnx == std::string("Sin"));
   require_float(L, in.dtype);
   if (in.dtype == dtype::f64 && u.f64) {
     lower_unary(L, u.f64);

@@ -89,6 +89,9 @@ UNARY = {
     "pow": lambda z: (z ** 2.5, z ** (1 - 0.5j), 2.0 ** z),
     "cumsum": lambda z: (jnp.cumsum(z, axis=-1), lax.cumsum(z, axis=1, reverse=True)),
     "copy": lambda z: z,
+    "sin": jnp.sin,
+    "cos": jnp.cos,
+    "sin_small_imag": lambda z: jnp.sin(z.real + 1e-3j * z.imag) + jnp.cos(z.real - 0.05j * z.imag),
 }
 
 
