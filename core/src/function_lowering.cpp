@@ -196,7 +196,8 @@ void Lowering::lower_function_call(const Eqn& eqn, Scope& scope) {
   }
   for (ir::ValueId v : extra) call.inputs.push_back(use(v));
   for (const Atom& out : eqn.outputs) {
-    ir::ValueId v = new_value(name, &out.aval);
+    Aval ir_type = packed(out.aval);  // complex outputs are carried packed
+    ir::ValueId v = new_value(name, &ir_type);
     call.outputs.push_back(use(v));
     if (!out.dropped) scope.env[out.var] = v;
   }

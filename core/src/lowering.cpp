@@ -112,7 +112,8 @@ GraphScope* Lowering::begin_graph(const std::string& name, const void* opener) {
 
 ir::ValueId Lowering::add_input(const std::string& hint, const Aval& type) {
   GraphScope* s = current();
-  ir::ValueId h = add_local(s, unique_name(hint.empty() ? std::string("in") : hint), &type);
+  Aval ir_type = packed(type);  // a complex input is carried packed
+  ir::ValueId h = add_local(s, unique_name(hint.empty() ? std::string("in") : hint), &ir_type);
   s->graph->inputs.push_back(handles_[h].local);
   return h;
 }
@@ -208,6 +209,7 @@ ir::ValueId Lowering::new_value(const std::string& hint, const Aval* type) {
 }
 
 ir::ValueId Lowering::constant(std::shared_ptr<const Tensor> tensor, const std::string& hint) {
+  tensor = packed(std::move(tensor));  // a complex constant is carried packed
   std::vector<Dim> dims;
   for (int64_t d : tensor->dims) dims.push_back(Dim{d, {}});
   Aval type(tensor->dtype, std::move(dims));
@@ -256,15 +258,19 @@ void Lowering::bind_output(const Eqn& eqn, Scope& scope, size_t i, ir::ValueId v
                           ", which is closed or does not enclose the equation's scope");
   const Atom& out = eqn.outputs[i];
   ir::Value& bound = value(v);
-  if (bound.has_type && bound.type.dtype != out.aval.dtype)
+  // A complex output is carried packed: float[..., 2] (types.hpp).
+  const Aval want = packed(out.aval);
+  const std::string jax =
+      out.aval.str() + (want.dtype != out.aval.dtype ? ", carried as " + want.str() : "");
+  if (bound.has_type && bound.type.dtype != want.dtype)
     throw InvalidArgument(what + " was bound to a " + dtype_name(bound.type.dtype) +
-                          " value, but JAX's output is " + out.aval.str());
-  if (bound.has_type && !same_shape(bound.type, out.aval))
+                          " value, but JAX's output is " + jax);
+  if (bound.has_type && !same_shape(bound.type, want))
     throw InvalidArgument(what + " was bound to value '" + bound.name + "' declared " +
-                          bound.type.str() + ", but JAX's output is " + out.aval.str());
+                          bound.type.str() + ", but JAX's output is " + jax);
   if (!bound.has_type) {
     bound.has_type = true;
-    bound.type = out.aval;
+    bound.type = want;
   }
   if (!out.dropped) scope.env[out.var] = v;
 }
@@ -444,7 +450,8 @@ ir::Model Lowering::run(const ClosedJaxpr& program) {
   std::vector<ir::ValueId> ins;
   for (size_t i = 0; i < jaxpr.invars.size(); ++i) {
     const Aval& aval = jaxpr.invars[i].aval;
-    ir::ValueId v = add_local(root(), in_names[i], &aval);
+    Aval ir_type = packed(aval);  // a complex input is a float[..., 2] model input
+    ir::ValueId v = add_local(root(), in_names[i], &ir_type);
     model.graph.inputs.push_back(handles_[v].local);
     ins.push_back(v);
     for (size_t axis = 0; axis < aval.dims.size(); ++axis)
@@ -491,7 +498,7 @@ void Lowering::bind_outputs(const Jaxpr& jaxpr, Scope& scope) {
     ir::Value& value = model.graph.values[v];
     value.name = output_names_[i];
     value.has_type = true;
-    value.type = out.aval;  // JAX's aval is the contract for outputs
+    value.type = packed(out.aval);  // JAX's aval is the contract for outputs (complex packed)
     model.graph.outputs.push_back(v);
   }
 }

@@ -72,6 +72,13 @@ std::vector<ir::ValueId> build_node(Lowering& lowering, const Eqn& eqn, const Pr
     if (!t) continue;
     types[k] = abi::read_aval(t, where + ": output " + std::to_string(k));
     typed[k] = true;
+    // No ONNX value is complex: a lowering that declares one has met a
+    // complex operand it does not handle.
+    if (packed(types[k]).dtype != types[k].dtype)
+      throw InvalidArgument(where + ": output " + std::to_string(k) + " is declared " +
+                            types[k].str() + ", but complex values are carried as " +
+                            packed(types[k]).str() +
+                            " (jaxonnx/complex.hpp); this lowering does not handle complex operands");
   }
   int32_t out0 = !types.empty() && typed[0] ? types[0].dtype : JXO_DTYPE_UNDEFINED;
   if (std::string why = unsupported(lowering, prim, node, n.op_type, out0); !why.empty())

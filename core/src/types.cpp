@@ -82,4 +82,32 @@ const jxo_tensor* Tensor::c() const {
   return &c_;
 }
 
+namespace {
+int32_t part_dtype(int32_t t) {
+  return t == JXO_DTYPE_COMPLEX64 ? JXO_DTYPE_FLOAT32
+         : t == JXO_DTYPE_COMPLEX128 ? JXO_DTYPE_FLOAT64 : t;
+}
+}  // namespace
+
+Aval packed(const Aval& a) {
+  int32_t part = part_dtype(a.dtype);
+  if (part == a.dtype) return a;
+  Aval out(part, a.dims, a.known_rank);
+  if (a.known_rank) out.dims.push_back(Dim{2, {}});
+  return out;
+}
+
+std::shared_ptr<const Tensor> packed(std::shared_ptr<const Tensor> t) {
+  int32_t part = part_dtype(t->dtype);
+  if (part == t->dtype) return t;
+  auto out = std::make_shared<Tensor>();
+  out->dtype = part;
+  out->dims = t->dims;
+  out->dims.push_back(2);
+  out->data = t->data;
+  out->nbytes = t->nbytes;
+  out->owner = std::shared_ptr<const void>(t, t->data);  // keeps `t` (and its buffer) alive
+  return out;
+}
+
 }  // namespace jaxonnx

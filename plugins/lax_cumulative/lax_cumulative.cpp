@@ -20,6 +20,7 @@
 // - cumlogsumexp: combine(a, b) = max + log(1 + exp(min - max)), with
 //   min - max taken as 0 where min == max so that -inf/-inf gives -inf and
 //   +inf/+inf gives +inf; 1000.0 does not overflow. f16/bf16 run in f32.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
@@ -92,6 +93,12 @@ Value cumsum(Lowering& L, Value x, const Aval& a, int64_t axis, bool reverse) {
 void lower_cumsum(Lowering& L) {
   Aval in = L.in_aval(0);
   Params p = cum_params(L, in);
+  if (complex::is(in.dtype)) {
+    // Carried packed (jaxonnx/complex.hpp): summing along a logical axis sums
+    // each part.
+    L.bind(0, cumsum(L, L.input(0), complex::packed(in), p.axis, p.reverse));
+    return;
+  }
   int32_t w = wrap_dtype(in.dtype);
   Value r = cumsum(L, cast(L, L.input(0), in, w), in.with_dtype(w), p.axis, p.reverse);
   L.bind(0, cast(L, r, in.with_dtype(w), in.dtype));

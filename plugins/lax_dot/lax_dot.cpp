@@ -18,6 +18,9 @@
 // needs fewer nodes (W[K, N] . x[B, T, K] -> [N, B, T]).
 // Merged symbolic sizes use Reshape's exact 0 (copy) / -1 (infer) codes, or
 // their runtime values.
+// Complex operands (carried packed, jaxonnx/complex.hpp) take four real
+// products of the parts (lower_complex_dot).
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -88,7 +91,7 @@ bool is_identifier(const std::string& s) {
 }
 
 // The product of `dims` as one Dim: static when all are, else a symbolic
-// expression ("5*B", "B*T") that dim_value can evaluate at runtime.
+// expression ("5*B", "B*T") that L.dim_value can evaluate at runtime.
 Dim product(const Shape& dims) {
   int64_t k = 1;
   std::vector<std::string> syms;
@@ -284,20 +287,14 @@ Plan best_plan(const DimNumbers& dn, int64_t lrank, int64_t rrank) {
 
 // ------------------------------------------------------------- dot_general --
 
-void lower_dot_general(Lowering& L) {
-  DimNumbers dn = dimension_numbers(L);
-  Aval la = L.in_aval(0), ra = L.in_aval(1), out = L.out_aval(0);
-  if (dn.lhs_contract.size() != dn.rhs_contract.size() || dn.lhs_batch.size() != dn.rhs_batch.size())
-    L.fail("dot_general: mismatched dimension numbers");
-
+// The real dot_general of `lhs` (aval la) and `rhs` (aval ra) giving `out`.
+Value dot_real(Lowering& L, const DimNumbers& dn, Value lhs, Aval la, Value rhs, Aval ra, const Aval& out) {
   // Cast the operands to the accumulation type.
   int32_t acc = compute_dtype(la.dtype, out.dtype);
-  auto operand = [&](size_t i, Aval& a) {
-    Value v = cast(L, L.input(i), a, acc);
-    a = a.with_dtype(acc);
-    return v;
-  };
-  Value lhs = operand(0, la), rhs = operand(1, ra);
+  lhs = cast(L, lhs, la, acc);
+  la = la.with_dtype(acc);
+  rhs = cast(L, rhs, ra, acc);
+  ra = ra.with_dtype(acc);
   Aval result = out.with_dtype(acc);
 
   const Plan p = best_plan(dn, la.rank(), ra.rank());
@@ -332,14 +329,48 @@ void lower_dot_general(Lowering& L) {
   y = ungroup(L, y, mm, p.out_groups, ordered);
   y = transpose(L, y, ordered, p.out_perm);
   if (acc != out.dtype) y = L.op("Cast", {y}, out, {Attr::i("to", out.dtype)});
-  L.bind(0, y);
+  return y;
+}
+
+// A complex product from the parts (jaxonnx/complex.hpp): (a + bi)(c + di)
+// = (ac - bd) + (ad + bc)i, four real dot_generals (two when one side is
+// real). The three-product (Gauss) form would save one MatMul but loses
+// accuracy to cancellation.
+void lower_complex_dot(Lowering& L, const DimNumbers& dn, const Aval& la, const Aval& ra, const Aval& out) {
+  Aval pl = complex::part(la), pr = complex::part(ra), po = complex::part(out);
+  if (!complex::is(out.dtype)) L.fail("dot_general of complex operands with a real result type");
+  auto parts = [&](size_t i, const Aval& a) {
+    if (complex::is(a.dtype)) return complex::split(L, L.input(i), a);
+    return complex::Parts{L.input(i), kNoValue};
+  };
+  complex::Parts x = parts(0, la), y = parts(1, ra);
+  auto dot = [&](Value a, Value b) { return dot_real(L, dn, a, pl, b, pr, po); };
+  Value re = dot(x.re, y.re), im = kNoValue;
+  if (x.im != kNoValue && y.im != kNoValue) {
+    re = L.op("Sub", {re, dot(x.im, y.im)}, po);
+    im = L.op("Add", {dot(x.re, y.im), dot(x.im, y.re)}, po);
+  } else {
+    im = x.im != kNoValue ? dot(x.im, y.re) : dot(x.re, y.im);
+  }
+  L.bind(0, complex::pack(L, re, im, out));
+}
+
+void lower_dot_general(Lowering& L) {
+  DimNumbers dn = dimension_numbers(L);
+  Aval la = L.in_aval(0), ra = L.in_aval(1), out = L.out_aval(0);
+  if (dn.lhs_contract.size() != dn.rhs_contract.size() || dn.lhs_batch.size() != dn.rhs_batch.size())
+    L.fail("dot_general: mismatched dimension numbers");
+  if (complex::is(la.dtype) || complex::is(ra.dtype) || complex::is(out.dtype))
+    return lower_complex_dot(L, dn, la, ra, out);
+  L.bind(0, dot_real(L, dn, L.input(0), la, L.input(1), ra, out));
 }
 
 }  // namespace
 
 JAXONNX_PLUGIN("lax_dot", "0.1.0") {
   plugin.primitive("dot_general", lower_dot_general)
-      .emits({"MatMul", "Transpose", "Reshape", "Unsqueeze", "Squeeze", "Cast", "Concat", "Shape", "Mul"})
+      .emits({"MatMul", "Transpose", "Reshape", "Unsqueeze", "Squeeze", "Cast", "Concat", "Shape", "Mul",
+              "Gather", "Sub", "Add"})
       .doc(onnx_doc("MatMul"))
       .summary("one MatMul; Transpose/Reshape (or Unsqueeze/Squeeze) around it only where needed");
 }

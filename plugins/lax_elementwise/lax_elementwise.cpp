@@ -17,6 +17,12 @@
 //   else Veltkamp splitting (round-to-nearest-even to m bits in float
 //   arithmetic) plus XLA's overflow-to-inf and flush-to-zero.
 // - bool has no ordering/Max in ONNX; integer_pow is a Mul chain as in JAX.
+// - complex operands are carried packed (float[..., 2], jaxonnx/complex.hpp):
+//   add/sub/copy work on the packed form as they are; mul, div, pow,
+//   integer_pow, neg, abs, exp, log, sqrt, eq/ne, select_n and
+//   convert_element_type split the parts
+//   (complex_* below). Other primitives refuse a complex operand.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -106,13 +112,111 @@ constexpr OneOp kOneOp[] = {
     {"copy", "Identity"},
 };
 
+// ------------------------------------------------------------------ complex --
+
+// Whether the equation reads or makes a complex value.
+bool has_complex(Lowering& L) {
+  for (size_t i = 0; i < L.num_inputs(); ++i) if (complex::is(L.in_aval(i).dtype)) return true;
+  return complex::is(L.out_aval(0).dtype);
+}
+
+[[noreturn]] void complex_refused(Lowering& L) {
+  L.fail("'" + std::string(L.primitive()) + "' on complex operands is not lowered by "
+         "lax_elementwise (complex64/complex128 values are carried as float[..., 2]; supported: "
+         "add, sub, mul, div, pow, integer_pow, neg, abs, exp, log, sqrt, eq, ne, select_n, "
+         "convert_element_type, copy)");
+}
+
+// The unary/binary complex primitives over the parts. The packed form is
+// elementwise-compatible for add/sub/copy (a rank-0 operand, packed [2],
+// still broadcasts), so those are one op.
+void lower_complex_elementwise(Lowering& L) {
+  std::string_view prim = L.primitive();
+  Aval out = L.out_aval(0);
+  Aval a = L.in_aval(0);
+  if (prim == "add" || prim == "sub" || prim == "copy") {
+    const char* op = prim == "add" ? "Add" : prim == "sub" ? "Sub" : "Identity";
+    std::vector<Value> ins;
+    for (size_t i = 0; i < L.num_inputs(); ++i)
+      ins.push_back(complex::is(L.in_aval(i).dtype)
+                        ? L.input(i)
+                        : complex::from_real(L, L.input(i), L.in_aval(i), out.with_shape(L.in_aval(i).shape)));
+    L.bind(0, L.op(op, ins, complex::packed(out)));
+    return;
+  }
+  if (prim == "eq" || prim == "ne") {
+    // Equal on the packed form, then both parts equal.
+    Aval c = a.with_shape(out.shape).with_dtype(a.dtype);
+    complex::Parts x = complex::operand(L, 0, c), y = complex::operand(L, 1, c);
+    Value re = L.op("Equal", {x.re, y.re}, out), im = L.op("Equal", {x.im, y.im}, out);
+    Value eq = L.op("And", {re, im}, out);
+    L.bind(0, prim == "eq" ? eq : L.op("Not", {eq}, out));
+    return;
+  }
+  if (!complex::is(out.dtype) && prim != "abs") complex_refused(L);
+  Aval p = complex::part(prim == "abs" ? a : out);
+  Aval c = prim == "abs" ? a : out;
+  complex::Parts x = complex::operand(L, 0, c.with_shape(L.in_aval(0).shape));
+  if (prim == "abs") { L.bind(0, complex::abs(L, x, p)); return; }
+  complex::Parts r;
+  if (prim == "neg") r = complex::neg(L, x, p);
+  else if (prim == "exp") r = complex::exp(L, x, p);
+  else if (prim == "log") r = complex::log(L, x, p);
+  else if (prim == "sqrt") r = complex::sqrt(L, x, p);
+  else if (prim == "mul" || prim == "div") {
+    complex::Parts y = complex::operand(L, 1, out.with_shape(L.in_aval(1).shape));
+    r = prim == "mul" ? complex::mul(L, x, y, p) : complex::div(L, x, y, p);
+  } else {
+    complex_refused(L);
+  }
+  L.bind(0, complex::pack(L, r, out));
+}
+
+// select_n on complex cases: the predicate gets a trailing 1 to broadcast
+// over the packed parts.
+void lower_complex_select_n(Lowering& L) {
+  Aval which = L.in_aval(0), out = L.out_aval(0);
+  if (L.num_inputs() != 3 || which.dtype != dtype::boolean) {
+    if (L.num_inputs() == 2) { L.bind(0, L.input(1)); return; }
+    L.fail("select_n on complex cases is lowered for a bool predicate and two cases");
+  }
+  Shape s = which.shape;
+  s.push_back(Dim(1));
+  Value w = L.op("Unsqueeze", {L.input(0), i64s(L, {-1})}, Aval(dtype::boolean, s));
+  L.bind(0, L.op("Where", {w, L.input(2), L.input(1)}, complex::packed(out)));
+}
+
+// convert_element_type to or from complex: real -> complex pads a zero
+// imaginary part; complex -> real keeps the real part (as JAX does); complex
+// -> complex casts the parts.
+void lower_complex_convert(Lowering& L) {
+  Aval in = L.in_aval(0), out = L.out_aval(0);
+  if (!complex::is(in.dtype)) {
+    L.bind(0, complex::from_real(L, L.input(0), in, out));
+  } else if (complex::is(out.dtype)) {
+    L.bind(0, cast(L, L.input(0), complex::packed(in), complex::part_dtype(out.dtype)));
+  } else {
+    Value re = complex::split(L, L.input(0), in).re;
+    Aval p = complex::part(in);
+    if (dtype::is_int(out.dtype)) L.fail("convert_element_type from complex to an integer type is not lowered");
+    if (out.dtype != dtype::boolean) { L.bind(0, cast(L, re, p, out.dtype)); return; }
+    // bool(z) is z != 0: either part nonzero.
+    Value im = complex::split(L, L.input(0), in).im;
+    Value zero = scalar(L, p.dtype, 0);
+    L.bind(0, L.op("Or", {L.op("Not", {L.op("Equal", {re, zero}, out)}, out),
+                          L.op("Not", {L.op("Equal", {im, zero}, out)}, out)}, out));
+  }
+}
+
 void lower_one_op(Lowering& L, const char* onnx) {
+  if (has_complex(L)) return lower_complex_elementwise(L);
   L.bind(0, emit(L, onnx, L.inputs(), L.in_aval(0).dtype, L.out_aval(0)));
 }
 
 // mul: `out_dtype` (None unless set) asks for the product in a wider type;
 // compute in that type, as XLA does.
 void lower_mul(Lowering& L) {
+  if (has_complex(L)) return lower_complex_elementwise(L);
   Aval out = L.out_aval(0);
   std::vector<Value> ins;
   for (size_t i = 0; i < L.num_inputs(); ++i) ins.push_back(cast(L, L.input(i), L.in_aval(i), out.dtype));
@@ -121,6 +225,7 @@ void lower_mul(Lowering& L) {
 
 // neg: ONNX Neg has no unsigned types; JAX wraps around, which 0 - x does too.
 void lower_neg(Lowering& L) {
+  if (has_complex(L)) return lower_complex_elementwise(L);
   Aval a = L.in_aval(0);
   Value x = L.input(0);
   if (dtype::is_unsigned_int(a.dtype)) {
@@ -137,6 +242,7 @@ void lower_neg(Lowering& L) {
 // signed types, become 1) and those results are selected afterwards; 0 - q
 // wraps INT_MIN to itself as XLA does.
 void lower_div(Lowering& L) {
+  if (has_complex(L)) return lower_complex_elementwise(L);
   Aval b = L.in_aval(1), out = L.out_aval(0);
   int32_t t = L.in_aval(0).dtype;
   if (!dtype::is_int(t)) {
@@ -162,6 +268,7 @@ void lower_div(Lowering& L) {
 // Max/Min propagate NaN like JAX does, from either operand (tested), so
 // floats need nothing more.
 void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {
+  if (has_complex(L)) complex_refused(L);
   int32_t t = L.in_aval(0).dtype;
   if (t == dtype::boolean) L.bind(0, L.op(boolean_op, L.inputs(), L.out_aval(0)));
   else L.bind(0, emit(L, onnx, L.inputs(), t, L.out_aval(0)));
@@ -170,6 +277,18 @@ void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {
 // pow: x is floating; y is floating or integer. XLA converts an integer y to
 // x's dtype before power(), so do the same (exact for |y| < 2^24).
 void lower_pow(Lowering& L) {
+  if (has_complex(L)) {
+    // x ** y = exp(y log x) on the principal branch, as XLA computes it for
+    // complex operands (0 ** y is then exp(-inf + ...) = 0 for Re y > 0).
+    Aval out = L.out_aval(0);
+    if (!complex::is(out.dtype)) complex_refused(L);
+    Aval p = complex::part(out);
+    complex::Parts x = complex::operand(L, 0, out.with_shape(L.in_aval(0).shape));
+    complex::Parts y = complex::operand(L, 1, out.with_shape(L.in_aval(1).shape));
+    complex::Parts lx = complex::log(L, x, complex::part(out.with_shape(L.in_aval(0).shape)));
+    L.bind(0, complex::pack(L, complex::exp(L, complex::mul(L, y, lx, p), p), out));
+    return;
+  }
   Aval x = L.in_aval(0);
   Value y = cast(L, L.input(1), L.in_aval(1), x.dtype);
   L.bind(0, emit(L, "Pow", {L.input(0), y}, x.dtype, L.out_aval(0)));
@@ -178,7 +297,28 @@ void lower_pow(Lowering& L) {
 // integer_pow: x ** y for a static int y. JAX expands it into multiplications
 // by binary exponentiation (then 1/acc for y < 0); emitting the same Mul chain
 // gives bit-identical results, which Pow would not.
+// Complex x: the same binary exponentiation with complex products.
+void lower_complex_integer_pow(Lowering& L) {
+  int64_t y = L.param("y").as_int();
+  Aval a = L.in_aval(0);
+  Aval p = complex::part(a);
+  complex::Parts x = complex::split(L, L.input(0), a);
+  complex::Parts one{L.op("Add", {L.op("Mul", {x.re, scalar(L, p.dtype, 0)}, p), scalar(L, p.dtype, 1)}, p),
+                     L.op("Mul", {x.re, scalar(L, p.dtype, 0)}, p)};
+  uint64_t n = y < 0 ? 0 - static_cast<uint64_t>(y) : static_cast<uint64_t>(y);
+  complex::Parts acc = one;
+  bool first = true;
+  while (n > 0) {
+    if (n & 1) { acc = first ? x : complex::mul(L, acc, x, p); first = false; }
+    n >>= 1;
+    if (n > 0) x = complex::mul(L, x, x, p);
+  }
+  if (y < 0) acc = complex::div(L, one, acc, p);
+  L.bind(0, complex::pack(L, acc, a));
+}
+
 void lower_integer_pow(Lowering& L) {
+  if (has_complex(L)) return lower_complex_integer_pow(L);
   int64_t y = L.param("y").as_int();
   int32_t result_dtype = L.out_aval(0).dtype;
   Aval out;
@@ -203,6 +343,7 @@ void lower_integer_pow(Lowering& L) {
 
 // rsqrt: 1 / sqrt(x).
 void lower_rsqrt(Lowering& L) {
+  if (has_complex(L)) complex_refused(L);
   Aval a;
   Value x = input_f32_if_bf16(L, 0, &a);
   L.bind(0, narrow(L, L.op("Reciprocal", {L.op("Sqrt", {x}, a)}, a), a, L.out_aval(0).dtype));
@@ -213,6 +354,7 @@ void lower_rsqrt(Lowering& L) {
 // ONNX Less/Greater/... have no bool inputs; JAX orders False < True, which
 // uint8 keeps.
 void lower_order(Lowering& L, const char* onnx) {
+  if (has_complex(L)) complex_refused(L);
   std::vector<Value> ins;
   int32_t t = L.in_aval(0).dtype;
   for (size_t i = 0; i < 2; ++i) {
@@ -224,6 +366,7 @@ void lower_order(Lowering& L, const char* onnx) {
 }
 
 void lower_ne(Lowering& L) {
+  if (has_complex(L)) return lower_complex_elementwise(L);
   Aval out = L.out_aval(0);
   L.bind(0, L.op("Not", {emit(L, "Equal", L.inputs(), L.in_aval(0).dtype, out)}, out));
 }
@@ -247,6 +390,7 @@ Value select_range(Lowering& L, Value which, const Aval& which_aval, const std::
 }
 
 void lower_select_n(Lowering& L) {
+  if (complex::is(L.out_aval(0).dtype)) return lower_complex_select_n(L);
   Aval which_aval = L.in_aval(0);
   Value which = L.input(0);
   std::vector<Value> cases;
@@ -301,6 +445,7 @@ Value float_to_int(Lowering& L, Value x, Aval f, const Aval& out) {
 }
 
 void lower_convert_element_type(Lowering& L) {
+  if (has_complex(L)) return lower_complex_convert(L);
   Aval in = L.in_aval(0);
   Aval out = L.out_aval(0);
   Value x = L.input(0);
@@ -401,6 +546,7 @@ Value reduce_precision_general(Lowering& L, Value x, Aval a, FloatFormat src, in
 }
 
 void lower_reduce_precision(Lowering& L) {
+  if (has_complex(L)) complex_refused(L);
   Aval a = L.in_aval(0);
   Value x = L.input(0);
   int64_t e = L.param("exponent_bits").as_int(), m = L.param("mantissa_bits").as_int();
@@ -427,30 +573,53 @@ void lower_stop_gradient(Lowering& L) { L.bind(0, L.input(0)); }
 
 }  // namespace
 
+// The ops the complex lowerings may emit (complex.hpp's idioms).
+void emits_complex(Plugin::PrimitiveRef& p) {
+  p.emits({"Gather", "Unsqueeze", "Concat", "Pad", "Cast", "Add", "Sub", "Mul", "Div", "Neg", "Abs",
+           "Max", "Min", "Sqrt", "Equal", "Or", "And", "Not", "Where", "Exp", "Log", "Cos", "Sin",
+           "Atan", "Greater", "GreaterOrEqual", "Less", "IsInf", "Identity"});
+}
+
 JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
   for (const OneOp& e : kOneOp) {
     const char* onnx = e.onnx;
     auto prim = plugin.primitive(e.primitive, [onnx](Lowering& L) { lower_one_op(L, onnx); });
     prim.emits({onnx}).doc(onnx_doc(onnx));
+    emits_complex(prim);
     if (compute_type(onnx, dtype::bf16) != dtype::bf16) prim.emits({"Cast"});  // bfloat16 via float32
   }
-  plugin.primitive("div", lower_div)
+  {
+    auto prim = plugin.primitive("div", lower_div)
       .emits({"Div", "Equal", "Or", "Where", "Sub", "Cast"})
       .doc(onnx_doc("Div"))
       .summary("Div; integer divisors 0 and -1 are made safe and give XLA's results");
-  plugin.primitive("mul", lower_mul).emits({"Mul", "Cast"}).doc(onnx_doc("Mul"));
-  plugin.primitive("neg", lower_neg).emits({"Neg", "Sub", "Cast"}).doc(onnx_doc("Neg"));
+    emits_complex(prim);
+  }
+  {
+    auto prim = plugin.primitive("mul", lower_mul).emits({"Mul", "Cast"}).doc(onnx_doc("Mul"));
+    emits_complex(prim);
+  }
+  {
+    auto prim = plugin.primitive("neg", lower_neg).emits({"Neg", "Sub", "Cast"}).doc(onnx_doc("Neg"));
+    emits_complex(prim);
+  }
   plugin.primitive("max", [](Lowering& L) { lower_max_min(L, "Max", "Or"); })
       .emits({"Max", "Or", "Cast"})
       .doc(onnx_doc("Max"));
   plugin.primitive("min", [](Lowering& L) { lower_max_min(L, "Min", "And"); })
       .emits({"Min", "And", "Cast"})
       .doc(onnx_doc("Min"));
-  plugin.primitive("pow", lower_pow).emits({"Pow", "Cast"}).doc(onnx_doc("Pow"));
-  plugin.primitive("integer_pow", lower_integer_pow)
+  {
+    auto prim = plugin.primitive("pow", lower_pow).emits({"Pow", "Cast"}).doc(onnx_doc("Pow"));
+    emits_complex(prim);
+  }
+  {
+    auto prim = plugin.primitive("integer_pow", lower_integer_pow)
       .emits({"Mul", "Div", "Shape", "Expand", "Cast"})
       .doc(onnx_doc("Mul"))
       .summary("binary exponentiation by Mul, as JAX expands it");
+    emits_complex(prim);
+  }
   plugin.primitive("rsqrt", lower_rsqrt).emits({"Sqrt", "Reciprocal", "Cast"}).doc(onnx_doc("Reciprocal"));
 
   struct Cmp { const char* primitive; const char* onnx; };
@@ -461,12 +630,21 @@ JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
         .emits({onnx, "Cast"})
         .doc(onnx_doc(onnx));
   }
-  plugin.primitive("ne", lower_ne).emits({"Equal", "Not", "Cast"}).doc(onnx_doc("Equal"));
+  {
+    auto prim = plugin.primitive("ne", lower_ne).emits({"Equal", "Not", "Cast"}).doc(onnx_doc("Equal"));
+    emits_complex(prim);
+  }
 
-  plugin.primitive("select_n", lower_select_n).emits({"Where", "Less", "Cast"}).doc(onnx_doc("Where"));
-  plugin.primitive("convert_element_type", lower_convert_element_type)
+  {
+    auto prim = plugin.primitive("select_n", lower_select_n).emits({"Where", "Less", "Cast"}).doc(onnx_doc("Where"));
+    emits_complex(prim);
+  }
+  {
+    auto prim = plugin.primitive("convert_element_type", lower_convert_element_type)
       .emits({"Cast", "IsNaN", "Where", "Clip", "GreaterOrEqual"})
       .doc(onnx_doc("Cast"));
+    emits_complex(prim);
+  }
   plugin.primitive("reduce_precision", lower_reduce_precision)
       .emits({"Cast", "Abs", "Less", "GreaterOrEqual", "Mul", "Sub", "Div", "Round", "Where"})
       .doc(onnx_doc("Cast"))

@@ -37,6 +37,7 @@
 // dynamic_slice(operand, *starts, slice_sizes): Slice with runtime starts,
 // clamped as JAX does: start = clamp(start, 0, dim - size), dim symbolic or
 // not. Literal starts with static dims are clamped here, into constants.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -229,10 +230,15 @@ void gather_as_slice(Lowering& L, const Aval& in, const Aval& ia, const std::vec
     Aval va(ct, {static_cast<int64_t>(axes.size())});
     Value starts = start_parts.size() == 1 ? start_parts[0] : L.op("Concat", start_parts, va, {Attr::i("axis", 0)});
     Value ends = L.op("Add", {starts, dims_of(L, ct, axis_sizes)}, va);
-    x = L.op("Slice", {x, starts, ends, ints_of(L, ct, axes)}, in.with_shape(sizes));
+    x = L.op("Slice", {x, starts, ends, ints_of(L, ct, axes)}, complex::packed(in.with_shape(sizes)));
   }
-  if (!collapsed.empty()) x = L.op("Squeeze", {x, i64s(L, collapsed)}, out);
-  if (ix.mask != kNoValue) x = select_fill(L, ix.mask, x, out);
+  // A complex operand is carried packed (jaxonnx/complex.hpp): its parts axis
+  // is last, after every axis sliced or squeezed here.
+  if (!collapsed.empty()) x = L.op("Squeeze", {x, i64s(L, collapsed)}, complex::packed(out));
+  if (ix.mask != kNoValue) {
+    if (complex::is(out.dtype)) L.fail("gather in FILL_OR_DROP mode of a complex operand is not lowered");
+    x = select_fill(L, ix.mask, x, out);
+  }
   L.bind(0, x);
 }
 
@@ -261,6 +267,9 @@ void lower_gather(Lowering& L) {
     gather_as_slice(L, in, ia, sim, collapsed, sizes, mode);
     return;
   }
+  if (complex::is(in.dtype))
+    L.fail("gather with batch positions (x[idx], jnp.take) of a complex operand is not lowered by "
+           "lax_gather; only slices (no batch positions) are");
 
   // Indexed axes: a size-1 slice (collapsed or kept) is a point gather; a
   // kept whole-dim slice always starts at 0 and is not gathered at all; a
@@ -501,7 +510,9 @@ void lower_dynamic_slice(Lowering& L) {
     starts = L.op("Min", {L.op("Max", {starts, i64s(L, {0})}, va), max_starts(L, dtype::i64, dims, szs)}, va);
   }
   Value ends = L.op("Add", {starts, shape_value(L, szs)}, va);
-  L.bind(0, L.op("Slice", {x, starts, ends, i64s(L, axes)}, out));
+  // A complex operand is carried packed (jaxonnx/complex.hpp); its parts axis
+  // is never sliced.
+  L.bind(0, L.op("Slice", {x, starts, ends, i64s(L, axes)}, complex::packed(out)));
 }
 
 }  // namespace

@@ -22,7 +22,11 @@
 //    ignores NaN bounds), lo/hi may be scalars.
 //  * atan2 / signed zeros and infinities, nextafter without a bitcast, odd
 //    functions keeping -0, erf_inv(+-1) = +-inf, digamma poles = NaN.
-//  * real / imag / conj: ONNX has no complex dtype; they fail clearly.
+//  * complex / real / imag / conj: ONNX has no complex dtype, so complex
+//    values are carried packed as float[..., 2] (jaxonnx/complex.hpp); these
+//    build and take apart that form. square of a complex is a complex product;
+//    sin and cos take complex operands too.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
@@ -779,9 +783,11 @@ Value tan_f64(Ops& o, Value x) { return o.div(o.f("Sin", {x}), o.f("Cos", {x}));
 #define SIGN_OPS "Abs", "Less", "Div", "Or", "Where", "Mul"
 
 const Unary kUnary[] = {
-    {"sin", "Sin", nullptr, {}},
+    {"sin", "Sin", nullptr, {"Gather", "Exp", "Neg", "Mul", "Add", "Sub", "Abs", "Less", "Where",
+                             "Cos", "Unsqueeze", "Concat"}},  // complex operands
     {"erf", "Erf", erf_f64, {"Abs", "Mul", "Add", "Sub", "Div", "Neg", "Exp", "Less", "Greater", "Where"}},
-    {"cos", "Cos", nullptr, {}},
+    {"cos", "Cos", nullptr, {"Gather", "Exp", "Neg", "Mul", "Add", "Sub", "Abs", "Less", "Where",
+                             "Sin", "Unsqueeze", "Concat"}},  // complex operands
     {"floor", "Floor", nullptr, {}},
     {"ceil", "Ceil", nullptr, {}},
     {"tan", "Tan", tan_f64, {"Sin", "Cos", "Div"}},
@@ -795,8 +801,32 @@ const Unary kUnary[] = {
     {"atanh", "Atanh", atanh_f64, {LOG1P_OPS, SIGN_OPS}},
 };
 
+// sin / cos of a complex z = a + bi (packed, jaxonnx/complex.hpp):
+//   sin z = sin a cosh b + i cos a sinh b,  cos z = cos a cosh b - i sin a sinh b,
+// cosh b = (e^b + e^-b)/2, sinh b the same difference, or its Taylor series
+// below |b| = 0.1 where the difference cancels (the series' first omitted
+// term is 3e-15 relative there).
+void lower_complex_sin_cos(Lowering& L, bool sin) {
+  Aval a = L.in_aval(0);
+  Aval p = complex::part(a);
+  complex::Parts z = complex::split(L, L.input(0), a);
+  Ops o{L, p.dtype};
+  Value e = o.exp(z.im), ie = o.exp(o.f("Neg", {z.im}));
+  Value cosh = o.mul(o.k(0.5), o.add(e, ie));
+  Value b2 = o.mul(z.im, z.im);
+  Value series = o.mul(z.im, o.add(o.k(1), o.mul(b2, o.add(o.k(1.0 / 6), o.mul(b2, o.add(
+                     o.k(1.0 / 120), o.mul(b2, o.k(1.0 / 5040))))))));
+  Value sinh = o.where(o.lt(o.abs(z.im), o.k(0.1)), series, o.mul(o.k(0.5), o.sub(e, ie)));
+  Value sa = o.f("Sin", {z.re}), ca = o.f("Cos", {z.re});
+  Value re = o.mul(sin ? sa : ca, cosh);
+  Value im = sin ? o.mul(ca, sinh) : o.f("Neg", {o.mul(sa, sinh)});
+  L.bind(0, complex::pack(L, re, im, a));
+}
+
 void lower_table_unary(Lowering& L, const Unary& u) {
   Aval in = L.in_aval(0);
+  if (complex::is(in.dtype) && (u.onnx == std::string("Sin") || u.onnx == std::string("Cos")))
+    return lower_complex_sin_cos(L, u.onnx == std::string("Sin"));
   require_float(L, in.dtype);
   if (in.dtype == dtype::f64 && u.f64) {
     lower_unary(L, u.f64);
@@ -869,13 +899,50 @@ void lower_clamp(Lowering& L) {
 // square: x * x (exact, any numeric type), not Pow.
 void lower_square(Lowering& L) {
   Value x = L.input(0);
+  if (complex::is(L.in_aval(0).dtype)) {
+    Aval a = L.in_aval(0);
+    complex::Parts z = complex::split(L, x, a);
+    L.bind(0, complex::pack(L, complex::mul(L, z, z, complex::part(a)), a));
+    return;
+  }
   L.bind(0, L.op("Mul", {x, x}, L.out_aval(0)));
 }
 
+// complex(re, im): the packed form from the parts (JAX has broadcast them,
+// except a rank-0 literal, which Expand brings to the output's shape).
 void lower_complex(Lowering& L) {
-  L.fail(std::string(L.primitive()) +
-         " works on complex numbers, and ONNX has no complex dtypes: complex values cannot be "
-         "exported (conj of a real operand returns a complex one too)");
+  Aval out = L.out_aval(0);
+  Aval p = complex::part(out);
+  Value parts[2];
+  for (size_t i = 0; i < 2; ++i) {
+    Aval a = L.in_aval(i);
+    parts[i] = L.input(i);
+    if (a.shape.size() != out.shape.size())
+      parts[i] = L.op("Expand", {parts[i], shape_value(L, out.shape)}, p.with_dtype(a.dtype));
+  }
+  L.bind(0, complex::pack(L, parts[0], parts[1], out));
+}
+
+// real / imag: one part of the packed form.
+void lower_real_imag(Lowering& L) {
+  Aval a = L.in_aval(0);
+  if (!complex::is(a.dtype)) L.fail(std::string(L.primitive()) + " of a " + dtype::name(a.dtype) + " operand");
+  complex::Parts z = complex::split(L, L.input(0), a);
+  L.bind(0, L.primitive() == "real" ? z.re : z.im);
+}
+
+// conj: the packed form times [1, -1] (broadcast over the trailing dim); a
+// real operand gives a complex result with a zero imaginary part.
+void lower_conj(Lowering& L) {
+  Aval a = L.in_aval(0), out = L.out_aval(0);
+  if (!complex::is(a.dtype)) {
+    L.bind(0, complex::from_real(L, L.input(0), a, out));
+    return;
+  }
+  int32_t t = complex::part_dtype(a.dtype);
+  Value flip = t == dtype::f64 ? L.constant(std::vector<double>{1.0, -1.0}, {2})
+                               : L.constant(std::vector<float>{1.0f, -1.0f}, {2});
+  L.bind(0, L.op("Mul", {L.input(0), flip}, complex::packed(out)));
 }
 
 // Registers a primitive; `ops` may repeat (the helpers' op lists overlap),
@@ -963,7 +1030,12 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
   add(plugin, "rem", lower_rem, {"Mod", "Equal", "Abs", "Where", "Div", "Mul", "Sub", "Cast"}, "Mod",
       "Mod(fmod=1); integer divisors made safe");
   add(plugin, "clamp", lower_clamp, {"Max", "Min", "Or", "And", "Cast"}, "Max", "Min(Max(x, lo), hi)");
-  add(plugin, "square", lower_square, {"Mul"}, "Mul", "x * x");
-  for (const char* name : {"real", "imag", "conj"})
-    add(plugin, name, lower_complex, {}, nullptr, "unsupported: ONNX has no complex dtypes");
+  add(plugin, "square", lower_square, {"Mul", "Gather", "Sub", "Add", "Unsqueeze", "Concat"}, "Mul",
+      "x * x (complex: the product of the packed parts)");
+  add(plugin, "complex", lower_complex, {"Expand", "Unsqueeze", "Concat", "Shape", "Concat", "Add", "Sub", "Mul", "Neg", "Mod", "Div", "Max", "Min"}, "Concat",
+      "packs re and im as float[..., 2]");
+  add(plugin, "real", lower_real_imag, {"Gather"}, "Gather", "[..., 0] of the packed form");
+  add(plugin, "imag", lower_real_imag, {"Gather"}, "Gather", "[..., 1] of the packed form");
+  add(plugin, "conj", lower_conj, {"Mul", "Cast", "Unsqueeze", "Pad"}, "Mul",
+      "packed form times [1, -1]; a real operand gets a zero imaginary part");
 }

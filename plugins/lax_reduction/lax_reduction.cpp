@@ -26,6 +26,7 @@
 // ReduceMax/ReduceMin/ArgMin/ArgMax only for int8/uint8/int32/int64/floats.
 // Other integers go through int64 (products wrap the same way modulo 2^n) or,
 // for order, through a wider type that keeps the order.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -121,6 +122,9 @@ using Axes = std::vector<int64_t>;
 
 // sum: ReduceSum for floats; CumSum + Gather(last) for integers.
 Value sum(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
+  // A complex operand is carried packed (jaxonnx/complex.hpp): summing the
+  // logical axes sums each part.
+  if (complex::is(in.dtype)) return reduce(L, "ReduceSum", x, axes, complex::packed(out));
   if (!dtype::is_int(in.dtype)) return reduce(L, "ReduceSum", x, axes, out);
   int32_t w = wrap_dtype(in.dtype);  // CumSum has int32/int64 kernels only
   Aval wa = in.with_dtype(w);
@@ -151,7 +155,20 @@ Value min(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& ou
 
 // reduce_prod: ReduceProd for floats (NaN and inf * 0 propagate as in JAX by
 // themselves). Integers: a Mul scan per axis (see reduce_by_scan).
+// A complex product in polar form: the product of the moduli (ReduceProd)
+// and the sum of the arguments (ReduceSum), then back to (re, im). Exact up
+// to rounding; an argument sum past 2 pi only wraps around.
+Value complex_prod(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
+  Aval p = complex::part(in), po = complex::part(out);
+  complex::Parts z = complex::split(L, x, in);
+  Value m = reduce(L, "ReduceProd", complex::abs(L, z, p), axes, po);
+  Value a = reduce(L, "ReduceSum", complex::atan2(L, z.im, z.re, p), axes, po);
+  return complex::pack(L, L.op("Mul", {m, L.op("Cos", {a}, po)}, po),
+                       L.op("Mul", {m, L.op("Sin", {a}, po)}, po), out);
+}
+
 Value prod(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
+  if (complex::is(in.dtype)) return complex_prod(L, x, in, axes, out);
   int32_t w = wrap_dtype(in.dtype);
   Value r = cast(L, x, in, w);
   if (dtype::is_int(in.dtype)) {
@@ -332,7 +349,10 @@ JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
       .emits({"ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast"})
       .doc(onnx_doc("ReduceMin"));
   plugin.primitive("reduce_prod", [](Lowering& L) { lower_reduction(L, prod); })
-      .emits({"ReduceProd", "Pad", "Slice", "Mul", "Gather", "Concat", "Neg", "Cast"})
+      .emits({"ReduceProd", "Pad", "Slice", "Mul", "Gather", "Concat", "Neg", "Cast",
+              // complex operands (complex_prod)
+              "ReduceSum", "Abs", "Max", "Min", "Div", "Add", "Sqrt", "Equal", "Or", "Where",
+              "Atan", "Greater", "Less", "Sub", "IsInf", "Cos", "Sin", "Unsqueeze"})
       .emits_shape_ops()
       .doc(onnx_doc("ReduceProd"));
   for (auto [name, fn] : {std::pair{"reduce_and", ReduceFn{logic<Logic::And>}},

@@ -3,9 +3,14 @@
 //
 // Output shapes come from the equation's output aval, which carries symbolic
 // dims ("B", "2*B") exactly as the params do. A symbolic dim is never turned
-// into an integer: target shapes are built with shape_value / dim_value,
+// into an integer: target shapes are built with L.shape_value / L.dim_value,
 // or with Reshape's exact 0 ("copy this input dim") and -1 ("infer") codes.
 // A step that would be the identity emits no node.
+//
+// A complex operand is carried packed (float[..., 2], jaxonnx/complex.hpp):
+// each primitive works on the packed avals with the trailing axis carried
+// along (a broadcast dim, perm entry or rep of its own).
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -25,9 +30,10 @@ using namespace jaxonnx::sdk;
 // already present in x needs no runtime value). When the new axes are all
 // leading, Expand's numpy-style rank broadcasting inserts them itself.
 void lower_broadcast_in_dim(Lowering& L) {
-  Aval in = L.in_aval(0);
-  Aval out = L.out_aval(0);
+  Aval in = complex::packed(L.in_aval(0));
+  Aval out = complex::packed(L.out_aval(0));
   std::vector<int64_t> bdims = L.param("broadcast_dimensions").as_ints();
+  if (complex::is(L.in_aval(0).dtype)) bdims.push_back(out.rank() - 1);  // the packed parts
   const int64_t rank = out.rank();
   if (static_cast<int64_t>(bdims.size()) != in.rank())
     L.fail("broadcast_dimensions has " + std::to_string(bdims.size()) + " entries for an input of rank " +
@@ -76,8 +82,8 @@ void lower_broadcast_in_dim(Lowering& L) {
 void lower_reshape(Lowering& L) {
   if (L.has_param("dimensions") && !L.param("dimensions").is_none())
     L.fail("reshape with dimensions != None (a transposing reshape) is not supported");
-  Aval in = L.in_aval(0);
-  Aval out = L.out_aval(0);
+  Aval in = complex::packed(L.in_aval(0));
+  Aval out = complex::packed(L.out_aval(0));
   Value x = L.input(0);
   if (in.shape == out.shape) {
     L.bind(0, x);
@@ -116,13 +122,16 @@ void lower_squeeze(Lowering& L) {
     return;
   }
   std::sort(axes.begin(), axes.end());
-  L.bind(0, L.op("Squeeze", {x, i64s(L, axes)}, L.out_aval(0)));
+  L.bind(0, L.op("Squeeze", {x, i64s(L, axes)}, complex::packed(L.out_aval(0))));
 }
 
 // -------------------------------------------------------------- transpose --
 
 void lower_transpose(Lowering& L) {
-  L.bind(0, transpose(L, L.input(0), L.in_aval(0), L.param("permutation").as_ints()));
+  std::vector<int64_t> perm = L.param("permutation").as_ints();
+  Aval in = L.in_aval(0);
+  if (complex::is(in.dtype)) perm.push_back(in.rank());  // the packed parts stay last
+  L.bind(0, transpose(L, L.input(0), complex::packed(in), perm));
 }
 
 // ------------------------------------------------------------------ stack --
@@ -131,10 +140,10 @@ void lower_transpose(Lowering& L) {
 // Concat along it (a single operand needs only the Unsqueeze).
 void lower_stack(Lowering& L) {
   Value axis = i64s(L, {L.param("axis").as_int()});
-  Aval out = L.out_aval(0);
+  Aval out = complex::packed(L.out_aval(0));
   std::vector<Value> parts;
   for (size_t i = 0; i < L.num_inputs(); ++i) {
-    Shape s = L.in_aval(i).shape;
+    Shape s = complex::packed(L.in_aval(i)).shape;
     s.insert(s.begin() + L.param("axis").as_int(), Dim(1));
     parts.push_back(L.op("Unsqueeze", {L.input(i), axis}, out.with_shape(s)));
   }
@@ -148,9 +157,10 @@ void lower_stack(Lowering& L) {
 // Reps of all ones is the identity.
 void lower_tile(Lowering& L) {
   Shape reps = L.param("reps").as_dims();
+  if (complex::is(L.in_aval(0).dtype)) reps.push_back(Dim(1));  // the packed parts
   bool identity = std::all_of(reps.begin(), reps.end(), [](const Dim& d) { return d == Dim(1); });
   Value x = L.input(0);
-  L.bind(0, identity ? x : L.op("Tile", {x, shape_value(L, reps)}, L.out_aval(0)));
+  L.bind(0, identity ? x : L.op("Tile", {x, shape_value(L, reps)}, complex::packed(L.out_aval(0))));
 }
 
 // ----------------------------------------------------------- dim_as_value --

@@ -14,8 +14,14 @@
 //                   else Range; then Expand to the full shape.
 //
 // Params may hold symbolic dims (slice limits "B", starts "mod(-2, B)", split
-// sizes "B"); those become runtime int64 values through shape_value, never
+// sizes "B"); those become runtime int64 values through L.shape_value, never
 // integers. A step that would be the identity emits no node.
+//
+// A complex operand is carried packed (float[..., 2], jaxonnx/complex.hpp):
+// rev/slice/concatenate/split touch only its leading (logical) axes, so they
+// run on the packed value with packed avals; pad pads each part with its
+// part of the padding value.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -64,7 +70,7 @@ void lower_rev(Lowering& L) {
   L.bind(0, L.op("Slice",
                  {x, i64s(L, std::vector<int64_t>(n, -1)), i64s(L, std::vector<int64_t>(n, kMinI64)),
                   i64s(L, axes), i64s(L, std::vector<int64_t>(n, -1))},
-                 L.out_aval(0)));
+                 complex::packed(L.out_aval(0))));
 }
 
 // ------------------------------------------------------------------ slice --
@@ -100,7 +106,7 @@ void lower_slice(Lowering& L) {
   }
   std::vector<Value> ins = {x, shape_value(L, s_starts), shape_value(L, s_ends), i64s(L, axes)};
   if (std::any_of(steps.begin(), steps.end(), [](int64_t s) { return s != 1; })) ins.push_back(i64s(L, steps));
-  L.bind(0, L.op("Slice", ins, L.out_aval(0)));
+  L.bind(0, L.op("Slice", ins, complex::packed(L.out_aval(0))));
 }
 
 // ------------------------------------------------------------ concatenate --
@@ -112,7 +118,8 @@ void lower_concatenate(Lowering& L) {
     return;
   }
   int64_t axis = L.param("dimension").as_int();
-  L.bind(0, L.op("Concat", xs, L.out_aval(0), {Attr::i("axis", axis)}));
+  if (axis < 0) axis += L.out_aval(0).rank();  // counted from the back of the logical shape
+  L.bind(0, L.op("Concat", xs, complex::packed(L.out_aval(0)), {Attr::i("axis", axis)}));
 }
 
 // ------------------------------------------------------------------ split --
@@ -128,7 +135,7 @@ void lower_split(Lowering& L) {
     return;
   }
   std::vector<Aval> outs;
-  for (size_t i = 0; i < n; ++i) outs.push_back(L.out_aval(i));
+  for (size_t i = 0; i < n; ++i) outs.push_back(complex::packed(L.out_aval(i)));
   std::vector<Value> ys = L.op_n("Split", {x, shape_value(L, L.param("sizes").as_dims())}, outs,
                                  {Attr::i("axis", L.param("axis").as_int())});
   for (size_t i = 0; i < n; ++i) L.bind(i, ys[i]);
@@ -199,7 +206,7 @@ void lower_pad(Lowering& L) {
 
   // An empty input or output is all padding (or nothing): broadcast the value.
   if (has_static_zero(in.shape) || has_static_zero(out.shape)) {
-    L.bind(0, L.op("Expand", {pv, shape_value(L, out.shape)}, out));
+    L.bind(0, L.op("Expand", {pv, complex::packed_shape_value(L, out)}, complex::packed(out)));
     return;
   }
 
@@ -220,12 +227,22 @@ void lower_pad(Lowering& L) {
     return;
   }
 
-  const int32_t ct = pad_compute_dtype(in.dtype);
-  x = cast(L, x, in, ct);
-  pv = cast(L, pv, Aval(in.dtype, {}), ct);
-  if (any_interior) x = pad_interior(L, x, in.with_dtype(ct), interior, pv);
-  if (any_edge) x = L.op("Pad", {x, i64s(L, pads), pv}, out.with_dtype(ct));
-  L.bind(0, cast(L, x, out.with_dtype(ct), out.dtype));
+  // One real tensor padded with the scalar pv.
+  auto pad_real = [&](Value v, Value value, const Aval& a, const Aval& r) {
+    const int32_t ct = pad_compute_dtype(a.dtype);
+    v = cast(L, v, a, ct);
+    value = cast(L, value, Aval(a.dtype, {}), ct);
+    if (any_interior) v = pad_interior(L, v, a.with_dtype(ct), interior, value);
+    if (any_edge) v = L.op("Pad", {v, i64s(L, pads), value}, r.with_dtype(ct));
+    return cast(L, v, r.with_dtype(ct), r.dtype);
+  };
+  if (!complex::is(in.dtype)) {
+    L.bind(0, pad_real(x, pv, in, out));
+    return;
+  }
+  complex::Parts z = complex::split(L, x, in), v = complex::split(L, pv, Aval(in.dtype, {}));
+  Aval pin = complex::part(in), pout = complex::part(out);
+  L.bind(0, complex::pack(L, pad_real(z.re, v.re, pin, pout), pad_real(z.im, v.im, pin, pout), out));
 }
 
 // ------------------------------------------------------------------- iota --
@@ -309,7 +326,7 @@ JAXONNX_PLUGIN("lax_slicing", "0.1.0") {
   plugin.primitive("concatenate", lower_concatenate).emits({"Concat"}).doc(onnx_doc("Concat"));
   plugin.primitive("split", lower_split).emits({"Split"}).emits_shape_ops().doc(onnx_doc("Split"));
   plugin.primitive("pad", lower_pad)
-      .emits({"Pad", "Unsqueeze", "Reshape", "Expand", "Cast"})
+      .emits({"Pad", "Unsqueeze", "Reshape", "Expand", "Cast", "Gather", "Concat"})
       .emits_shape_ops()
       .doc(onnx_doc("Pad"));
   plugin.primitive("iota", lower_iota)

@@ -1,6 +1,7 @@
 """Refuses, before lowering, programs no ONNX model can carry: values of dtypes
-ONNX or onnxruntime cannot hold (complex, float8, int4, string, ...) and
-functions that return no array."""
+ONNX or onnxruntime cannot hold (float8, int4, string, ...) and functions that
+return no array. Complex values are carried as real tensors with a trailing dim
+of 2 (complex64 as float32[..., 2]), so they are supported."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from jaxonnx._core import ConversionError
 # The dtypes the core maps to ONNX element types that onnxruntime runs: the
 # core's one dtype table (plugin_sdk/include/jaxonnx/dtypes.hpp).
 SUPPORTED = frozenset(_core.exported_dtypes())
-_SUPPORTED_TEXT = "float16/bfloat16/float32/float64, int8-int64, uint8-uint64 and bool"
+_SUPPORTED_TEXT = ("float16/bfloat16/float32/float64, int8-int64, uint8-uint64, bool and "
+                   "complex64/complex128 (as float32/float64[..., 2])")
 
 
 def _unsupported(aval) -> str | None:
@@ -30,8 +32,7 @@ def _unsupported(aval) -> str | None:
 
 
 def _why(dtype_name: str) -> str:
-    extra = " (ONNX has no complex dtypes)" if dtype_name.startswith("complex") else ""
-    return f"which ONNX models cannot carry{extra}; jaxonnx exports {_SUPPORTED_TEXT}"
+    return f"which ONNX models cannot carry; jaxonnx exports {_SUPPORTED_TEXT}"
 
 
 def _eqns(jaxpr, seen=None):

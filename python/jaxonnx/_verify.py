@@ -48,7 +48,7 @@ def _feeds(session, xs, params):
         if value is None:
             raise ConversionError(f"no value for the model input {meta.name!r}")
         dtype = _ORT_TYPES.get(meta.type)
-        value = np.asarray(value)
+        value = _packed(np.asarray(value))
         feeds[meta.name] = value.astype(dtype) if dtype is not None else value
     return feeds
 
@@ -59,9 +59,14 @@ _ORT_TYPES = {f"tensor({k})": np.dtype(v) for k, v in {
     "uint64": "uint64", "bool": "bool"}.items()}
 
 
+def _packed(x):
+    """A complex array as the model carries it: float[..., 2] (real, imaginary)."""
+    return np.stack([x.real, x.imag], axis=-1) if np.iscomplexobj(x) else x
+
+
 def _compare(expected, got, rtol, atol):
     """None when close (floats within rtol/atol, NaN equal; others exact), else why not."""
-    expected, got = np.asarray(expected), np.asarray(got)
+    expected, got = _packed(np.asarray(expected)), np.asarray(got)
     if expected.shape != got.shape:
         return f"shape mismatch (JAX {expected.shape} vs ONNX {got.shape})"
     if np.issubdtype(expected.dtype, np.inexact) or np.issubdtype(got.dtype, np.inexact):

@@ -101,9 +101,20 @@ def _shape_dtype_structs(shapes, dtypes):
     return out
 
 
+def packed(x):
+    """`x` as the model carries it: a complex array as float[..., 2] (real,
+    imaginary), anything else as it is."""
+    x = np.asarray(x)
+    if not np.iscomplexobj(x):
+        return x
+    return np.stack([x.real, x.imag], axis=-1)
+
+
 def random_input(shape, dtype, rng):
-    """Standard-normal floats, small integers, random booleans."""
+    """Standard-normal floats (complex: both parts), small integers, random booleans."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(size=shape) + 1j * rng.standard_normal(size=shape)).astype(dtype)
     if dtype == np.bool_:
         return rng.integers(0, 2, size=shape).astype(np.bool_)
     if np.issubdtype(dtype, np.integer):
@@ -168,7 +179,9 @@ def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overr
     models = {}
     for variant in variants:
         shapes, dtypes = _resolve(input_specs, variant)
-        x64 = variant.dtype == "float64" or any(np.dtype(d).itemsize == 8 for d in dtypes)
+        x64 = variant.dtype == "float64" or any(
+            np.dtype(d).itemsize == 8 and np.dtype(d).kind != "c" or np.dtype(d) == np.complex128
+            for d in dtypes)
         opts = dict(enable_double_precision=x64, opset=opset, plugin_dirs=plugin_dirs,
                     plugin_overrides=plugin_overrides)
         with _x64(x64):
@@ -189,8 +202,10 @@ def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overr
             args = [gen(_concrete(s, batch), d, rng) for s, d in zip(shapes, dtypes)]
             with _x64(x64):
                 expected = jax.tree_util.tree_leaves(fn(*args))
-            got = sess.run(None, dict(zip(names, args)))
-            unoptimized = raw_sess.run(None, dict(zip(names, args)))
+            feed = dict(zip(names, map(packed, args)))  # complex inputs go in packed
+            got = sess.run(None, feed)
+            unoptimized = raw_sess.run(None, feed)
+            expected = [packed(e) for e in expected]
             assert len(got) == len(expected), \
                 f"{variant}: the model has {len(got)} outputs, JAX gives {len(expected)}"
             for k, (g, u, e) in enumerate(zip(got, unoptimized, expected)):

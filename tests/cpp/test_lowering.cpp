@@ -540,3 +540,23 @@ TEST_CASE("provenance: each node carries its equation's primitive, plugin and so
   REQUIRE(off.ParseFromString(convert(program, reg, ConvertOptions{})));
   for (const auto& n : off.graph().node()) CHECK(n.metadata_props_size() == 0);
 }
+
+TEST_CASE("complex avals and tensors are carried packed as float[..., 2]") {
+  Aval c(JXO_DTYPE_COMPLEX64, {S("B"), N(3)});
+  Aval p = packed(c);
+  CHECK(p.dtype == JXO_DTYPE_FLOAT32);
+  CHECK(p.str() == "float32[B,3,2]");
+  CHECK(packed(Aval(JXO_DTYPE_COMPLEX128, {})).str() == "float64[2]");
+  CHECK(packed(batch3()).str() == batch3().str());  // real avals are unchanged
+
+  // A complex tensor's bytes are already (re, im) pairs: same buffer, new dims.
+  float data[4] = {1, 2, 3, 4};  // two complex64 values: 1+2j, 3+4j
+  auto t = Tensor::copy_of(JXO_DTYPE_COMPLEX64, {2}, data, sizeof(data));
+  auto q = packed(t);
+  CHECK(q->dtype == JXO_DTYPE_FLOAT32);
+  CHECK(q->dims == std::vector<int64_t>{2, 2});
+  CHECK(q->data == t->data);
+  CHECK(q->nbytes == sizeof(data));
+  t.reset();  // the packed view keeps the buffer alive
+  CHECK(static_cast<const float*>(q->data)[3] == 4.0f);
+}

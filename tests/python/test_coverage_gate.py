@@ -92,6 +92,13 @@ def pca(x):
     return comps, xc @ jnp.swapaxes(comps, -1, -2), s**2 / (x.shape[-2] - 1)
 
 
+def spectral_filter(x):
+    """A low-pass filter (issue 16): rfft, keep the lower half of the band, irfft."""
+    spec = jnp.fft.rfft(x, axis=-1)
+    mask = (jnp.arange(spec.shape[-1]) < spec.shape[-1] // 2).astype(x.dtype)
+    return jnp.fft.irfft(spec * mask, n=x.shape[-1], axis=-1)
+
+
 def linalg(x):
     gram = x @ jnp.swapaxes(x, -1, -2)
     return (jnp.linalg.norm(x, ord=2, axis=(-2, -1)), jnp.linalg.pinv(x), jnp.linalg.matrix_rank(x),
@@ -203,6 +210,11 @@ CORPUS = {
     "moe_ragged_dot": (moe_layer, [("B", 3, 6)]),
     "gamma_sampler": (gamma_sampler, [("B", 4)]),
     "spline_tridiagonal_solve": (spline_second_derivatives, [("B", 9)]),
+    # Complex numbers and FFTs (issue 16), carried as float[..., 2] inside the model.
+    "spectral_filter": (spectral_filter, [("B", 32)]),
+    "complex_arithmetic": (lambda x: (jnp.abs(jnp.exp(1j * x) * (x + 2j)), jnp.angle(x - 1j),
+                                      jnp.real(jnp.fft.ifft(jnp.fft.fft(x) * jnp.conj(jnp.fft.fft(x))))),
+                           [("B", 8)]),
     "unstack_platform": (lambda x: (*jnp.unstack(x, axis=-1),
                                     lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)),
                          [("B", 3)]),

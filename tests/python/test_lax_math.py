@@ -361,12 +361,7 @@ def test_nextafter_symbolic(dtype, x64):
 
 # ---------------------------------------------------------------- complex --
 
-@pytest.mark.parametrize("fn,dtype", [(lax.real, np.complex64), (lax.imag, np.complex64),
-                                      (lax.conj, np.complex64), (lax.conj, np.float32)],
-                         ids=["real", "imag", "conj", "conj_of_real"])
-def test_complex_is_a_clear_error(fn, dtype):
-    with pytest.raises(jaxonnx.ConversionError, match="ONNX has no complex dtypes"):
-        jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct((3,), dtype)])
+# real / imag / conj / complex on complex operands: tests/python/test_complex.py.
 
 
 def test_jnp_real_conj_of_real_input_need_no_primitive():

@@ -87,7 +87,7 @@ def test_bind_output_checks_the_shape():
 
 # -- bug 7: dtypes ONNX cannot carry, and functions returning nothing
 
-@pytest.mark.parametrize("dtype", ["complex64", "float8_e4m3fn", "int4"])
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "int4"])
 def test_unsupported_input_dtypes_are_refused(dtype):
     spec = jax.ShapeDtypeStruct((3,), jnp.dtype(dtype))
     with pytest.raises(jaxonnx.ConversionError, match=f"input 'in_0' has dtype {dtype}"):
@@ -102,10 +102,20 @@ def test_unsupported_intermediate_dtype_is_refused_with_its_source_line():
     assert "test_reliability_lowering.py" in str(info.value)
 
 
-def test_complex_output_is_refused():
-    # The equation that makes it is named (with its line), before the output.
-    with pytest.raises(jaxonnx.ConversionError, match=r"makes a complex64 value .*test_reliability_lowering.py"):
-        jaxonnx.to_onnx(lambda x: x * 1j, [(3,)])
+def test_complex_output_is_carried_packed():
+    # Complex values are no longer refused: a complex64 output is float32[..., 2]
+    # (tests/python/test_complex.py covers the primitives).
+    model = jaxonnx.to_onnx(lambda x: x * 1j, [(3,)])
+    dims = [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
+    assert dims == [3, 2] and model.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+
+
+def test_complex_operand_a_plugin_does_not_lower_is_refused_clearly():
+    # The plugin, primitive, complex aval and the user's line are named.
+    with pytest.raises(jaxonnx.ConversionError,
+                       match=r"plugin 'lax_elementwise' failed to lower 'tanh' \(inputs: complex64\[3\]\) "
+                             r"at .*test_reliability_lowering.py.*not lowered by lax_elementwise"):
+        jaxonnx.to_onnx(lambda x: jnp.tanh(x * 1j), [(3,)])
 
 
 @pytest.mark.parametrize("ret", [None, (), {}], ids=["None", "tuple", "dict"])

@@ -1,7 +1,7 @@
 // The one table of element types, read by the core, the Python binding and
 // the SDK: the ABI number (ONNX's TensorProto number), the name NumPy and JAX
 // give it, the bytes per element, and whether jaxonnx exports it (ONNX carries
-// it and onnxruntime runs it). Header-only: plugins link nothing of the core.
+// it and onnxruntime runs it; complex travels packed as float[..., 2]). Header-only: plugins link nothing of the core.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +26,8 @@ inline constexpr Info kTable[] = {
     {JXO_DTYPE_INT32, "int32", 4, true},           {JXO_DTYPE_INT64, "int64", 8, true},
     {JXO_DTYPE_UINT8, "uint8", 1, true},           {JXO_DTYPE_UINT16, "uint16", 2, true},
     {JXO_DTYPE_UINT32, "uint32", 4, true},         {JXO_DTYPE_UINT64, "uint64", 8, true},
-    {JXO_DTYPE_BOOL, "bool", 1, true},             {JXO_DTYPE_COMPLEX64, "complex64", 8, false},
-    {JXO_DTYPE_COMPLEX128, "complex128", 16, false}, {JXO_DTYPE_STRING, "string", 0, false},
+    {JXO_DTYPE_BOOL, "bool", 1, true},             {JXO_DTYPE_COMPLEX64, "complex64", 8, true},
+    {JXO_DTYPE_COMPLEX128, "complex128", 16, true}, {JXO_DTYPE_STRING, "string", 0, false},
 };
 
 // The entry of a JXO_DTYPE_* number, or nullptr.

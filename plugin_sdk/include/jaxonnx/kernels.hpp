@@ -47,6 +47,7 @@ inline constexpr Entry kTable[] = {
     {"Add", kNumeric, 0},
     {"Ceil", kF, 0},
     {"Cos", kF, 0},
+    {"DFT", kF, 0},  // opset 20 and DFT-17; no bfloat16
     {"Div", kNumeric, 0},
     {"Equal", kNumeric | kBool, 0},
     {"Erf", bit(JXO_DTYPE_FLOAT32) | bit(JXO_DTYPE_FLOAT16), 0},

@@ -41,6 +41,9 @@ constexpr int32_t f32 = JXO_DTYPE_FLOAT32, f64 = JXO_DTYPE_FLOAT64, f16 = JXO_DT
                   i32 = JXO_DTYPE_INT32, i64 = JXO_DTYPE_INT64, u8 = JXO_DTYPE_UINT8,
                   u16 = JXO_DTYPE_UINT16, u32 = JXO_DTYPE_UINT32, u64 = JXO_DTYPE_UINT64,
                   boolean = JXO_DTYPE_BOOL;
+// Complex: carried in the IR as a real tensor with a trailing dim of 2 (see complex.hpp).
+constexpr int32_t c64 = JXO_DTYPE_COMPLEX64, c128 = JXO_DTYPE_COMPLEX128;
+inline bool is_complex(int32_t t) { return t == c64 || t == c128; }
 
 inline bool is_float(int32_t t) { return t == f32 || t == f64 || t == f16 || t == bf16; }
 inline bool is_signed_int(int32_t t) { return t == i8 || t == i16 || t == i32 || t == i64; }

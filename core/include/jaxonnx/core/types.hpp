@@ -70,4 +70,11 @@ struct Tensor {
   mutable jxo_tensor c_{};
 };
 
+// Complex values are carried as real tensors with a trailing dim of 2 ([..., 0]
+// real, [..., 1] imaginary): complex64 as float32[..., 2], complex128 as
+// float64[..., 2]. The IR type of a value of aval `a` (`a` itself unless complex).
+Aval packed(const Aval& a);
+// The same for a tensor: the bytes of a complex tensor are already that layout.
+std::shared_ptr<const Tensor> packed(std::shared_ptr<const Tensor> t);
+
 }  // namespace jaxonnx
