@@ -29,6 +29,7 @@ JaxprImporter::JaxprImporter() {
         return issub(dt, key).cast<bool>();
       });
   key_data_ = pb::module_::import("jax.random").attr("key_data");
+  reference_type_ = pb::module_::import("jaxonnx._reference").attr("Reference");
 }
 
 // A typed threefry2x32 PRNG key dtype (key<fry>). Such keys reach the core as
@@ -142,6 +143,11 @@ Param JaxprImporter::param(pb::handle v) {
     p.jaxpr = open_jaxpr(v, pb::tuple());
     return p;
   }
+  if (pb::isinstance(v, reference_type_)) {  // its `closed`, imported if a lowering reads it
+    p.kind = JXO_PARAM_JAXPR;
+    p.jaxpr = deferred_jaxpr(v);
+    return p;
+  }
   if (pb::isinstance(v, np_dtype_type_) ||
       (PyType_Check(v.ptr()) && PyObject_IsSubclass(v.ptr(), np_generic_.ptr()) == 1)) {
     p.kind = JXO_PARAM_DTYPE;
@@ -180,6 +186,24 @@ Param JaxprImporter::param(pb::handle v) {
   p.kind = JXO_PARAM_OPAQUE;
   p.s = pb::str(pb::type::handle_of(v).attr("__name__"));
   return p;
+}
+
+// The deferred jaxpr is made while the core runs (the GIL released) and must
+// not throw through a plugin: a failure is kept for the caller and reads as
+// no jaxpr. It holds the object by pointer (kept alive here), so copying it
+// touches no Python refcount.
+JaxprRef JaxprImporter::deferred_jaxpr(pb::handle reference) {
+  keepalive_.push_back(pb::reinterpret_borrow<pb::object>(reference));
+  PyObject* ref = reference.ptr();
+  return JaxprRef::deferred([this, ref]() -> std::shared_ptr<const ClosedJaxpr> {
+    pb::gil_scoped_acquire gil;
+    try {
+      return closed_jaxpr(pb::handle(ref).attr("closed"));
+    } catch (...) {
+      if (!deferred_error_) deferred_error_ = std::current_exception();
+      return nullptr;
+    }
+  });
 }
 
 Param JaxprImporter::params(pb::dict d) {

@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <exception>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -23,9 +24,13 @@ class JaxprImporter {
   Param params(pb::dict params);  // a RECORD, keys sorted as JAX gives them
   // The eqn.source_info objects, indexed by Eqn::source.
   const std::vector<pb::object>& sources() const { return sources_; }
+  // The first error making a deferred jaxpr (a jaxonnx Reference) raised;
+  // the lowering that asked for it only saw no jaxpr.
+  std::exception_ptr deferred_error() const { return deferred_error_; }
 
  private:
   std::shared_ptr<const ClosedJaxpr> open_jaxpr(pb::handle jaxpr, pb::handle consts);
+  JaxprRef deferred_jaxpr(pb::handle reference);
   Atom atom(pb::handle a);
   int32_t dtype(pb::handle dt);
   bool threefry_key(pb::handle dt);
@@ -33,13 +38,14 @@ class JaxprImporter {
 
   pb::object literal_type_, dropvar_type_, closed_type_, jaxpr_type_, np_asarray_,
       np_dtype_type_, np_generic_, is_symbolic_, dataclass_fields_, is_dataclass_, enum_type_,
-      is_key_dtype_, key_data_, primitive_type_;
+      is_key_dtype_, key_data_, primitive_type_, reference_type_;
   std::unordered_map<PyObject*, int64_t> var_ids_;
   std::unordered_map<PyObject*, std::shared_ptr<const ClosedJaxpr>> jaxprs_;
   std::unordered_map<PyObject*, int32_t> dtypes_;
   std::unordered_map<PyObject*, bool> key_dtypes_;
   std::vector<pb::object> sources_;
   std::vector<pb::object> keepalive_;  // objects whose ids key the maps above
+  std::exception_ptr deferred_error_;
 };
 
 }  // namespace jaxonnx::py
