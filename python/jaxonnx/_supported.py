@@ -18,11 +18,25 @@ SUPPORTED = frozenset(
 _SUPPORTED_TEXT = "float16/bfloat16/float32/float64, int8-int64, uint8-uint64 and bool"
 
 
+_verdicts: dict = {}  # dtype -> its name if unsupported, else None (asked for every value)
+
+
 def _unsupported(aval) -> str | None:
     """The name of `aval`'s dtype if no model can hold it, else None."""
     dt = getattr(aval, "dtype", None)
     if dt is None:
         return None  # tokens and other non-array values
+    try:
+        return _verdicts[dt]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable dtype-like object
+        return _verdict(dt)
+    verdict = _verdicts[dt] = _verdict(dt)
+    return verdict
+
+
+def _verdict(dt) -> str | None:
     try:
         if jax.dtypes.issubdtype(dt, jax.dtypes.prng_key):
             return None  # typed PRNG keys are lowered as their uint32 data
@@ -37,12 +51,15 @@ def _why(dtype_name: str) -> str:
     return f"which ONNX models cannot carry{extra}; jaxonnx exports {_SUPPORTED_TEXT}"
 
 
-def _eqns(jaxpr):
-    """Every equation of `jaxpr`, nested ones included, the ones inside an
-    equation's params before the equation (so that the innermost is named)."""
+def _eqns(jaxpr, seen):
+    """Every equation of `jaxpr`, nested ones included (a body shared by several
+    calls once), the ones inside an equation's params before the equation (so
+    that the innermost is named)."""
     for eqn in jaxpr.eqns:
         for sub in jax_core.jaxprs_in_params(eqn.params):
-            yield from _eqns(sub)
+            if id(sub) not in seen:
+                seen.add(id(sub))
+                yield from _eqns(sub, seen)
         yield eqn
 
 
@@ -58,8 +75,8 @@ def check_program(closed, input_names) -> None:
             label = f"'{name}'" if name else f"{i}"
             raise ConversionError(
                 f"input {label} has dtype {dt} ({v.aval.str_short()}), {_why(dt)}")
-    for eqn in _eqns(jaxpr):
-        for v in list(eqn.invars) + list(eqn.outvars):
+    for eqn in _eqns(jaxpr, set()):
+        for v in (*eqn.invars, *eqn.outvars):
             if (dt := _unsupported(v.aval)):
                 raise ConversionError(
                     f"'{eqn.primitive.name}' {'reads' if v in eqn.invars else 'makes'} a "
