@@ -55,8 +55,9 @@ class Reference:
         return jax_core.eval_jaxpr(closed.jaxpr, closed.consts, *operands)
 
     def __repr__(self):
-        outs = ", ".join(a.str_short() for a in self.out_avals)
-        return f"Reference({outs}{'' if self.is_traced else ', not traced yet'})"
+        # The same whether traced yet or not: jaxpr text (onnx_function's
+        # unique=True fingerprint, records) must not depend on it.
+        return f"Reference({', '.join(a.str_short() for a in self.out_avals)})"
 
 
 def trace(original, args, kwargs, operands, return_shape=False):
