@@ -73,6 +73,15 @@ int32_t JaxprImporter::dtype(pb::handle dt_in) {
   return out;
 }
 
+// A symbolic dim's text ("B", "2*B"); JAX's str() of one is slow, and the
+// same dim object recurs in most avals.
+const std::string& JaxprImporter::symbol(pb::handle d) {
+  auto it = symbols_.find(d.ptr());
+  if (it != symbols_.end()) return it->second;
+  keepalive_.push_back(pb::reinterpret_borrow<pb::object>(d));
+  return symbols_.emplace(d.ptr(), pb::str(d).cast<std::string>()).first->second;
+}
+
 Aval JaxprImporter::aval(pb::handle a) {
   Aval out;
   pb::object dt = a.attr("dtype");
@@ -80,7 +89,7 @@ Aval JaxprImporter::aval(pb::handle a) {
   out.dtype = key ? JXO_DTYPE_UINT32 : dtype(dt);
   for (pb::handle d : a.attr("shape")) {
     if (PyLong_Check(d.ptr())) out.dims.push_back(Dim{d.cast<int64_t>(), {}});
-    else out.dims.push_back(Dim{0, pb::str(d)});
+    else out.dims.push_back(Dim{0, symbol(d)});
   }
   if (key) out.dims.push_back(Dim{2, {}});  // the key data's trailing dim
   return out;
@@ -113,16 +122,21 @@ std::shared_ptr<const Tensor> JaxprImporter::array(pb::handle value, pb::handle 
 
 Atom JaxprImporter::atom(pb::handle a) {
   Atom out;
-  pb::object av = a.attr("aval");
-  out.aval = aval(av);
   if (pb::isinstance(a, literal_type_)) {
+    pb::object av = a.attr("aval");
+    out.aval = aval(av);
     out.literal = array(a.attr("val"), av.attr("dtype"));
     return out;
   }
   if (pb::isinstance(a, dropvar_type_)) out.dropped = true;
-  auto [it, fresh] = var_ids_.emplace(a.ptr(), static_cast<int64_t>(var_ids_.size()));
-  if (fresh) keepalive_.push_back(pb::reinterpret_borrow<pb::object>(a));
-  out.var = it->second;
+  auto it = vars_.find(a.ptr());
+  if (it == vars_.end()) {
+    int64_t id = static_cast<int64_t>(vars_.size());
+    it = vars_.emplace(a.ptr(), std::make_pair(id, aval(a.attr("aval")))).first;
+    keepalive_.push_back(pb::reinterpret_borrow<pb::object>(a));
+  }
+  out.var = it->second.first;
+  out.aval = it->second.second;
   return out;
 }
 

@@ -6,7 +6,9 @@
 
 #include <exception>
 #include <memory>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "jaxonnx/core/jaxpr.hpp"
@@ -33,13 +35,16 @@ class JaxprImporter {
   JaxprRef deferred_jaxpr(pb::handle reference);
   Atom atom(pb::handle a);
   int32_t dtype(pb::handle dt);
+  const std::string& symbol(pb::handle d);
   bool threefry_key(pb::handle dt);
   std::shared_ptr<const Tensor> array(pb::handle value, pb::handle dtype);
 
   pb::object literal_type_, dropvar_type_, closed_type_, jaxpr_type_, np_asarray_,
       np_dtype_type_, np_generic_, is_symbolic_, dataclass_fields_, is_dataclass_, enum_type_,
       is_key_dtype_, key_data_, primitive_type_, reference_type_;
-  std::unordered_map<PyObject*, int64_t> var_ids_;
+  // A var's id and aval (a var is read more often than it is made; its aval never changes).
+  std::unordered_map<PyObject*, std::pair<int64_t, Aval>> vars_;
+  std::unordered_map<PyObject*, std::string> symbols_;  // symbolic dim -> its text
   std::unordered_map<PyObject*, std::shared_ptr<const ClosedJaxpr>> jaxprs_;
   std::unordered_map<PyObject*, int32_t> dtypes_;
   std::unordered_map<PyObject*, bool> key_dtypes_;
