@@ -205,12 +205,14 @@ def _bind(spec: _Spec, registry, original, args, kwargs, env):
         return None  # nothing traced: an eager call
     key = (spec, tuple(jax.typeof(o) for o in operands), tuple(params.items()))
     known = _outputs.get(key)
+    source = source_info_util.current()
     if known is not None:
         tree, avals = known
-        reference = Reference(avals, call=(original, args, kwargs, operands))
+        reference = Reference(avals, call=(original, args, kwargs, operands, source))
     else:
         try:
-            closed, shape = _reference.trace(original, args, kwargs, operands, return_shape=True)
+            closed, shape = _reference.trace(original, args, kwargs, operands, source,
+                                             return_shape=True)
         except Exception:  # noqa: BLE001  (non-array results, or the call's own error: the
             return None    # original then runs, and raises that error itself)
         if closed is None:

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import jax
 from jax import core as jax_core
+from jax._src import source_info_util
 from jax.extend import core as jex_core
 
 from jaxonnx._core import ConversionError
+
+source_info_util.register_exclusion(__file__)
 
 
 class Reference:
@@ -27,7 +30,7 @@ class Reference:
     def __init__(self, out_avals, closed=None, call=None):
         self.out_avals = tuple(out_avals)
         self._closed = closed
-        self._call = call  # (original, args, kwargs, operands) until traced
+        self._call = call  # (original, args, kwargs, operands, source) until traced
 
     @classmethod
     def traced(cls, closed):
@@ -40,8 +43,8 @@ class Reference:
     @property
     def closed(self):
         if self._closed is None:
-            original, args, kwargs, operands = self._call
-            closed = trace(original, args, kwargs, operands)
+            original, args, kwargs, operands, source = self._call
+            closed = trace(original, args, kwargs, operands, source)
             if closed is None:
                 raise ConversionError(
                     f"the reference of a call of {getattr(original, '__qualname__', original)!r} "
@@ -60,12 +63,15 @@ class Reference:
         return f"Reference({', '.join(a.str_short() for a in self.out_avals)})"
 
 
-def trace(original, args, kwargs, operands, return_shape=False):
+def trace(original, args, kwargs, operands, source, return_shape=False):
     """original(*args, **kwargs) as a ClosedJaxpr taking `operands` (found by
     identity among what it reads); None when it also reads another traced
-    value (the operands do not determine it). With return_shape, also the
-    output structure (as jax.make_jaxpr gives it)."""
-    closed, shape = jax.make_jaxpr(lambda: original(*args, **kwargs), return_shape=True)()
+    value (the operands do not determine it). Its equations get `source` (the
+    bound call's source_info), whenever it is traced: errors and provenance
+    name the user's line. With return_shape, also the output structure (as
+    jax.make_jaxpr gives it)."""
+    with source_info_util.user_context(source.traceback, name_stack=source.name_stack):
+        closed, shape = jax.make_jaxpr(lambda: original(*args, **kwargs), return_shape=True)()
     closed = _as_function_of(closed, operands)
     return (closed, shape) if return_shape else closed
 

@@ -97,3 +97,15 @@ def test_a_reference_reading_a_value_no_operand_carries_is_an_error_when_needed(
 
     with pytest.raises(jaxonnx.ConversionError, match="not an operand of its binding spec"):
         jaxonnx.to_onnx(reads_more, [SHAPE], opset=18)
+
+
+def test_a_reference_traced_late_names_the_users_line(calls, monkeypatch):
+    monkeypatch.setenv("JAXONNX_ENABLE_STACKTRACE_METADATA", "1")
+    first = jaxonnx.to_onnx(fn, [SHAPE], opset=18)  # traced while binding
+    again = jaxonnx.to_onnx(fn, [SHAPE], opset=18)  # traced when the lowering asks
+    assert len(calls) == 2
+    assert again.SerializeToString() == first.SerializeToString()
+    sites = {p.value for n in again.graph.node for p in n.metadata_props
+             if p.key == "pkg.jaxonnx.callsite"}
+    # fn's line, not the line in the original (the counting gelu above) nor ours
+    assert sites and all("test_lazy_reference.py" in s and s.endswith("(fn)") for s in sites)
