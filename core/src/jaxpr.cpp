@@ -1,9 +1,27 @@
 // Queries over the jaxpr model (jaxpr.hpp).
 #include "jaxonnx/core/jaxpr.hpp"
 
+#include "jaxonnx/core/error.hpp"
+
 #include <unordered_set>
 
 namespace jaxonnx {
+
+const ClosedJaxpr* JaxprRef::get() const {
+  if (!state_) return nullptr;
+  if (!state_->jaxpr && state_->make) {
+    Make make = std::move(state_->make);  // one attempt: a failure stays a failure
+    state_->make = nullptr;
+    state_->jaxpr = make();
+  }
+  return state_->jaxpr.get();
+}
+
+const ClosedJaxpr& JaxprRef::operator*() const {
+  const ClosedJaxpr* j = get();
+  if (!j) throw ConversionError("a deferred jaxpr param could not be made");
+  return *j;
+}
 
 const Param* Param::field(std::string_view key) const {
   for (size_t i = 0; i < keys.size(); ++i)

@@ -6,13 +6,17 @@ from the plugins as data; no target or plugin is named. A spec applies to a call
 when its `when` expressions hold and its operands are arrays one of which is
 traced; every other call runs the original callable.
 
-A bound primitive carries `reference`, the original callable traced as a
-function of the operands (a ClosedJaxpr). It gives the primitive its meaning
-everywhere JAX can meet it: eager impl and XLA lowering (evaluate it),
-abstract eval (the plugin's callback, else its output avals: jax.eval_shape of
-the original, so symbolic dims survive), jvp (differentiate it) and vmap (bind again with the
-batch dim leading where the spec says the primitive maps over leading dims,
-else vmap it). Plugins may inline it where their fused op does not fit.
+A bound primitive carries `reference` (_reference.Reference): the original
+callable as a function of the operands. It gives the primitive its meaning
+everywhere JAX can meet it: eager impl and XLA lowering (evaluate it), jvp
+(differentiate it) and vmap (bind again with the batch dim leading where the
+spec says the primitive maps over leading dims, else vmap it); plugins may
+inline it where their fused op does not fit. It is traced only when one of
+these needs it. Abstract eval is the plugin's callback, else the output avals
+of the original: by the binding-spec contract (the plugin lowers a call from
+its operands and params alone) they depend only on the spec, the operands'
+avals and the params, so the first such call traces the original (keeping that
+trace as its reference) and later ones reuse its avals without tracing.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from jax.interpreters import ad, batching, mlir
 
 from jax._src import source_info_util
 
-from jaxonnx import _core
+from jaxonnx import _core, _reference
+from jaxonnx._reference import Reference
 
 # An equation traced through a wrapper here names the user's line, not ours.
 source_info_util.register_exclusion(__file__)
@@ -74,8 +79,11 @@ def _compile(expr: str, where: str):
     return compile(tree, f"<binding spec {where}>", "eval")
 
 
+_GLOBALS = {"__builtins__": {}, **_FUNCTIONS}
+
+
 def _eval(code, env):
-    return eval(code, {"__builtins__": {}, **_FUNCTIONS}, env)  # noqa: S307 (checked by _compile)
+    return eval(code, _GLOBALS, env)  # noqa: S307 (checked by _compile; nothing writes _GLOBALS)
 
 
 class _Spec:
@@ -101,10 +109,6 @@ class _Spec:
 _primitives: dict = {}
 
 
-def _reference_fn(reference):
-    return lambda *ops: jax_core.eval_jaxpr(reference.jaxpr, reference.consts, *ops)
-
-
 def _primitive(spec: _Spec, registry):
     key = (spec.primitive, tuple(registry.dirs))
     if key in _primitives:
@@ -113,7 +117,7 @@ def _primitive(spec: _Spec, registry):
     prim.multiple_results = True
 
     def impl(*ops, **params):
-        return _reference_fn(params[REFERENCE])(*ops)
+        return params[REFERENCE](*ops)
 
     def abstract_eval(*avals, **params):
         if spec.has_abstract_eval:
@@ -122,15 +126,15 @@ def _primitive(spec: _Spec, registry):
             outs = _core.abstract_eval(registry, spec.primitive, list(avals), params)
             return [jax_core.ShapedArray(tuple(read(d) for d in dims), np.dtype(dt))
                     for dt, dims in outs]
-        return [v.aval for v in params[REFERENCE].jaxpr.outvars]
+        return list(params[REFERENCE].out_avals)
 
     def jvp(primals, tangents, **params):
         tangents = [ad.instantiate_zeros(t) for t in tangents]
-        _, t_out = jax.jvp(_reference_fn(params[REFERENCE]), list(primals), tangents)
+        _, t_out = jax.jvp(params[REFERENCE], list(primals), tangents)
         return prim.bind(*primals, **params), t_out
 
     def batch(args, dims, **params):
-        ref = _reference_fn(params[REFERENCE])
+        ref = params[REFERENCE]
         mask = params[LEADING]
         size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
         leading = all(d is None or (mask >> i) & 1 for i, d in enumerate(dims))
@@ -147,7 +151,7 @@ def _primitive(spec: _Spec, registry):
                 axes.append(None)
             moved.append(a)
         avals = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in moved]
-        batched = jax.make_jaxpr(jax.vmap(ref, in_axes=axes))(*avals)
+        batched = Reference.traced(jax.make_jaxpr(jax.vmap(ref, in_axes=axes))(*avals))
         outs = prim.bind(*moved, **{**params, REFERENCE: batched})
         return outs, [0] * len(outs)
 
@@ -178,6 +182,13 @@ def _is_array(v):
     return isinstance(v, (jax.Array, jax_core.Tracer, np.ndarray))
 
 
+# (spec, operand avals, params) -> (output tree, output avals) of a call that
+# traced; see the module's doc. Bounded: symbolic dims of other scopes, shapes
+# of models long gone.
+_outputs: dict = {}
+_OUTPUTS_MAX = 4096
+
+
 def _bind(spec: _Spec, registry, original, args, kwargs, env):
     """The outputs of the call through spec's primitive, or None when the spec
     does not apply to this call."""
@@ -192,42 +203,28 @@ def _bind(spec: _Spec, registry, original, args, kwargs, env):
         return None
     if not any(isinstance(o, jax_core.Tracer) for o in operands):
         return None  # nothing traced: an eager call
-    try:
-        closed, shape = jax.make_jaxpr(lambda: original(*args, **kwargs), return_shape=True)()
-    except Exception:  # noqa: BLE001  (non-array results, or the call's own error: the
-        return None    # original then runs, and raises that error itself)
-    reference = _as_function_of(closed, operands)
-    if reference is None:
-        return None
-    tree = jax.tree_util.tree_structure(shape)
+    key = (spec, tuple(jax.typeof(o) for o in operands), tuple(params.items()))
+    known = _outputs.get(key)
+    source = source_info_util.current()
+    if known is not None:
+        tree, avals = known
+        reference = Reference(avals, call=(original, args, kwargs, operands, source))
+    else:
+        try:
+            closed, shape = _reference.trace(original, args, kwargs, operands, source,
+                                             return_shape=True)
+        except Exception:  # noqa: BLE001  (non-array results, or the call's own error: the
+            return None    # original then runs, and raises that error itself)
+        if closed is None:
+            return None
+        reference = Reference.traced(closed)
+        tree = jax.tree_util.tree_structure(shape)
+        if len(_outputs) >= _OUTPUTS_MAX:
+            _outputs.clear()
+        _outputs[key] = (tree, reference.out_avals)
     prim = _primitive(spec, registry)
     outs = prim.bind(*operands, **params, **{REFERENCE: reference, LEADING: spec.leading})
     return jax.tree_util.tree_unflatten(tree, outs)
-
-
-def _as_function_of(closed, operands):
-    """`closed` (traced with no inputs) with the constants that are the operands
-    turned into its inputs, in operand order; None when it also reads another
-    traced value (then the operands do not determine it)."""
-    jaxpr = closed.jaxpr
-    by_id = {id(c): v for v, c in zip(jaxpr.constvars, closed.consts)}
-    invars, taken = [], set()
-    for o in operands:
-        v = by_id.get(id(o))
-        if v is None or id(o) in taken:  # unread (or read through an earlier operand)
-            v = jex_core.Var(jax.typeof(o))
-        taken.add(id(o))
-        invars.append(v)
-    used = {id(v) for v in invars}
-    constvars, consts = [], []
-    for v, c in zip(jaxpr.constvars, closed.consts):
-        if id(v) in used:
-            continue
-        if isinstance(c, jax_core.Tracer):
-            return None
-        constvars.append(v)
-        consts.append(c)
-    return jex_core.ClosedJaxpr(jaxpr.replace(constvars=constvars, invars=invars), consts)
 
 
 # ------------------------------------------------------------ the window
@@ -276,15 +273,44 @@ def _wrapper(original, specs, registry, exact):
     return call
 
 
+class _Compiled:
+    """A registry's specs by target, and the wrappers made for them, kept
+    between windows (compiling the specs and reading signatures is most of
+    what opening a window costs)."""
+
+    def __init__(self, registry):
+        self.registry = registry  # keeps id(registry) ours while cached
+        self.specs: dict = {}
+        for plugin in registry.plugins:
+            for p in plugin["primitives"]:
+                for d in p["bindings"]:
+                    spec = _Spec(p["name"], p["abstract_eval"], plugin["name"], d)
+                    self.specs.setdefault(spec.target, []).append(spec)
+        self.wrappers: dict = {}  # (target, exact) -> (original, wrapper or None)
+
+    def wrapper(self, target, original, exact):
+        hit = self.wrappers.get((target, exact))
+        if hit is None or hit[0] is not original:
+            hit = (original, _wrapper(original, self.specs[target], self.registry, exact))
+            self.wrappers[(target, exact)] = hit
+        return hit[1]
+
+
+_compiled: dict = {}
+
+
+def _compile_registry(registry) -> _Compiled:
+    hit = _compiled.get(id(registry))
+    if hit is None:
+        if len(_compiled) >= 8:  # registries rebuilt after their plugin files changed
+            _compiled.clear()
+        hit = _compiled[id(registry)] = _Compiled(registry)
+    return hit
+
+
 def _specs(registry):
     """The binding specs of every loaded plugin, in registry order, by target."""
-    by_target: dict = {}
-    for plugin in registry.plugins:
-        for p in plugin["primitives"]:
-            for d in p["bindings"]:
-                spec = _Spec(p["name"], p["abstract_eval"], plugin["name"], d)
-                by_target.setdefault(spec.target, []).append(spec)
-    return by_target
+    return _compile_registry(registry).specs
 
 
 @contextlib.contextmanager
@@ -298,9 +324,10 @@ def window(registry, crisp=True):
         return
     if crisp not in (True, "exact"):
         raise _core.ConversionError(f'crisp must be True, False or "exact"; got {crisp!r}')
+    compiled = _compile_registry(registry)
     restore = []
     try:
-        for target, specs in _specs(registry).items():
+        for target in compiled.specs:
             found = _resolve(target)
             if found is None:
                 continue
@@ -309,7 +336,7 @@ def window(registry, crisp=True):
             saved = owner.__dict__[name] if had else None
             if had and isinstance(saved, (staticmethod, classmethod)):
                 continue
-            wrapper = _wrapper(getattr(owner, name), specs, registry, crisp == "exact")
+            wrapper = compiled.wrapper(target, getattr(owner, name), crisp == "exact")
             if wrapper is None:
                 continue
             setattr(owner, name, wrapper)

@@ -20,11 +20,25 @@ _SUPPORTED_TEXT = ("float16/bfloat16/float32/float64, int8-int64, uint8-uint64, 
                    "complex64/complex128 (as float32/float64[..., 2])")
 
 
+_verdicts: dict = {}  # dtype -> its name if unsupported, else None (asked for every value)
+
+
 def _unsupported(aval) -> str | None:
     """The name of `aval`'s dtype if no model can hold it, else None."""
     dt = getattr(aval, "dtype", None)
     if dt is None:
         return None  # tokens and other non-array values
+    try:
+        return _verdicts[dt]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable dtype-like object
+        return _verdict(dt)
+    verdict = _verdicts[dt] = _verdict(dt)
+    return verdict
+
+
+def _verdict(dt) -> str | None:
     if _keys.is_key(dt):
         return None  # typed PRNG keys reach the core as their key data (_keys)
     name = np.dtype(dt).name if not hasattr(dt, "name") else dt.name
@@ -62,7 +76,7 @@ def check_program(closed, input_names) -> None:
             raise ConversionError(
                 f"input {label} has dtype {dt} ({v.aval.str_short()}), {_why(dt)}")
     for eqn in _eqns(jaxpr):
-        for v in list(eqn.invars) + list(eqn.outvars):
+        for v in (*eqn.invars, *eqn.outvars):
             if (dt := _unsupported(v.aval)):
                 raise ConversionError(
                     f"'{eqn.primitive.name}' {'reads' if v in eqn.invars else 'makes'} a "

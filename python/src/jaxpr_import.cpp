@@ -27,6 +27,7 @@ JaxprImporter::JaxprImporter() {
   // Typed PRNG keys: the policy is jaxonnx._keys'; see key_layout.
   key_data_layout_ = pb::module_::import("jaxonnx._keys").attr("key_data_layout");
   key_data_ = pb::module_::import("jax.random").attr("key_data");
+  reference_type_ = pb::module_::import("jaxonnx._reference").attr("Reference");
 }
 
 // A typed PRNG key reaches the core as its key data, laid out as
@@ -65,6 +66,15 @@ int32_t JaxprImporter::dtype(pb::handle dt_in) {
   return out;
 }
 
+// A symbolic dim's text ("B", "2*B"); JAX's str() of one is slow, and the
+// same dim object recurs in most avals.
+const std::string& JaxprImporter::symbol(pb::handle d) {
+  auto it = symbols_.find(d.ptr());
+  if (it != symbols_.end()) return it->second;
+  keepalive_.push_back(pb::reinterpret_borrow<pb::object>(d));
+  return symbols_.emplace(d.ptr(), pb::str(d).cast<std::string>()).first->second;
+}
+
 Aval JaxprImporter::aval(pb::handle a) {
   Aval out;
   pb::object dt = a.attr("dtype");
@@ -72,7 +82,7 @@ Aval JaxprImporter::aval(pb::handle a) {
   out.dtype = dtype(key.mapped ? key.data_dtype : dt);
   for (pb::handle d : a.attr("shape")) {
     if (PyLong_Check(d.ptr())) out.dims.push_back(Dim{d.cast<int64_t>(), {}});
-    else out.dims.push_back(Dim{0, pb::str(d)});
+    else out.dims.push_back(Dim{0, symbol(d)});
   }
   for (int64_t d : key.trailing) out.dims.push_back(Dim{d, {}});  // the key data's trailing dims
   return out;
@@ -105,16 +115,21 @@ std::shared_ptr<const Tensor> JaxprImporter::array(pb::handle value, pb::handle 
 
 Atom JaxprImporter::atom(pb::handle a) {
   Atom out;
-  pb::object av = a.attr("aval");
-  out.aval = aval(av);
   if (pb::isinstance(a, literal_type_)) {
+    pb::object av = a.attr("aval");
+    out.aval = aval(av);
     out.literal = array(a.attr("val"), av.attr("dtype"));
     return out;
   }
   if (pb::isinstance(a, dropvar_type_)) out.dropped = true;
-  auto [it, fresh] = var_ids_.emplace(a.ptr(), static_cast<int64_t>(var_ids_.size()));
-  if (fresh) keepalive_.push_back(pb::reinterpret_borrow<pb::object>(a));
-  out.var = it->second;
+  auto it = vars_.find(a.ptr());
+  if (it == vars_.end()) {
+    int64_t id = static_cast<int64_t>(vars_.size());
+    it = vars_.emplace(a.ptr(), std::make_pair(id, aval(a.attr("aval")))).first;
+    keepalive_.push_back(pb::reinterpret_borrow<pb::object>(a));
+  }
+  out.var = it->second.first;
+  out.aval = it->second.second;
   return out;
 }
 
@@ -133,6 +148,11 @@ Param JaxprImporter::param(pb::handle v) {
   if (pb::isinstance(v, jaxpr_type_)) {
     p.kind = JXO_PARAM_JAXPR;
     p.jaxpr = open_jaxpr(v, pb::tuple());
+    return p;
+  }
+  if (pb::isinstance(v, reference_type_)) {  // its `closed`, imported if a lowering reads it
+    p.kind = JXO_PARAM_JAXPR;
+    p.jaxpr = deferred_jaxpr(v);
     return p;
   }
   if (pb::isinstance(v, np_dtype_type_) ||
@@ -173,6 +193,24 @@ Param JaxprImporter::param(pb::handle v) {
   p.kind = JXO_PARAM_OPAQUE;
   p.s = pb::str(pb::type::handle_of(v).attr("__name__"));
   return p;
+}
+
+// The deferred jaxpr is made while the core runs (the GIL released) and must
+// not throw through a plugin: a failure is kept for the caller and reads as
+// no jaxpr. It holds the object by pointer (kept alive here), so copying it
+// touches no Python refcount.
+JaxprRef JaxprImporter::deferred_jaxpr(pb::handle reference) {
+  keepalive_.push_back(pb::reinterpret_borrow<pb::object>(reference));
+  PyObject* ref = reference.ptr();
+  return JaxprRef::deferred([this, ref]() -> std::shared_ptr<const ClosedJaxpr> {
+    pb::gil_scoped_acquire gil;
+    try {
+      return closed_jaxpr(pb::handle(ref).attr("closed"));
+    } catch (...) {
+      if (!deferred_error_) deferred_error_ = std::current_exception();
+      return nullptr;
+    }
+  });
 }
 
 Param JaxprImporter::params(pb::dict d) {

@@ -120,11 +120,17 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
     if (PyErr_CheckSignals() != 0) throw pb::error_already_set();
   };
   std::string model;
-  {
+  try {
     // The conversion touches no Python object (constants are buffers kept
-    // alive by `program`; source lines take the GIL back): other threads run.
+    // alive by `program`; source lines and deferred jaxprs take the GIL
+    // back): other threads run.
     pb::gil_scoped_release release;
     model = jaxonnx::convert(*program, registry, options);
+  } catch (...) {
+    // A lowering that failed for want of a deferred jaxpr: the reason is
+    // the error making it (the GIL is held again here).
+    if (importer.deferred_error()) std::rethrow_exception(importer.deferred_error());
+    throw;
   }
   pb::bytes bytes(model);
   if (!data_files.is_none())  // a list the caller wants filled with DataFile objects

@@ -560,3 +560,32 @@ TEST_CASE("complex avals and tensors are carried packed as float[..., 2]") {
   t.reset();  // the packed view keeps the buffer alive
   CHECK(static_cast<const float*>(q->data)[3] == 4.0f);
 }
+
+TEST_CASE("a deferred jaxpr param is made once, on first read, and copies share it") {
+  int made = 0;
+  Param p;
+  p.kind = JXO_PARAM_JAXPR;
+  p.jaxpr = JaxprRef::deferred([&made] {
+    ++made;
+    auto j = std::make_shared<ClosedJaxpr>();
+    j->jaxpr.invars = {var(1, batch3())};
+    j->jaxpr.outvars = {var(1, batch3())};
+    return std::shared_ptr<const ClosedJaxpr>(j);
+  });
+  Param copy = p;
+  CHECK(static_cast<bool>(copy.jaxpr));
+  CHECK(made == 0);  // being set is not being made
+  REQUIRE(copy.jaxpr.get() != nullptr);
+  CHECK(p.jaxpr.get() == copy.jaxpr.get());
+  CHECK(p.jaxpr->jaxpr.invars.size() == 1);
+  CHECK(made == 1);
+
+  Param failed;
+  failed.jaxpr = JaxprRef::deferred([&made] {
+    ++made;
+    return std::shared_ptr<const ClosedJaxpr>();
+  });
+  CHECK(failed.jaxpr.get() == nullptr);  // what the host API hands a plugin
+  CHECK_THROWS_AS(*failed.jaxpr, ConversionError);
+  CHECK(made == 2);  // one attempt only
+}

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,6 +16,40 @@ namespace jaxonnx {
 
 struct ClosedJaxpr;
 
+// A JAXPR param: a jaxpr, or a function that makes it when first read (the
+// Python binding defers a bound call's reference this way, since most
+// lowerings never read it). Copies share one state, so it is made once.
+class JaxprRef {
+ public:
+  using Make = std::function<std::shared_ptr<const ClosedJaxpr>()>;
+
+  JaxprRef() = default;
+  template <class T>
+  JaxprRef(std::shared_ptr<T> jaxpr)  // NOLINT: a jaxpr is a JaxprRef
+      : state_(jaxpr ? std::make_shared<State>(State{std::move(jaxpr), {}}) : nullptr) {}
+  static JaxprRef deferred(Make make) {
+    JaxprRef r;
+    r.state_ = std::make_shared<State>(State{nullptr, std::move(make)});
+    return r;
+  }
+
+  // Set (made or not): says nothing about whether making it will succeed.
+  explicit operator bool() const { return state_ != nullptr; }
+  // The jaxpr, made now if deferred; null if making it failed (never throws:
+  // the host API hands this to plugins).
+  const ClosedJaxpr* get() const;
+  // The jaxpr; throws ConversionError if making it failed.
+  const ClosedJaxpr& operator*() const;
+  const ClosedJaxpr* operator->() const { return &**this; }
+
+ private:
+  struct State {
+    std::shared_ptr<const ClosedJaxpr> jaxpr;
+    Make make;
+  };
+  std::shared_ptr<State> state_;
+};
+
 // A node of an equation's param tree (kinds are JXO_PARAM_*). A RECORD keeps
 // `keys` parallel to `items`.
 struct Param {
@@ -24,7 +59,7 @@ struct Param {
   std::string s;  // STRING, SYMBOL, OPAQUE (type name)
   std::vector<Param> items;
   std::vector<std::string> keys;
-  std::shared_ptr<const ClosedJaxpr> jaxpr;
+  JaxprRef jaxpr;
 
   const Param* field(std::string_view key) const;
 };

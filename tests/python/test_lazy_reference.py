@@ -1,0 +1,111 @@
+"""A bound call's reference (the original callable as a jaxpr) is traced only
+when something needs it: a conversion whose plugin lowers the fused op never
+runs the original once the avals of the call are known; a lowering that falls
+back to the decomposition, eager/jit execution, grad and vmap do trace it.
+
+The original is replaced by a counting one before the window opens, so the
+window wraps it, and every trace of it is counted.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxonnx
+from jaxonnx import _bindings, _plugins
+from helpers import check, op_types
+
+SHAPE = ("B", 3, 17)
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Traces of jax.nn.gelu's original (calls with a traced x; the eager runs
+    of the tests' JAX side are not counted), with no output avals known yet."""
+    monkeypatch.setattr(_bindings, "_outputs", {})
+    made = []
+    real = jax.nn.gelu
+
+    @functools.wraps(real)
+    def gelu(x, approximate=True):
+        if isinstance(x, jax.core.Tracer):
+            made.append(x)
+        return real(x, approximate)
+
+    monkeypatch.setattr(jax.nn, "gelu", gelu)
+    return made
+
+
+def fn(x):
+    return jax.nn.gelu(x) * 2.0
+
+
+def test_a_conversion_traces_the_original_only_for_avals_not_yet_known(calls):
+    model = jaxonnx.to_onnx(fn, [SHAPE])
+    assert len(calls) == 1  # the first call of these avals: traced once (and kept)
+    assert "Gelu" in op_types(model)
+    calls.clear()
+    again = jaxonnx.to_onnx(fn, [SHAPE])
+    assert calls == []  # the same avals: never traced
+    assert again.SerializeToString() == model.SerializeToString()
+
+
+def test_a_lowering_that_falls_back_gets_the_reference(calls):
+    jaxonnx.to_onnx(fn, [SHAPE])
+    calls.clear()
+    model = check(fn, [SHAPE], opset=18)  # no Gelu at 18: the plugin inlines the reference
+    assert "Gelu" not in op_types(model)
+    assert len(calls) == 2  # check converts twice (optimized and raw), each asks once
+
+
+def test_eager_jit_grad_and_vmap_trace_it(calls):
+    jaxonnx.to_onnx(fn, [(5,)])
+    calls.clear()
+    x = np.linspace(-3, 3, 5, dtype=np.float32)
+    real = jax.nn.gelu.__wrapped__
+    with _bindings.window(_plugins.registry(None)):
+        jitted = jax.jit(jax.nn.gelu)(x)
+        assert len(calls) == 1  # bound with known avals; XLA's lowering traced it
+        grad = jax.grad(lambda v: jnp.sum(jax.nn.gelu(v)))(x)
+        batched = jax.vmap(jax.nn.gelu)(np.stack([x, -x]))
+    assert len(calls) >= 3
+    np.testing.assert_allclose(jitted, real(x), rtol=1e-6)
+    np.testing.assert_allclose(grad, jax.grad(lambda v: jnp.sum(real(v)))(x), rtol=1e-6)
+    np.testing.assert_allclose(batched, real(np.stack([x, -x])), rtol=1e-6)
+
+
+def test_a_reference_reading_a_value_no_operand_carries_is_an_error_when_needed(monkeypatch):
+    monkeypatch.setattr(_bindings, "_outputs", {})
+    extra = {}
+    real = jax.nn.gelu
+
+    @functools.wraps(real)
+    def gelu(x, approximate=True):  # an original reading more than its spec's operands
+        return real(x, approximate) + extra.get("v", 0.0)
+
+    monkeypatch.setattr(jax.nn, "gelu", gelu)
+    jaxonnx.to_onnx(fn, [SHAPE])  # the avals become known
+
+    def reads_more(x):
+        extra["v"] = jnp.sin(x)
+        return fn(x)
+
+    with pytest.raises(jaxonnx.ConversionError, match="not an operand of its binding spec"):
+        jaxonnx.to_onnx(reads_more, [SHAPE], opset=18)
+
+
+def test_a_reference_traced_late_names_the_users_line(calls, monkeypatch):
+    monkeypatch.setenv("JAXONNX_ENABLE_STACKTRACE_METADATA", "1")
+    first = jaxonnx.to_onnx(fn, [SHAPE], opset=18)  # traced while binding
+    again = jaxonnx.to_onnx(fn, [SHAPE], opset=18)  # traced when the lowering asks
+    assert len(calls) == 2
+    assert again.SerializeToString() == first.SerializeToString()
+    sites = {p.value for n in again.graph.node for p in n.metadata_props
+             if p.key == "pkg.jaxonnx.callsite"}
+    # fn's line, not the line in the original (the counting gelu above) nor ours
+    assert sites and all("test_lazy_reference.py" in s and s.endswith("(fn)") for s in sites)
