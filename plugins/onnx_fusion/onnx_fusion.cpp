@@ -310,6 +310,75 @@ void log_softmax(Rewrite& R) {
   R.replace(R.output(sub), R.op("LogSoftmax", {xs->first}, out, {Attr::i("axis", xs->second)}));
 }
 
+// ------------------------------------------------------- scalar constants --
+
+// A one-element node of constants: Cast to a float, float Add/Sub/Mul/Div,
+// or a comparison -> its value, as an initializer. What a jitted helper that
+// takes a Python number as an argument leaves once inlined: jnp.var(x)
+// computes its divisor as N - float(ddof) and guards it with N - ddof > 0,
+// and the normalization rules want that divisor as a constant. Exact: one
+// IEEE operation in double, rounded once to the output's float type
+// (correctly rounded for float32 operands).
+void scalar_constants(Rewrite& R, const std::string& op) {
+  int64_t n = R.root();
+  if (R.num_outputs(n) != 1) return;
+  Value out = R.output(n);
+  Aval a = R.aval(out);
+  if (a.rank() < 0 || !a.is_static()) return;
+  for (const Dim& d : a.shape)
+    if (d.value != 1) return;
+  std::vector<double> x;
+  std::vector<int32_t> types;
+  for (size_t k = 0; k < R.num_inputs(n); ++k) {
+    Value in = R.input(n, k);
+    auto v = R.constant_values(in);
+    int32_t t = R.aval(in).dtype;
+    bool known = t == dtype::f32 || t == dtype::f64 || t == dtype::i32 || t == dtype::i64 ||
+                 t == dtype::boolean;
+    if (!v || v->size() != 1 || !known || std::fabs((*v)[0]) > 9007199254740992.0) return;
+    x.push_back((*v)[0]);
+    types.push_back(t);
+  }
+  const bool to_float = a.dtype == dtype::f32 || a.dtype == dtype::f64;
+  double r = 0;
+  if (op == "Cast") {
+    if (!to_float || x.size() != 1) return;
+    r = x[0];
+  } else if (x.size() != 2 || types[0] != types[1]) {
+    return;
+  } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    if (!to_float || types[0] != a.dtype) return;
+    r = op == "Add" ? x[0] + x[1] : op == "Sub" ? x[0] - x[1] : op == "Mul" ? x[0] * x[1] : x[0] / x[1];
+  } else {
+    if (a.dtype != dtype::boolean || types[0] == dtype::boolean) return;
+    r = op == "Greater" ? x[0] > x[1] : op == "Less" ? x[0] < x[1]
+        : op == "GreaterOrEqual" ? x[0] >= x[1] : x[0] <= x[1];
+  }
+  std::vector<int64_t> dims(a.shape.size(), 1);
+  if (a.dtype == dtype::f64) return R.replace(out, R.constant(a.dtype, dims, &r, 8));
+  if (a.dtype == dtype::f32) {
+    float f = static_cast<float>(r);
+    return R.replace(out, R.constant(a.dtype, dims, &f, 4));
+  }
+  uint8_t b = r != 0;
+  R.replace(out, R.constant(a.dtype, dims, &b, 1));
+}
+
+// Where with a constant condition that is true (false) everywhere -> its
+// second (third) input, when that already has the output's type: the other
+// branch is never read.
+void where_constant_condition(Rewrite& R) {
+  int64_t n = R.root();
+  Value out = R.output(n);
+  if (R.aval(R.input(n, 0)).dtype != dtype::boolean) return;
+  auto cond = R.splat(R.input(n, 0));
+  if (!cond) return;
+  Value pick = R.input(n, *cond != 0 ? 1 : 2);
+  Aval a = R.aval(out), b = R.aval(pick);
+  if (a.rank() < 0 || a.dtype != b.dtype || a.shape != b.shape) return;
+  R.replace(out, pick);
+}
+
 // ------------------------------------------------------------ normalizations --
 
 // The trailing-axes normalization facts a product shows.
@@ -718,6 +787,16 @@ void swish(Rewrite& R) {
 }  // namespace
 
 JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
+  for (const char* root : {"Cast", "Add", "Sub", "Mul", "Div", "Greater", "Less",
+                           "GreaterOrEqual", "LessOrEqual"})
+    plugin.rule(std::string("scalar_constants_") + root, root,
+                [op = std::string(root)](Rewrite& R) { scalar_constants(R, op); })
+        .summary(std::string("a one-element ") + root + " of constants" +
+                 (std::string(root) == "Cast" ? " to a float type" : "") +
+                 " -> a constant (what jnp.var's divisor N - ddof and its guard leave); exact");
+  plugin.rule("where_constant_condition", "Where", where_constant_condition)
+      .summary("Where with a constant all-true (all-false) condition -> the branch it picks, "
+               "when that has the output's type");
   plugin.rule("matmul_add_to_gemm", "Add", matmul_add_to_gemm)
       .emits({"Gemm"})
       .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm");

@@ -191,6 +191,68 @@ def test_rms_norm_becomes_rms_normalization(x64):
     assert op_types(check(jnp_rms, [("B", 16)], rtol=1e-4, atol=1e-5)) == ["RMSNormalization"]
 
 
+# jnp.var is a jitted helper taking ddof as an argument: once inlined, its
+# divisor N - float(ddof) and the guard N - ddof > 0 are arithmetic on
+# constants, which the scalar_constants and where_constant_condition rules fold.
+SCALE = np.linspace(0.5, 1.5, 8).astype(np.float32)
+SHIFT = np.linspace(-1.0, 1.0, 8).astype(np.float32)
+
+
+def var_layer_norm(x):
+    m = x.mean(-1, keepdims=True)
+    return (x - m) / jnp.sqrt(jnp.var(x, -1, keepdims=True) + 1e-5) * SCALE.astype(x.dtype) \
+        + SHIFT.astype(x.dtype)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("batch", [3, "B"])
+def test_jnp_var_layer_norm_becomes_layer_normalization(batch, x64):
+    model = check(var_layer_norm, [(batch, 5, 8)], x64=x64, rtol=1e-4, atol=1e-5)
+    assert op_types(model) == ["LayerNormalization"]
+
+
+@pytest.mark.parametrize("form", ["rsqrt", "no_keepdims", "method"])
+def test_jnp_var_layer_norm_forms(form):
+    def ln(x):
+        m = x.mean(-1, keepdims=True)
+        if form == "rsqrt":
+            return (x - m) * jax.lax.rsqrt(jnp.var(x, -1, keepdims=True) + 1e-5)
+        if form == "no_keepdims":
+            return (x - m) / jnp.sqrt(jnp.var(x, -1)[..., None] + 1e-5)
+        return (x - m) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    model = check(ln, [("B", 8)], rtol=1e-4, atol=1e-5)
+    assert op_types(model) == ["LayerNormalization"]
+
+
+def test_jnp_var_under_jit_and_vmap_and_at_opset_18():
+    fn = jax.vmap(jax.jit(var_layer_norm))
+    assert op_types(check(fn, [("B", 2, 5, 8)], rtol=1e-4, atol=1e-5)) == ["LayerNormalization"]
+    assert ops(var_layer_norm, [(3, 5, 8)], opset=18) == ["LayerNormalization"]
+
+
+def test_jnp_var_with_ddof_and_a_degenerate_divisor():
+    # ddof=1 divides by N - 1 (not a layer norm's N): no fusion, the result JAX's
+    def sample_var(x):
+        m = x.mean(-1, keepdims=True)
+        return (x - m) / jnp.sqrt(jnp.var(x, -1, keepdims=True, ddof=1) + 1e-5)
+    assert "LayerNormalization" not in op_types(check(sample_var, [("B", 8)], rtol=1e-4, atol=1e-5))
+    # ddof = N: the guard N - ddof > 0 folds to false and the Where to its NaN
+    # branch, as JAX computes (a Where that is a graph output keeps its node)
+    model = check(lambda x: jnp.var(x, -1, ddof=8) * 2, [(3, 8)])
+    assert "Where" not in op_types(model) and "Greater" not in op_types(model)
+    assert "Where" in op_types(check(lambda x: jnp.var(x, -1, ddof=8), [(3, 8)]))
+
+
+def test_scalar_constants_keep_float32_rounding():
+    # 0.1f + 0.2f rounds in float32; a fold in double without rounding would not
+    c = np.float32(0.1)
+
+    def fn(x):
+        return x * (jax.lax.convert_element_type(c, jnp.float32) + jnp.float32(0.2))
+    model = check(jax.jit(fn), [(4,)])
+    assert op_types(model) == ["Mul"]
+
+
 # ------------------------------------------------------------------- gelu --
 
 @pytest.mark.parametrize("batch", [5, "B"])
