@@ -15,6 +15,7 @@ from flax import nnx
 
 import jaxonnx
 from helpers import check, op_types
+from jaxonnx.testing import expect_graph
 
 
 def ops(fn, shapes, opset=23, x64=False, **kw):
@@ -251,6 +252,72 @@ def test_scalar_constants_keep_float32_rounding():
         return x * (jax.lax.convert_element_type(c, jnp.float32) + jnp.float32(0.2))
     model = check(jax.jit(fn), [(4,)])
     assert op_types(model) == ["Mul"]
+
+
+# ----------------------------------------------------------------- layout --
+
+def qkv(shape):
+    return [shape] * 3
+
+
+def einsum_attention(q, k, v):
+    # scores laid out (b, q, k, h), softmax over k (axis 2), by hand
+    s = jnp.einsum("bqhd,bkhd->bqkh", q, k) / np.float32(np.sqrt(q.shape[-1]))
+    e = jnp.exp(s - s.max(2, keepdims=True))
+    return jnp.einsum("bqkh,bkhd->bqhd", e / e.sum(2, keepdims=True), v)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("batch", [2, "B"])
+def test_softmax_between_transposes_sheds_them(batch, x64):
+    model = check(einsum_attention, qkv((batch, 6, 2, 8)), x64=x64, rtol=1e-4, atol=1e-5)
+    # before: MatMul -> Transpose -> Div -> Softmax -> Transpose -> Transpose -> MatMul
+    expect_graph(model, ["MatMul -> Div -> Softmax -> MatMul"], counts={"Softmax": 1})
+    assert op_types(model).count("Transpose") == 4  # q, k in; v in; the output
+
+
+def test_softmax_transpose_under_vmap_and_jit_and_log_softmax():
+    fn = jax.vmap(jax.jit(einsum_attention))
+    model = check(fn, qkv(("B", 2, 6, 2, 8)), rtol=1e-4, atol=1e-5)
+    assert "Softmax" in op_types(model)
+
+    def log_sm(x):
+        return jax.nn.log_softmax(x.transpose(0, 2, 1) * 0.5, axis=1).transpose(0, 2, 1)
+    model = check(log_sm, [("B", 3, 5)])
+    assert op_types(model) == ["Mul", "LogSoftmax"]
+
+
+def test_transpose_of_transpose():
+    model = check(lambda x: x.transpose(1, 2, 0).transpose(2, 0, 1) + 1, [(2, 3, 4)])
+    assert op_types(model) == ["Add"]
+    model = check(lambda x: jnp.sin(x.transpose(1, 2, 0)).transpose(1, 0, 2), [("B", 3, 4)])
+    assert op_types(model).count("Transpose") <= 2
+
+
+def test_where_with_a_constant_mask_reads_it_unexpanded():
+    mask = np.tril(np.ones((6, 6), bool))
+
+    def masked(s):
+        return jnp.where(mask, s, -1e9)
+    model = check(masked, [("B", 2, 6, 6)])
+    expect_graph(model, ["Where"], match="exact", absent=["Expand", "Shape"])
+
+    def causal(q, k, v):  # GPT-style attention by hand, softmax fused
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.float32(np.sqrt(8))
+        s = jnp.where(mask, s, -1e9)
+        return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v)
+    model = check(causal, qkv(("B", 6, 2, 8)), rtol=1e-4, atol=1e-5)
+    expect_graph(model, ["MatMul -> Div -> Where -> Softmax -> MatMul"],
+                 absent=["Expand", "Shape"])
+
+
+def test_expand_goes_only_where_the_op_broadcasts_to_the_same_shape():
+    # x (3, 1) + Expand(x, (3, 4)): without the Expand the sum would be (3, 1)
+    model = check(lambda x: x + jnp.broadcast_to(x, (3, 4)), [(3, 1)])
+    assert op_types(model) == ["Expand", "Add"]
+    # x (B, 4) * Expand(x[:, :1], (B, 4)): the Mul broadcasts the column itself
+    model = check(lambda x: x * jnp.broadcast_to(x[:, :1], (x.shape[0], 4)), [("B", 4)])
+    assert "Expand" not in op_types(model) and "Mul" in op_types(model)
 
 
 # ------------------------------------------------------------------- gelu --
