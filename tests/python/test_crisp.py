@@ -420,3 +420,58 @@ def test_embed_below_opset_23_and_in_the_gpt():
     gpt = importlib.import_module("gpt")
     model = jaxonnx.to_onnx(gpt.make_model(small=True), _common.specs(gpt.inputs(small=True)))
     expect_graph(model, ["Clip -> Gather -> Add"], counts={"Gather": 1, "Clip": 1}, absent=["Where"])
+
+
+# ------------------------------------------------------------------ LSTM cell
+
+def lstm_cell(kind, features=4, hidden=8, dtype=jnp.float32):
+    cls = nnx.LSTMCell if kind == "LSTMCell" else nnx.OptimizedLSTMCell
+    cell = cls(features, hidden, param_dtype=dtype, rngs=nnx.Rngs(0))
+    # nonzero biases, so that their place in the fused Gemm is tested
+    for lin in ([cell.hi, cell.hf, cell.hg, cell.ho] if kind == "LSTMCell" else [cell.dense_h]):
+        lin.bias[...] = jax.random.normal(jax.random.key(3), lin.bias.shape, dtype)
+    return cell
+
+
+@pytest.mark.parametrize("kind", ["LSTMCell", "OptimizedLSTMCell"])
+@pytest.mark.parametrize("batch", [3, "B"])
+def test_lstm_cell_is_two_gemms(kind, batch):
+    cell = lstm_cell(kind)
+    model = check(lambda c, h, x: cell((c, h), x), [(batch, 8), (batch, 8), (batch, 4)])
+    expect_graph(model, ["Gemm -> Gemm -> Split", "Mul -> Add -> Tanh -> Mul"],
+                 counts={"Gemm": 2, "Split": 2 if kind == "LSTMCell" else 1})
+
+
+def test_lstm_cell_float64():
+    with jax.enable_x64(True):
+        cell = lstm_cell("LSTMCell", dtype=jnp.float64)
+    model = check(lambda c, h, x: cell((c, h), x), [("B", 8), ("B", 8), ("B", 4)], x64=True)
+    assert op_types(model).count("Gemm") == 2
+
+
+def rnn_model(kind, features=4, hidden=8):
+    rnn = nnx.RNN(lstm_cell(kind, features, hidden), return_carry=True, rngs=False)
+    graphdef, state = nnx.split(rnn)
+
+    def run(x):  # as examples/lstm.py: the module merged inside the traced function
+        zeros = jnp.zeros((x.shape[0], hidden), x.dtype)
+        (c, h), ys = nnx.merge(graphdef, state, copy=True)(x, initial_carry=(zeros, zeros))
+        return c, h, ys
+    return run
+
+
+@pytest.mark.parametrize("kind", ["LSTMCell", "OptimizedLSTMCell"])
+def test_rnn_loop_body_has_two_gemms_per_step(kind):
+    model = check(rnn_model(kind), [("B", 5, 4)], rtol=1e-4, atol=1e-5)
+    (loop,) = [n for n in model.graph.node if n.op_type == "Loop"]
+    body = [n.op_type for n in loop.attribute[0].g.node]
+    assert body.count("Gemm") == 2 and "MatMul" not in body, body
+
+
+def test_lstm_cell_under_jit_and_vmap_and_opset_18():
+    cell = lstm_cell("LSTMCell")
+    fn = jax.vmap(jax.jit(lambda c, h, x: cell((c, h), x)))
+    check(fn, [("B", 2, 8), ("B", 2, 8), ("B", 2, 4)])  # rank 3: the reference
+    model = check(jax.jit(lambda c, h, x: cell((c, h), x)), [("B", 8), ("B", 8), ("B", 4)],
+                  opset=18)
+    assert op_types(model).count("Gemm") == 2
