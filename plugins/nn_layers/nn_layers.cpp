@@ -8,6 +8,8 @@
 //   nnx.GroupNorm     -> GroupNormalization (opset 21)
 //   max_pool/avg_pool -> MaxPool / AveragePool (NHWC inside one Transpose pair,
 //                        which the optimizer folds against a Conv's)
+//   nnx.Embed         -> Clip + Gather (not with crisp="exact", see lower_embed)
+//   nnx.LSTMCell      -> two Gemms for all gates (and OptimizedLSTMCell)
 // The equation carries `reference`, the original call traced as a function
 // of the operands; it is inlined where the op does not fit (older opset, a
 // dtype onnxruntime has no kernel of the op for, an unusual configuration).
@@ -188,6 +190,96 @@ void lower_pool(Lowering& L, bool max) {
   L.bind(0, transpose(L, y, t_out, to_channels_last(x.rank())));
 }
 
+// nnx.Embed: the rows of the table at the indices. ONNX Gather reads a
+// negative index from the end, as jnp.take does; Clip keeps every index
+// inside [-N, N - 1] (onnxruntime fails on one outside). jnp.take's default
+// mode ("fill") gives a NaN row for an index out of range, Clip the first or
+// last row: so Embed is bound only without crisp="exact". Against the exact
+// lowering (normalize, clamp, Gather, then a range test and Where on the
+// rows) this saves about ten small nodes per table.
+void lower_embed(Lowering& L) {
+  Aval idx = L.in_aval(0), table = L.in_aval(1);
+  if ((idx.dtype != dtype::i32 && idx.dtype != dtype::i64) || table.rank() < 1 ||
+      !table.shape[0].is_static() || table.shape[0].value < 1)
+    return lower_reference(L);
+  const int64_t n = table.shape[0].value;
+  Value i = L.op("Clip", {L.input(0), scalar(L, idx.dtype, static_cast<double>(-n)),
+                          scalar(L, idx.dtype, static_cast<double>(n - 1))}, idx);
+  L.bind(0, L.op("Gather", {L.input(1), i}, L.out_aval(0), {Attr::i("axis", 0)}));
+}
+
+// One step of an nnx LSTMCell (eight Linears; the input ones without bias)
+// or OptimizedLSTMCell (one input and one hidden Linear of 4 * hidden
+// features, gates i, f, g, o), on 2-D inputs: all four gates from two Gemms,
+// z = x @ Wx + (h @ Wh + b), in place of eight Gemms and four Adds. In an
+// nnx.RNN that is the body of the scan's Loop, run once per step. The
+// LSTMCell's kernels are concatenated as i, f, o, g so that one Sigmoid and
+// one Tanh cover the gates. Operands: c, h, x, then the LSTMCell's kernels
+// ii, if, ig, io, hi, hf, hg, ho and biases hi, hf, hg, ho, or the
+// OptimizedLSTMCell's dense_i kernel, dense_h kernel and bias. Outputs:
+// new c, new h, new h (the cell's ((c, h), h)). The same arithmetic in the
+// same order as the cell's.
+void lower_lstm_cell(Lowering& L) {
+  const size_t n = L.num_inputs();
+  const bool cell8 = n == 15, fused = n == 6;
+  if ((!cell8 && !fused) || !same_float_inputs(L) || L.num_outputs() != 3) return lower_reference(L);
+  Aval c = L.in_aval(0), h = L.in_aval(1), x = L.in_aval(2);
+  if (c.rank() != 2 || h.rank() != 2 || x.rank() != 2 || c.shape != h.shape) return lower_reference(L);
+  for (size_t i = 3; i < n; ++i)
+    if (!L.in_aval(i).is_static()) return lower_reference(L);
+  const Dim batch = x.shape[0];
+  const int64_t in = L.in_aval(3).shape[0].value;
+  const int64_t hid = cell8 ? L.in_aval(3).shape[1].value : L.in_aval(3).shape[1].value / 4;
+  if (!h.shape[1].is_static() || h.shape[1].value != hid || !x.shape[1].is_static() ||
+      x.shape[1].value != in)
+    return lower_reference(L);
+  const int32_t t = x.dtype;
+  Value wx, wh, b;
+  if (cell8) {
+    auto cat = [&](size_t i, size_t f, size_t g, size_t o, const Shape& whole, int64_t axis) {
+      return L.op("Concat", {L.input(i), L.input(f), L.input(o), L.input(g)}, Aval(t, whole),
+                  {Attr::i("axis", axis)});
+    };
+    wx = cat(3, 4, 5, 6, {Dim(in), Dim(4 * hid)}, 1);
+    wh = cat(7, 8, 9, 10, {Dim(hid), Dim(4 * hid)}, 1);
+    b = cat(11, 12, 13, 14, {Dim(4 * hid)}, 0);
+  } else {
+    Aval ki = L.in_aval(3), kh = L.in_aval(4), bh = L.in_aval(5);
+    if (ki.shape[1].value != 4 * hid || kh.rank() != 2 || kh.shape[0].value != hid ||
+        kh.shape[1].value != 4 * hid || bh.rank() != 1 || bh.shape[0].value != 4 * hid)
+      return lower_reference(L);
+    wx = L.input(3);
+    wh = L.input(4);
+    b = L.input(5);
+  }
+  Aval gates(t, {batch, Dim(4 * hid)}), one(t, {batch, Dim(hid)});
+  Value z = L.op("Gemm", {L.input(2), wx, L.op("Gemm", {L.input(1), wh, b}, gates)}, gates);
+  Value i, f, g, o;
+  if (cell8) {  // i, f, o | g
+    std::vector<Value> parts = L.op_n("Split", {z, i64s(L, {3 * hid, hid})},
+                                      {Aval(t, {batch, Dim(3 * hid)}), one}, {Attr::i("axis", 1)});
+    Value s = L.op("Sigmoid", {parts[0]}, Aval(t, {batch, Dim(3 * hid)}));
+    std::vector<Value> ifo = L.op_n("Split", {s, i64s(L, {hid, hid, hid})}, {one, one, one},
+                                    {Attr::i("axis", 1)});
+    i = ifo[0];
+    f = ifo[1];
+    o = ifo[2];
+    g = L.op("Tanh", {parts[1]}, one);
+  } else {  // i, f, g, o
+    std::vector<Value> parts = L.op_n("Split", {z, i64s(L, {hid, hid, hid, hid})},
+                                      {one, one, one, one}, {Attr::i("axis", 1)});
+    i = L.op("Sigmoid", {parts[0]}, one);
+    f = L.op("Sigmoid", {parts[1]}, one);
+    g = L.op("Tanh", {parts[2]}, one);
+    o = L.op("Sigmoid", {parts[3]}, one);
+  }
+  Value new_c = L.op("Add", {L.op("Mul", {f, L.input(0)}, one), L.op("Mul", {i, g}, one)}, one);
+  Value new_h = L.op("Mul", {o, L.op("Tanh", {new_c}, one)}, one);
+  L.bind(0, new_c);
+  L.bind(1, new_h);
+  L.bind(2, new_h);
+}
+
 // The guards every nnx normalization shares: flax's own arithmetic, no mask,
 // no cross-device statistics, the last axis.
 Binding nnx_norm(const std::string& cls, const char* axes_attr) {
@@ -260,6 +352,59 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .binds(linear(false))
       .binds(dense(true))
       .binds(dense(false));
+
+  Binding embed("flax.nnx.Embed.__call__");
+  embed.operand("inputs", Binding::kLeadingDims)
+      .operand("self.embedding[...]")
+      .when("not jaxonnx_exact")
+      .when("out_sharding is None")
+      .when("self.num_embeddings > 1")
+      .when("self.dtype == self.embedding.dtype")
+      .when("self.promote_dtype.__name__ == 'promote_dtype'")
+      .when("self.promote_dtype.__module__ == 'flax.nnx.nn.dtypes'");
+  plugin.primitive("jaxonnx.nn.embed", lower_embed)
+      .emits({"Clip", "Gather"})
+      .doc(onnx_doc("Gather"))
+      .summary("flax nnx Embed as Clip + Gather; an index out of range gives the first "
+               "or last row (JAX: a NaN row), so not bound with crisp=\"exact\"")
+      .binds(embed);
+
+  // nnx LSTMCell / OptimizedLSTMCell with sigmoid gates and tanh activations.
+  auto lstm_cell = [](bool cell8) {
+    Binding b(cell8 ? "flax.nnx.LSTMCell.__call__" : "flax.nnx.OptimizedLSTMCell.__call__");
+    b.operand("carry[0]").operand("carry[1]").operand("inputs");
+    if (cell8) {
+      for (const char* k : {"ii", "if_", "ig", "io", "hi", "hf", "hg", "ho"})
+        b.operand(std::string("self.") + k + ".kernel[...]");
+      for (const char* k : {"hi", "hf", "hg", "ho"})
+        b.operand(std::string("self.") + k + ".bias[...]");
+      for (const char* k : {"ii", "if_", "ig", "io"})
+        b.when(std::string("self.") + k + ".bias is None");
+    } else {
+      b.operand("self.dense_i.kernel[...]")
+          .operand("self.dense_h.kernel[...]")
+          .operand("self.dense_h.bias[...]")
+          .when("self.dense_i.bias is None");
+    }
+    b.when("self.__module__ == 'flax.nnx.nn.recurrent'")
+        .when("self.gate_fn.__name__ == 'sigmoid'")
+        .when("self.gate_fn.__module__ == 'jax._src.nn.functions'")
+        .when("self.activation_fn.__name__ == 'tanh'")
+        .when("self.activation_fn.__module__ == 'jax.numpy'")
+        .when("self.dtype is None")
+        .when("self.promote_dtype.__name__ == 'promote_dtype'")
+        .when("self.promote_dtype.__module__ == 'flax.nnx.nn.dtypes'")
+        .when("len(carry) == 2")
+        .when("inputs.ndim == 2");
+    return b;
+  };
+  plugin.primitive("jaxonnx.nn.lstm_cell", lower_lstm_cell)
+      .emits({"Gemm", "Concat", "Split", "Sigmoid", "Tanh", "Mul", "Add"})
+      .doc(onnx_doc("Gemm"))
+      .summary("one step of a flax nnx LSTMCell / OptimizedLSTMCell (sigmoid, tanh; 2-D "
+               "input) as two Gemms for all gates, one Split, the gate activations")
+      .binds(lstm_cell(true))
+      .binds(lstm_cell(false));
 
   auto layer_norm = [](bool bias) {
     Binding b = nnx_norm("LayerNorm", "reduction_axes");

@@ -310,6 +310,201 @@ void log_softmax(Rewrite& R) {
   R.replace(R.output(sub), R.op("LogSoftmax", {xs->first}, out, {Attr::i("axis", xs->second)}));
 }
 
+// ------------------------------------------------------------------ layout --
+
+// The permutation of a Transpose node (its default: reversed axes).
+std::optional<std::vector<int64_t>> perm_of(Rewrite& R, int64_t t, int64_t rank) {
+  auto p = R.attr_ints(t, "perm");
+  if (!p) {
+    p = std::vector<int64_t>();
+    for (int64_t i = rank - 1; i >= 0; --i) p->push_back(i);
+  }
+  if (static_cast<int64_t>(p->size()) != rank) return std::nullopt;
+  return p;
+}
+
+// Transpose(Transpose(x, p), q) -> Transpose(x, p[q]), or x when that is the
+// identity: a Transpose sunk below a Softmax (below) meets the one after it.
+void transpose_of_transpose(Rewrite& R) {
+  int64_t outer = R.root();
+  Value out = R.output(outer);
+  int64_t inner = R.def(R.input(outer, 0), "Transpose");
+  if (inner < 0) return;
+  Value x = R.input(inner, 0);
+  Aval xa = R.aval(x), oa = R.aval(out);
+  if (xa.rank() < 0 || oa.rank() != xa.rank()) return;
+  auto p = perm_of(R, inner, xa.rank()), q = perm_of(R, outer, xa.rank());
+  if (!p || !q) return;
+  std::vector<int64_t> c;
+  bool identity = true;
+  for (size_t i = 0; i < q->size(); ++i) {
+    c.push_back((*p)[static_cast<size_t>((*q)[i])]);
+    identity = identity && c.back() == static_cast<int64_t>(i);
+  }
+  if (identity) {
+    if (xa.dtype == oa.dtype && xa.shape == oa.shape) R.replace(out, x);
+    return;
+  }
+  R.replace(out, R.op("Transpose", {x}, oa, {Attr::ints("perm", c)}));
+}
+
+// Softmax / LogSoftmax(e(Transpose(y, p)), axis a), e an optional Mul or Div
+// by a one-element constant -> Transpose(Softmax(e(y), axis p[a]), p): the
+// Transpose moves below the normalization, where transpose_of_transpose (or
+// the core's pair folding) meets the Transpose that attention written with
+// einsum puts after it (scores as (b, q, k, h), softmax over k). Same
+// elements, same arithmetic.
+void softmax_transpose(Rewrite& R, const char* op) {
+  int64_t sm = R.root();
+  Value out = R.output(sm);
+  Value in = R.input(sm, 0);
+  Aval oa = R.aval(out);
+  if (oa.rank() < 1 || !R.single_use(in)) return;
+  int64_t scale = R.def(in, "Mul");
+  if (scale < 0) scale = R.def(in, "Div");
+  Value c = kNoValue, t_out = in;
+  if (scale >= 0) {
+    c = R.input(scale, 1);
+    auto v = R.constant_values(c);
+    if (!v || v->size() != 1 || R.aval(c).rank() > oa.rank()) return;
+    t_out = R.input(scale, 0);
+    if (!R.single_use(t_out)) return;
+  }
+  int64_t t = R.def(t_out, "Transpose");
+  if (t < 0) return;
+  Value y = R.input(t, 0);
+  Aval ya = R.aval(y);
+  auto p = perm_of(R, t, oa.rank());
+  if (!p || ya.rank() != oa.rank() || ya.dtype != oa.dtype) return;
+  int64_t axis = R.attr_int(sm, "axis", -1);
+  if (axis < 0) axis += oa.rank();
+  if (axis < 0 || axis >= oa.rank()) return;
+  Value z = y;
+  if (scale >= 0) z = R.op(R.is(scale, "Mul") ? "Mul" : "Div", {y, c}, ya);
+  z = R.op(op, {z}, ya, {Attr::i("axis", (*p)[static_cast<size_t>(axis)])});
+  R.replace(out, R.op("Transpose", {z}, oa, {Attr::ints("perm", *p)}));
+}
+
+// The multidirectional broadcast of `shapes`, or nullopt where two dims
+// differ and neither is 1.
+std::optional<Shape> broadcast(const std::vector<Shape>& shapes) {
+  size_t rank = 0;
+  for (const Shape& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, Dim(1));
+  for (const Shape& s : shapes)
+    for (size_t i = 0; i < s.size(); ++i) {
+      Dim& o = out[rank - s.size() + i];
+      const Dim& d = s[i];
+      if (d == Dim(1) || d == o) continue;
+      if (o == Dim(1)) o = d;
+      else return std::nullopt;
+    }
+  return out;
+}
+
+// A broadcasting op (Where, Add, Sub, Mul, Div) reading Expand(x, shape) ->
+// the op reading x, when its output keeps its type: the op broadcasts
+// itself, so the Expand (and the Shape arithmetic that sized it for a
+// symbolic batch) only copies. jnp.where(mask, scores, -1e9) with a constant
+// (q, k) mask expands both the mask and the fill to the scores' shape.
+void expand_into_broadcast(Rewrite& R) {
+  int64_t n = R.root();
+  Value out = R.output(n);
+  Aval oa = R.aval(out);
+  if (oa.rank() < 0) return;
+  std::vector<Value> ins;
+  std::vector<Shape> shapes;
+  bool changed = false;
+  for (size_t k = 0; k < R.num_inputs(n); ++k) {
+    Value v = R.input(n, k);
+    int64_t e = R.def(v, "Expand");
+    if (e >= 0 && R.aval(R.input(e, 0)).rank() >= 0 &&
+        R.aval(R.input(e, 0)).dtype == R.aval(v).dtype) {
+      v = R.input(e, 0);
+      changed = true;
+    }
+    Aval a = R.aval(v);
+    if (a.rank() < 0) return;
+    ins.push_back(v);
+    shapes.push_back(a.shape);
+  }
+  auto b = broadcast(shapes);
+  if (!changed || !b || *b != oa.shape) return;
+  std::vector<Attr> attrs;
+  R.replace(out, R.op(R.is(n, "Where") ? "Where" : R.is(n, "Add") ? "Add"
+                      : R.is(n, "Sub") ? "Sub" : R.is(n, "Mul") ? "Mul" : "Div",
+                      ins, oa));
+}
+
+// ------------------------------------------------------- scalar constants --
+
+// A one-element node of constants: Cast to a float, float Add/Sub/Mul/Div,
+// or a comparison -> its value, as an initializer. What a jitted helper that
+// takes a Python number as an argument leaves once inlined: jnp.var(x)
+// computes its divisor as N - float(ddof) and guards it with N - ddof > 0,
+// and the normalization rules want that divisor as a constant. Exact: one
+// IEEE operation in double, rounded once to the output's float type
+// (correctly rounded for float32 operands).
+void scalar_constants(Rewrite& R, const std::string& op) {
+  int64_t n = R.root();
+  if (R.num_outputs(n) != 1) return;
+  Value out = R.output(n);
+  Aval a = R.aval(out);
+  if (a.rank() < 0 || !a.is_static()) return;
+  for (const Dim& d : a.shape)
+    if (d.value != 1) return;
+  std::vector<double> x;
+  std::vector<int32_t> types;
+  for (size_t k = 0; k < R.num_inputs(n); ++k) {
+    Value in = R.input(n, k);
+    auto v = R.constant_values(in);
+    int32_t t = R.aval(in).dtype;
+    bool known = t == dtype::f32 || t == dtype::f64 || t == dtype::i32 || t == dtype::i64 ||
+                 t == dtype::boolean;
+    if (!v || v->size() != 1 || !known || std::fabs((*v)[0]) > 9007199254740992.0) return;
+    x.push_back((*v)[0]);
+    types.push_back(t);
+  }
+  const bool to_float = a.dtype == dtype::f32 || a.dtype == dtype::f64;
+  double r = 0;
+  if (op == "Cast") {
+    if (!to_float || x.size() != 1) return;
+    r = x[0];
+  } else if (x.size() != 2 || types[0] != types[1]) {
+    return;
+  } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    if (!to_float || types[0] != a.dtype) return;
+    r = op == "Add" ? x[0] + x[1] : op == "Sub" ? x[0] - x[1] : op == "Mul" ? x[0] * x[1] : x[0] / x[1];
+  } else {
+    if (a.dtype != dtype::boolean || types[0] == dtype::boolean) return;
+    r = op == "Greater" ? x[0] > x[1] : op == "Less" ? x[0] < x[1]
+        : op == "GreaterOrEqual" ? x[0] >= x[1] : x[0] <= x[1];
+  }
+  std::vector<int64_t> dims(a.shape.size(), 1);
+  if (a.dtype == dtype::f64) return R.replace(out, R.constant(a.dtype, dims, &r, 8));
+  if (a.dtype == dtype::f32) {
+    float f = static_cast<float>(r);
+    return R.replace(out, R.constant(a.dtype, dims, &f, 4));
+  }
+  uint8_t b = r != 0;
+  R.replace(out, R.constant(a.dtype, dims, &b, 1));
+}
+
+// Where with a constant condition that is true (false) everywhere -> its
+// second (third) input, when that already has the output's type: the other
+// branch is never read.
+void where_constant_condition(Rewrite& R) {
+  int64_t n = R.root();
+  Value out = R.output(n);
+  if (R.aval(R.input(n, 0)).dtype != dtype::boolean) return;
+  auto cond = R.splat(R.input(n, 0));
+  if (!cond) return;
+  Value pick = R.input(n, *cond != 0 ? 1 : 2);
+  Aval a = R.aval(out), b = R.aval(pick);
+  if (a.rank() < 0 || a.dtype != b.dtype || a.shape != b.shape) return;
+  R.replace(out, pick);
+}
+
 // ------------------------------------------------------------ normalizations --
 
 // The trailing-axes normalization facts a product shows.
@@ -718,6 +913,31 @@ void swish(Rewrite& R) {
 }  // namespace
 
 JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
+  for (const char* root : {"Cast", "Add", "Sub", "Mul", "Div", "Greater", "Less",
+                           "GreaterOrEqual", "LessOrEqual"})
+    plugin.rule(std::string("scalar_constants_") + root, root,
+                [op = std::string(root)](Rewrite& R) { scalar_constants(R, op); })
+        .summary(std::string("a one-element ") + root + " of constants" +
+                 (std::string(root) == "Cast" ? " to a float type" : "") +
+                 " -> a constant (what jnp.var's divisor N - ddof and its guard leave); exact");
+  plugin.rule("where_constant_condition", "Where", where_constant_condition)
+      .summary("Where with a constant all-true (all-false) condition -> the branch it picks, "
+               "when that has the output's type");
+  for (const char* root : {"Where", "Add", "Sub", "Mul", "Div"})
+    plugin.rule(std::string("expand_into_broadcast_") + root, root, expand_into_broadcast)
+        .emits({"Where", "Add", "Sub", "Mul", "Div"})
+        .summary(std::string(root) + " reading Expand(x) -> " + root +
+                 " reading x, when its output keeps its shape (the op broadcasts itself)");
+  plugin.rule("transpose_of_transpose", "Transpose", transpose_of_transpose)
+      .emits({"Transpose"})
+      .summary("Transpose(Transpose(x, p), q) -> one Transpose (or x, for the identity)");
+  for (const char* root : {"Softmax", "LogSoftmax"})
+    plugin.rule(std::string("transpose_below_") + root, root,
+                [root](Rewrite& R) { softmax_transpose(R, root); })
+        .emits({root, "Transpose", "Mul", "Div"})
+        .summary(std::string(root) + "(Transpose(y) [times or over a constant]) -> Transpose(" +
+                 root + "(y [times or over it])) on the permuted axis, so that it meets the "
+                 "Transpose after it (attention written with einsum)");
   plugin.rule("matmul_add_to_gemm", "Add", matmul_add_to_gemm)
       .emits({"Gemm"})
       .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm");

@@ -21,6 +21,7 @@ from flax import nnx
 import jaxonnx
 from jaxonnx import _bindings, _plugins
 from helpers import check, op_types, symbolic_specs
+from jaxonnx.testing import expect_graph
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -361,3 +362,116 @@ def test_float64_layers_load_and_match(make, request):
         fn = make()
     model = check(fn, [("B", 3, 3, 4)], x64=True)
     assert request.node.callspec.id in op_types(model)
+
+
+# ------------------------------------------------------------------ embed
+
+def index_inputs(n):
+    """Indices in [-n, n): jnp.take reads a negative one from the end, as Gather does."""
+    def make(shape, dtype, rng):
+        return rng.integers(-n, n, size=shape).astype(dtype)
+    return make
+
+
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("shape", [(3, 5), ("B", 5)], ids=["static", "symbolic"])
+def test_embed_is_clip_gather(index, shape):
+    m = nnx.Embed(10, 4, rngs=nnx.Rngs(0))
+    model = check(m, [shape], [index], x64=index == np.int64, make_inputs=index_inputs(10))
+    expect_graph(model, ["Clip -> Gather"], match="exact", counts={"Clip": 1, "Gather": 1})
+
+
+def test_embed_float64_table():
+    with jax.enable_x64(True):
+        m = nnx.Embed(10, 4, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
+    model = check(m, [("B", 5)], [np.int32], x64=True, make_inputs=index_inputs(10))
+    expect_graph(model, ["Clip -> Gather"], match="exact")
+
+
+def test_embed_under_jit_and_vmap():
+    m = nnx.Embed(10, 4, rngs=nnx.Rngs(0))
+    model = check(jax.vmap(jax.jit(lambda i: m(i))), [("B", 2, 5)], [np.int32],
+                  make_inputs=index_inputs(10))
+    expect_graph(model, ["Clip -> Gather"], match="exact")
+
+
+def test_embed_out_of_range_is_clamped_and_exact_keeps_the_nan_row():
+    m = nnx.Embed(10, 4, rngs=nnx.Rngs(0))
+    specs = symbolic_specs([("B",)], [np.int32])
+    idx = np.array([-11, -10, -1, 0, 9, 10, 25], np.int32)
+    table = np.asarray(m.embedding[...])
+    crisp = jaxonnx.to_onnx(m, specs)
+    got = ort.InferenceSession(crisp.SerializeToString()).run(None, {"in_0": idx})[0]
+    # in range: JAX's rows; out of range: the first or last row (JAX: NaN)
+    np.testing.assert_array_equal(got, table[[0, 0, 9, 0, 9, 9, 9]])
+    exact = jaxonnx.to_onnx(m, specs, crisp="exact")
+    assert "Clip" not in op_types(exact)
+    got = ort.InferenceSession(exact.SerializeToString()).run(None, {"in_0": idx})[0]
+    np.testing.assert_array_equal(got, np.asarray(m(idx)))
+    assert np.isnan(got[[0, 5, 6]]).all()
+
+
+def test_embed_below_opset_23_and_in_the_gpt():
+    m = nnx.Embed(10, 4, rngs=nnx.Rngs(0))
+    assert "Clip" in op_types(check(m, [("B", 5)], [np.int32], opset=18,
+                                    make_inputs=index_inputs(10)))
+    import importlib
+    import _common
+    gpt = importlib.import_module("gpt")
+    model = jaxonnx.to_onnx(gpt.make_model(small=True), _common.specs(gpt.inputs(small=True)))
+    expect_graph(model, ["Clip -> Gather -> Add"], counts={"Gather": 1, "Clip": 1}, absent=["Where"])
+
+
+# ------------------------------------------------------------------ LSTM cell
+
+def lstm_cell(kind, features=4, hidden=8, dtype=jnp.float32):
+    cls = nnx.LSTMCell if kind == "LSTMCell" else nnx.OptimizedLSTMCell
+    cell = cls(features, hidden, param_dtype=dtype, rngs=nnx.Rngs(0))
+    # nonzero biases, so that their place in the fused Gemm is tested
+    for lin in ([cell.hi, cell.hf, cell.hg, cell.ho] if kind == "LSTMCell" else [cell.dense_h]):
+        lin.bias[...] = jax.random.normal(jax.random.key(3), lin.bias.shape, dtype)
+    return cell
+
+
+@pytest.mark.parametrize("kind", ["LSTMCell", "OptimizedLSTMCell"])
+@pytest.mark.parametrize("batch", [3, "B"])
+def test_lstm_cell_is_two_gemms(kind, batch):
+    cell = lstm_cell(kind)
+    model = check(lambda c, h, x: cell((c, h), x), [(batch, 8), (batch, 8), (batch, 4)])
+    expect_graph(model, ["Gemm -> Gemm -> Split", "Mul -> Add -> Tanh -> Mul"],
+                 counts={"Gemm": 2, "Split": 2 if kind == "LSTMCell" else 1})
+
+
+def test_lstm_cell_float64():
+    with jax.enable_x64(True):
+        cell = lstm_cell("LSTMCell", dtype=jnp.float64)
+    model = check(lambda c, h, x: cell((c, h), x), [("B", 8), ("B", 8), ("B", 4)], x64=True)
+    assert op_types(model).count("Gemm") == 2
+
+
+def rnn_model(kind, features=4, hidden=8):
+    rnn = nnx.RNN(lstm_cell(kind, features, hidden), return_carry=True, rngs=False)
+    graphdef, state = nnx.split(rnn)
+
+    def run(x):  # as examples/lstm.py: the module merged inside the traced function
+        zeros = jnp.zeros((x.shape[0], hidden), x.dtype)
+        (c, h), ys = nnx.merge(graphdef, state, copy=True)(x, initial_carry=(zeros, zeros))
+        return c, h, ys
+    return run
+
+
+@pytest.mark.parametrize("kind", ["LSTMCell", "OptimizedLSTMCell"])
+def test_rnn_loop_body_has_two_gemms_per_step(kind):
+    model = check(rnn_model(kind), [("B", 5, 4)], rtol=1e-4, atol=1e-5)
+    (loop,) = [n for n in model.graph.node if n.op_type == "Loop"]
+    body = [n.op_type for n in loop.attribute[0].g.node]
+    assert body.count("Gemm") == 2 and "MatMul" not in body, body
+
+
+def test_lstm_cell_under_jit_and_vmap_and_opset_18():
+    cell = lstm_cell("LSTMCell")
+    fn = jax.vmap(jax.jit(lambda c, h, x: cell((c, h), x)))
+    check(fn, [("B", 2, 8), ("B", 2, 8), ("B", 2, 4)])  # rank 3: the reference
+    model = check(jax.jit(lambda c, h, x: cell((c, h), x)), [("B", 8), ("B", 8), ("B", 4)],
+                  opset=18)
+    assert op_types(model).count("Gemm") == 2

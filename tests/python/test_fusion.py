@@ -15,6 +15,7 @@ from flax import nnx
 
 import jaxonnx
 from helpers import check, op_types
+from jaxonnx.testing import expect_graph
 
 
 def ops(fn, shapes, opset=23, x64=False, **kw):
@@ -189,6 +190,134 @@ def test_rms_norm_becomes_rms_normalization(x64):
     def jnp_rms(x):
         return x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + 1e-6)
     assert op_types(check(jnp_rms, [("B", 16)], rtol=1e-4, atol=1e-5)) == ["RMSNormalization"]
+
+
+# jnp.var is a jitted helper taking ddof as an argument: once inlined, its
+# divisor N - float(ddof) and the guard N - ddof > 0 are arithmetic on
+# constants, which the scalar_constants and where_constant_condition rules fold.
+SCALE = np.linspace(0.5, 1.5, 8).astype(np.float32)
+SHIFT = np.linspace(-1.0, 1.0, 8).astype(np.float32)
+
+
+def var_layer_norm(x):
+    m = x.mean(-1, keepdims=True)
+    return (x - m) / jnp.sqrt(jnp.var(x, -1, keepdims=True) + 1e-5) * SCALE.astype(x.dtype) \
+        + SHIFT.astype(x.dtype)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("batch", [3, "B"])
+def test_jnp_var_layer_norm_becomes_layer_normalization(batch, x64):
+    model = check(var_layer_norm, [(batch, 5, 8)], x64=x64, rtol=1e-4, atol=1e-5)
+    assert op_types(model) == ["LayerNormalization"]
+
+
+@pytest.mark.parametrize("form", ["rsqrt", "no_keepdims", "method"])
+def test_jnp_var_layer_norm_forms(form):
+    def ln(x):
+        m = x.mean(-1, keepdims=True)
+        if form == "rsqrt":
+            return (x - m) * jax.lax.rsqrt(jnp.var(x, -1, keepdims=True) + 1e-5)
+        if form == "no_keepdims":
+            return (x - m) / jnp.sqrt(jnp.var(x, -1)[..., None] + 1e-5)
+        return (x - m) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    model = check(ln, [("B", 8)], rtol=1e-4, atol=1e-5)
+    assert op_types(model) == ["LayerNormalization"]
+
+
+def test_jnp_var_under_jit_and_vmap_and_at_opset_18():
+    fn = jax.vmap(jax.jit(var_layer_norm))
+    assert op_types(check(fn, [("B", 2, 5, 8)], rtol=1e-4, atol=1e-5)) == ["LayerNormalization"]
+    assert ops(var_layer_norm, [(3, 5, 8)], opset=18) == ["LayerNormalization"]
+
+
+def test_jnp_var_with_ddof_and_a_degenerate_divisor():
+    # ddof=1 divides by N - 1 (not a layer norm's N): no fusion, the result JAX's
+    def sample_var(x):
+        m = x.mean(-1, keepdims=True)
+        return (x - m) / jnp.sqrt(jnp.var(x, -1, keepdims=True, ddof=1) + 1e-5)
+    assert "LayerNormalization" not in op_types(check(sample_var, [("B", 8)], rtol=1e-4, atol=1e-5))
+    # ddof = N: the guard N - ddof > 0 folds to false and the Where to its NaN
+    # branch, as JAX computes (a Where that is a graph output keeps its node)
+    model = check(lambda x: jnp.var(x, -1, ddof=8) * 2, [(3, 8)])
+    assert "Where" not in op_types(model) and "Greater" not in op_types(model)
+    assert "Where" in op_types(check(lambda x: jnp.var(x, -1, ddof=8), [(3, 8)]))
+
+
+def test_scalar_constants_keep_float32_rounding():
+    # 0.1f + 0.2f rounds in float32; a fold in double without rounding would not
+    c = np.float32(0.1)
+
+    def fn(x):
+        return x * (jax.lax.convert_element_type(c, jnp.float32) + jnp.float32(0.2))
+    model = check(jax.jit(fn), [(4,)])
+    assert op_types(model) == ["Mul"]
+
+
+# ----------------------------------------------------------------- layout --
+
+def qkv(shape):
+    return [shape] * 3
+
+
+def einsum_attention(q, k, v):
+    # scores laid out (b, q, k, h), softmax over k (axis 2), by hand
+    s = jnp.einsum("bqhd,bkhd->bqkh", q, k) / np.float32(np.sqrt(q.shape[-1]))
+    e = jnp.exp(s - s.max(2, keepdims=True))
+    return jnp.einsum("bqkh,bkhd->bqhd", e / e.sum(2, keepdims=True), v)
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("batch", [2, "B"])
+def test_softmax_between_transposes_sheds_them(batch, x64):
+    model = check(einsum_attention, qkv((batch, 6, 2, 8)), x64=x64, rtol=1e-4, atol=1e-5)
+    # before: MatMul -> Transpose -> Div -> Softmax -> Transpose -> Transpose -> MatMul
+    expect_graph(model, ["MatMul -> Div -> Softmax -> MatMul"], counts={"Softmax": 1})
+    assert op_types(model).count("Transpose") == 4  # q, k in; v in; the output
+
+
+def test_softmax_transpose_under_vmap_and_jit_and_log_softmax():
+    fn = jax.vmap(jax.jit(einsum_attention))
+    model = check(fn, qkv(("B", 2, 6, 2, 8)), rtol=1e-4, atol=1e-5)
+    assert "Softmax" in op_types(model)
+
+    def log_sm(x):
+        return jax.nn.log_softmax(x.transpose(0, 2, 1) * 0.5, axis=1).transpose(0, 2, 1)
+    model = check(log_sm, [("B", 3, 5)])
+    assert op_types(model) == ["Mul", "LogSoftmax"]
+
+
+def test_transpose_of_transpose():
+    model = check(lambda x: x.transpose(1, 2, 0).transpose(2, 0, 1) + 1, [(2, 3, 4)])
+    assert op_types(model) == ["Add"]
+    model = check(lambda x: jnp.sin(x.transpose(1, 2, 0)).transpose(1, 0, 2), [("B", 3, 4)])
+    assert op_types(model).count("Transpose") <= 2
+
+
+def test_where_with_a_constant_mask_reads_it_unexpanded():
+    mask = np.tril(np.ones((6, 6), bool))
+
+    def masked(s):
+        return jnp.where(mask, s, -1e9)
+    model = check(masked, [("B", 2, 6, 6)])
+    expect_graph(model, ["Where"], match="exact", absent=["Expand", "Shape"])
+
+    def causal(q, k, v):  # GPT-style attention by hand, softmax fused
+        s = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.float32(np.sqrt(8))
+        s = jnp.where(mask, s, -1e9)
+        return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(s, axis=-1), v)
+    model = check(causal, qkv(("B", 6, 2, 8)), rtol=1e-4, atol=1e-5)
+    expect_graph(model, ["MatMul -> Div -> Where -> Softmax -> MatMul"],
+                 absent=["Expand", "Shape"])
+
+
+def test_expand_goes_only_where_the_op_broadcasts_to_the_same_shape():
+    # x (3, 1) + Expand(x, (3, 4)): without the Expand the sum would be (3, 1)
+    model = check(lambda x: x + jnp.broadcast_to(x, (3, 4)), [(3, 1)])
+    assert op_types(model) == ["Expand", "Add"]
+    # x (B, 4) * Expand(x[:, :1], (B, 4)): the Mul broadcasts the column itself
+    model = check(lambda x: x * jnp.broadcast_to(x[:, :1], (x.shape[0], 4)), [("B", 4)])
+    assert "Expand" not in op_types(model) and "Mul" in op_types(model)
 
 
 # ------------------------------------------------------------------- gelu --
