@@ -63,31 +63,17 @@ struct PrimitiveEntry {
 };
 
 inline jxo_status* lower_trampoline(const jxo_api* api, jxo_lowering* ctx, void* ud) {
-  try {
+  return at_boundary(api, [&] {
     Lowering L(api, ctx);
     static_cast<PrimitiveEntry*>(ud)->lower(L);
-    return nullptr;
-  } catch (const Error& e) {
-    return to_status(api, e.what(), e.code);
-  } catch (const std::exception& e) {
-    return to_status(api, e.what());
-  } catch (...) {
-    return to_status(api, "unknown C++ exception");
-  }
+  });
 }
 
 inline jxo_status* abstract_eval_trampoline(const jxo_api* api, jxo_abstract_eval* ctx, void* ud) {
-  try {
+  return at_boundary(api, [&] {
     AbstractEval A(api, ctx);
     static_cast<PrimitiveEntry*>(ud)->abstract_eval(A);
-    return nullptr;
-  } catch (const Error& e) {
-    return to_status(api, e.what(), e.code);
-  } catch (const std::exception& e) {
-    return to_status(api, e.what());
-  } catch (...) {
-    return to_status(api, "unknown C++ exception");
-  }
+  });
 }
 }  // namespace detail
 

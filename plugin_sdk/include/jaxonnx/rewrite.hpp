@@ -182,17 +182,10 @@ struct RuleEntry {
 };
 
 inline jxo_status* rewrite_trampoline(const jxo_api* api, jxo_rewrite* rw, void* ud) {
-  try {
+  return at_boundary(api, [&] {
     Rewrite R(api, rw);
     static_cast<RuleEntry*>(ud)->fn(R);
-    return nullptr;
-  } catch (const Error& e) {
-    return to_status(api, e.what(), e.code);
-  } catch (const std::exception& e) {
-    return to_status(api, e.what());
-  } catch (...) {
-    return to_status(api, "unknown C++ exception");
-  }
+  });
 }
 }  // namespace detail
 

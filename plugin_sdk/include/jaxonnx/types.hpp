@@ -168,6 +168,22 @@ inline jxo_status* to_status(const jxo_api* api, const std::string& msg, int32_t
     return api->status_create_with_code(code, to_jxo(msg));
   return api->status_create(to_jxo(msg));
 }
+
+// Runs a plugin callback's body at the C boundary: nothing thrown crosses it;
+// an exception becomes a status (an Error keeps its code).
+template <typename Body>
+jxo_status* at_boundary(const jxo_api* api, Body&& body) noexcept {
+  try {
+    body();
+    return nullptr;
+  } catch (const Error& e) {
+    return to_status(api, e.what(), e.code);
+  } catch (const std::exception& e) {
+    return to_status(api, e.what());
+  } catch (...) {
+    return to_status(api, "unknown C++ exception");
+  }
+}
 }  // namespace detail
 
 }  // namespace jaxonnx::sdk
