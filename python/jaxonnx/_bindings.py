@@ -25,6 +25,7 @@ import ast
 import contextlib
 import inspect
 import sys
+import threading
 
 import jax
 import numpy as np
@@ -313,38 +314,46 @@ def _specs(registry):
     return _compile_registry(registry).specs
 
 
+# The window patches attributes every thread sees, so one thread at a time
+# traces with it open (or, with crisp=False, must see the originals); reentrant
+# for a conversion started inside another's trace.
+_WINDOW_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def window(registry, crisp=True):
     """Applies every binding spec of `registry` (none when crisp is False) and
     restores every target on exit, also on an exception. crisp="exact" passes
     jaxonnx_exact=True to the spec expressions, whose specs then keep only ops
-    that agree with JAX on NaN and infinity as well."""
-    if crisp is False:
-        yield
-        return
-    if crisp not in (True, "exact"):
+    that agree with JAX on NaN and infinity as well. Windows of several threads
+    take turns (_WINDOW_LOCK)."""
+    if not (crisp is True or crisp is False or crisp == "exact"):
         raise _core.ConversionError(f'crisp must be True, False or "exact"; got {crisp!r}')
-    compiled = _compile_registry(registry)
-    restore = []
-    try:
-        for target in compiled.specs:
-            found = _resolve(target)
-            if found is None:
-                continue
-            owner, name = found
-            had = name in getattr(owner, "__dict__", {})
-            saved = owner.__dict__[name] if had else None
-            if had and isinstance(saved, (staticmethod, classmethod)):
-                continue
-            wrapper = compiled.wrapper(target, getattr(owner, name), crisp == "exact")
-            if wrapper is None:
-                continue
-            setattr(owner, name, wrapper)
-            restore.append((owner, name, had, saved))
-        yield
-    finally:
-        for owner, name, had, saved in reversed(restore):
-            if had:
-                setattr(owner, name, saved)
-            else:
-                delattr(owner, name)
+    with _WINDOW_LOCK:
+        if crisp is False:
+            yield
+            return
+        compiled = _compile_registry(registry)
+        restore = []
+        try:
+            for target in compiled.specs:
+                found = _resolve(target)
+                if found is None:
+                    continue
+                owner, name = found
+                had = name in getattr(owner, "__dict__", {})
+                saved = owner.__dict__[name] if had else None
+                if had and isinstance(saved, (staticmethod, classmethod)):
+                    continue
+                wrapper = compiled.wrapper(target, getattr(owner, name), crisp == "exact")
+                if wrapper is None:
+                    continue
+                setattr(owner, name, wrapper)
+                restore.append((owner, name, had, saved))
+            yield
+        finally:
+            for owner, name, had, saved in reversed(restore):
+                if had:
+                    setattr(owner, name, saved)
+                else:
+                    delattr(owner, name)

@@ -249,9 +249,41 @@ def test_crisp_false_traces_through():
     assert "Gelu" not in op_types(model)
 
 
+def test_windows_of_two_threads_take_turns():
+    # Thread A holds a window open; a crisp=False conversion in thread B must
+    # wait for it (it would otherwise trace A's patched targets), and both
+    # leave every target as it was.
+    import threading
+    import time
+
+    before = (jax.nn.gelu, nnx.Linear.__dict__["__call__"])
+    entered, events = threading.Event(), []
+
+    def holder():
+        with _bindings.window(_plugins.registry(None)):
+            entered.set()
+            time.sleep(0.5)
+            events.append("closed")
+
+    def plain():
+        entered.wait()
+        model = jaxonnx.to_onnx(lambda x: jax.nn.gelu(x), [("B", 4)], crisp=False, fuse=False)
+        events.append(("converted", op_types(model)))
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=plain)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert events[0] == "closed"
+    assert events[1][0] == "converted" and "Gelu" not in events[1][1]
+    assert (jax.nn.gelu, nnx.Linear.__dict__["__call__"]) == before
+
+
 def test_crisp_rejects_other_values():
-    with pytest.raises(jaxonnx.ConversionError, match="crisp"):
-        jaxonnx.to_onnx(jax.nn.relu, [(2,)], crisp="yes")
+    for bad in ("yes", 0, 1):
+        with pytest.raises(jaxonnx.ConversionError, match="crisp"):
+            jaxonnx.to_onnx(jax.nn.relu, [(2,)], crisp=bad)
 
 
 def test_eager_calls_in_the_window_run_the_original():
