@@ -10,8 +10,9 @@
 //                        which the optimizer folds against a Conv's)
 //   nnx.Embed         -> Clip + Gather (not with crisp="exact", see lower_embed)
 //   nnx.LSTMCell      -> two Gemms for all gates (and OptimizedLSTMCell)
-//   equinox.nn Linear, LayerNorm, RMSNorm (per example, usually under vmap)
-//                     -> Gemm / MatMul + Add, LayerNormalization, RMSNormalization
+//   equinox.nn Linear, LayerNorm, RMSNorm, GroupNorm (per example, usually
+//                     under vmap) -> Gemm / MatMul + Add, LayerNormalization,
+//                     RMSNormalization (+ Add), GroupNormalization
 // The equation carries `reference`, the original call traced as a function
 // of the operands; it is inlined where the op does not fit (older opset, a
 // dtype onnxruntime has no kernel of the op for, an unusual configuration).
@@ -162,10 +163,22 @@ void lower_batch_norm(Lowering& L) {
 
 // GroupNorm, channels last, statistics over every axis but the batch (axis 0)
 // within each group: GroupNormalization (opset 21: per-channel scale, bias).
+//
+// With the param `example_rank` (equinox GroupNorm: called per example on
+// (channels, ...), usually under jax.vmap), x is channels first already: one
+// batch dim leading (x.rank() == example_rank + 1) is GroupNormalization's
+// layout; an unbatched call or more batch dims lower the reference.
 void lower_group_norm(Lowering& L) {
   Aval x = L.in_aval(0);
   if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3)
     return lower_reference(L);
+  if (L.has_param("example_rank")) {
+    if (x.rank() != L.param("example_rank").as_int() + 1) return lower_reference(L);
+    return L.bind(0, L.op("GroupNormalization", {L.input(0), L.input(1), L.input(2)},
+                          L.out_aval(0),
+                          {Attr::i("num_groups", L.param("num_groups").as_int()),
+                           Attr::f("epsilon", L.param("epsilon").as_float())}));
+  }
   auto in = to_channels_first(x.rank());
   Value xt = transpose(L, L.input(0), x, in);
   Aval t_aval = x.with_shape(permuted(x.shape, in));
@@ -549,11 +562,25 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .when("self.scale is not None")
       .when("self.bias is not None")
       .when("self.num_groups * self.group_size == x.shape[-1]");
+  Binding eqx_group_norm("equinox.nn.GroupNorm.__call__");
+  eqx_group_norm.operand("x", Binding::kLeadingDims)
+      .operand("self.weight")
+      .operand("self.bias")
+      .param("epsilon", "self.eps")
+      .param("num_groups", "self.groups")
+      .param("example_rank", "x.ndim")
+      .when("'<object object at' < str(state) < '<object object au'")
+      .when("self.channelwise_affine")
+      .when("x.ndim >= 2")
+      .when("x.shape[0] == self.weight.shape[0]")
+      .when("x.shape[0] % self.groups == 0");
   plugin.primitive("jaxonnx.nn.group_norm", lower_group_norm)
       .emits({"GroupNormalization", "Transpose"})
       .doc(onnx_doc("GroupNormalization"))
-      .summary("flax nnx GroupNorm as GroupNormalization (opset 21)")
-      .binds(group_norm);
+      .summary("flax nnx GroupNorm, equinox GroupNorm (one vmapped batch dim) as "
+               "GroupNormalization (opset 21)")
+      .binds(group_norm)
+      .binds(eqx_group_norm);
 
   for (bool max : {true, false}) {
     const char* fn = max ? "max_pool" : "avg_pool";

@@ -210,3 +210,55 @@ def test_crisp_off_gives_the_same_numbers(make, shape, x64):
     on, off = assert_crisp_off_agrees(jax.vmap(m), shape, x64)
     crisp = {"Gemm", "LayerNormalization", "RMSNormalization"}
     assert crisp & set(op_types(on))
+
+
+# ------------------------------------------------------------------ GroupNorm
+
+def group_norm(groups=3, channels=6, **kw):
+    return randomized(eqx.nn.GroupNorm(groups, channels, eps=1e-3, **kw))
+
+
+@pytest.mark.parametrize("shape", [(2, 6, 4, 5), ("B", 6, 4, 5), ("B", 6, 7)],
+                         ids=["static", "symbolic", "1-d"])
+def test_vmapped_group_norm_is_group_normalization(shape):
+    m = group_norm()
+    model = check(jax.vmap(m), [shape], make_inputs=wide_inputs, rtol=1e-4, atol=1e-4)
+    expect_graph(model, ["GroupNormalization"], match="exact")
+    (node,) = model.graph.node
+    attrs = {a.name: (a.i if a.name == "num_groups" else a.f) for a in node.attribute}
+    assert attrs["num_groups"] == 3 and np.isclose(attrs["epsilon"], 1e-3)
+    model = check(jax.jit(jax.vmap(m)), [shape], make_inputs=wide_inputs, rtol=1e-4, atol=1e-4)
+    expect_graph(model, ["GroupNormalization"], match="exact")
+
+
+def as_f64(m):
+    with jax.enable_x64(True):
+        return jax.tree_util.tree_map(
+            lambda l: l.astype(jnp.float64) if eqx.is_inexact_array(l) else l, m)
+
+
+@pytest.mark.parametrize("case", ["opset-18", "f64", "unbatched", "two-batch-dims",
+                                  "no-affine"])
+def test_group_norm_fallbacks(case):
+    # Below opset 21, float64 (no onnxruntime kernel), unbatched, two batch
+    # dims: the plugin lowers the reference; without affine parameters no spec
+    # applies.
+    m, shape, kw = group_norm(), ("B", 6, 4, 5), {}
+    fn = jax.vmap(m)
+    if case == "opset-18":
+        kw = {"opset": 18}
+    elif case == "f64":
+        fn, kw = jax.vmap(as_f64(m)), {"x64": True}
+    elif case == "unbatched":
+        fn, shape = m, (6, 4, 5)
+    elif case == "two-batch-dims":
+        fn, shape = jax.vmap(jax.vmap(m)), ("B", 2, 6, 4, 5)
+    else:
+        fn = jax.vmap(eqx.nn.GroupNorm(3, 6, channelwise_affine=False))
+    model = check(fn, [shape], make_inputs=wide_inputs, rtol=1e-4, atol=1e-4, **kw)
+    expect_graph(model, absent=["GroupNormalization"])
+
+
+def test_group_norm_crisp_off_gives_the_same_numbers():
+    on, _ = assert_crisp_off_agrees(jax.vmap(group_norm()), ("B", 6, 4, 5))
+    assert "GroupNormalization" in op_types(on)
