@@ -262,3 +262,16 @@ def test_group_norm_fallbacks(case):
 def test_group_norm_crisp_off_gives_the_same_numbers():
     on, _ = assert_crisp_off_agrees(jax.vmap(group_norm()), ("B", 6, 4, 5))
     assert "GroupNormalization" in op_types(on)
+
+
+def test_multihead_attention_projections_are_one_matmul_each():
+    # MultiheadAttention itself is not bound (docs/crisp_ops.md says why); its
+    # four Linears (no biases by default) are, so each projection is one MatMul
+    # on the (B, seq, dim) input (crisp=False: a Transpose/Reshape pair around each).
+    m = eqx.nn.MultiheadAttention(2, 8, key=jax.random.key(0))
+    fn = jax.vmap(lambda x: m(x, x, x))
+    model = check(fn, [("B", 5, 8)], rtol=1e-4, atol=1e-4)
+    expect_graph(model, ["Reshape -> Div", "Softmax"], counts={"MatMul": 4 + 2},
+                 absent=["Attention"])
+    on, off = assert_crisp_off_agrees(fn, ("B", 5, 8))
+    assert len(on.graph.node) < len(off.graph.node)
