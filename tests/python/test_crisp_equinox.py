@@ -275,3 +275,15 @@ def test_multihead_attention_projections_are_one_matmul_each():
                  absent=["Attention"])
     on, off = assert_crisp_off_agrees(fn, ("B", 5, 8))
     assert len(on.graph.node) < len(off.graph.node)
+
+
+def test_conversion_is_deterministic():
+    mlp = eqx.nn.MLP(6, 3, width_size=8, depth=2, key=jax.random.key(0))
+    norms = [randomized(eqx.nn.LayerNorm(3)), randomized(eqx.nn.RMSNorm(3))]
+    fn = jax.vmap(lambda x: norms[1](norms[0](mlp(x))))
+    specs = symbolic_specs([("B", 6)], [np.float32])
+    first = jaxonnx.to_onnx(fn, specs).SerializeToString()
+    assert jaxonnx.to_onnx(fn, specs).SerializeToString() == first
+    expect_graph(jaxonnx.to_onnx(fn, specs),
+                 ["Gemm -> Relu -> Gemm -> Relu -> Gemm -> LayerNormalization -> "
+                  "RMSNormalization -> Add"], match="exact")
