@@ -10,6 +10,9 @@
 //                        which the optimizer folds against a Conv's)
 //   nnx.Embed         -> Clip + Gather (not with crisp="exact", see lower_embed)
 //   nnx.LSTMCell      -> two Gemms for all gates (and OptimizedLSTMCell)
+//   equinox.nn Linear, LayerNorm, RMSNorm, GroupNorm (per example, usually
+//                     under vmap) -> Gemm / MatMul + Add, LayerNormalization,
+//                     RMSNormalization (+ Add), GroupNormalization
 // The equation carries `reference`, the original call traced as a function
 // of the operands; it is inlined where the op does not fit (older opset, a
 // dtype onnxruntime has no kernel of the op for, an unusual configuration).
@@ -49,11 +52,30 @@ bool same_float_inputs(const Lowering& L) {
 // (in, prod(out)) (the optimizer folds that Reshape of a constant) and the
 // result reshaped to (..., out...); a following Reshape that merges the out
 // dims again (Attention's) then folds away.
+//
+// With the param `transposed_kernel` (equinox Linear: weight (out, in)), the
+// kernel is 2-D (out, in): Gemm with transB, else a Transpose (of a constant:
+// folded) and MatMul.
 void lower_linear(Lowering& L) {
   Aval x = L.in_aval(0), w = L.in_aval(1);
   if (!same_float_inputs(L) || x.rank() < 1 || w.rank() < 2 || !w.is_static())
     return lower_reference(L);
   const bool bias = L.num_inputs() == 3;
+  if (L.has_param("transposed_kernel") && L.param("transposed_kernel").as_bool()) {
+    if (w.rank() != 2 || (bias && L.in_aval(2).rank() != 1)) return lower_reference(L);
+    Aval out = L.out_aval(0);
+    Value y;
+    if (x.rank() == 2) {
+      std::vector<Value> ins = {L.input(0), L.input(1)};
+      if (bias) ins.push_back(L.input(2));
+      y = L.op("Gemm", ins, out, {Attr::i("transB", 1)});
+    } else {
+      Value wt = transpose(L, L.input(1), w, {1, 0});
+      y = L.op("MatMul", {L.input(0), wt}, out);
+      if (bias) y = L.op("Add", {y, L.input(2)}, out);
+    }
+    return L.bind(0, y);
+  }
   if (bias && L.in_aval(2).rank() != w.rank() - 1) return lower_reference(L);
   int64_t n = 1;
   for (size_t i = 1; i < w.shape.size(); ++i) n *= w.shape[i].value;
@@ -94,6 +116,19 @@ void lower_last_axis_norm(Lowering& L, const char* op, int64_t min_opset) {
                  {Attr::i("axis", -1), Attr::f("epsilon", L.param("epsilon").as_float())}));
 }
 
+// RMSNormalization (x, scale) over the last axis, and equinox's optional
+// bias (a third operand) added after it (ONNX's op has no bias input).
+void lower_rms_norm(Lowering& L) {
+  if (L.num_inputs() < 3) return lower_last_axis_norm(L, "RMSNormalization", 23);
+  Aval x = L.in_aval(0);
+  if (L.opset() < 23 || !same_float_inputs(L) || x.rank() < 1) return lower_reference(L);
+  for (size_t i = 1; i < L.num_inputs(); ++i)
+    if (L.in_aval(i).rank() != 1) return lower_reference(L);
+  Value y = L.op("RMSNormalization", {L.input(0), L.input(1)}, L.out_aval(0),
+                 {Attr::i("axis", -1), Attr::f("epsilon", L.param("epsilon").as_float())});
+  L.bind(0, L.op("Add", {y, L.input(2)}, L.out_aval(0)));
+}
+
 // NHWC <-> NCHW permutations for a rank-r tensor with channels last.
 std::vector<int64_t> to_channels_first(int64_t r) {
   std::vector<int64_t> p = {0, r - 1};
@@ -128,10 +163,22 @@ void lower_batch_norm(Lowering& L) {
 
 // GroupNorm, channels last, statistics over every axis but the batch (axis 0)
 // within each group: GroupNormalization (opset 21: per-channel scale, bias).
+//
+// With the param `example_rank` (equinox GroupNorm: called per example on
+// (channels, ...), usually under jax.vmap), x is channels first already: one
+// batch dim leading (x.rank() == example_rank + 1) is GroupNormalization's
+// layout; an unbatched call or more batch dims lower the reference.
 void lower_group_norm(Lowering& L) {
   Aval x = L.in_aval(0);
   if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3)
     return lower_reference(L);
+  if (L.has_param("example_rank")) {
+    if (x.rank() != L.param("example_rank").as_int() + 1) return lower_reference(L);
+    return L.bind(0, L.op("GroupNormalization", {L.input(0), L.input(1), L.input(2)},
+                          L.out_aval(0),
+                          {Attr::i("num_groups", L.param("num_groups").as_int()),
+                           Attr::f("epsilon", L.param("epsilon").as_float())}));
+  }
   auto in = to_channels_first(x.rank());
   Value xt = transpose(L, L.input(0), x, in);
   Aval t_aval = x.with_shape(permuted(x.shape, in));
@@ -341,11 +388,27 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
               "self.dot_general.__module__ == 'jax._src.lax.lax')");
     return b;
   };
+  // equinox Linear: called per example (x of shape (in,), usually under
+  // jax.vmap, which binds the primitive again with the batch dim leading),
+  // weight (out, in). The "scalar" feature modes reshape around the product.
+  auto eqx_linear = [](bool bias) {
+    Binding b("equinox.nn.Linear.__call__");
+    b.operand("x", Binding::kLeadingDims).operand("self.weight");
+    if (bias) b.operand("self.bias");
+    b.param("transposed_kernel", "True")
+        .when(bias ? "self.bias is not None" : "self.bias is None")
+        .when("self.in_features != 'scalar'")
+        .when("self.out_features != 'scalar'")
+        .when("x.ndim == 1");
+    return b;
+  };
   plugin.primitive("jaxonnx.nn.linear", lower_linear)
-      .emits({"Gemm", "MatMul", "Add", "Reshape"})
+      .emits({"Gemm", "MatMul", "Add", "Reshape", "Transpose"})
       .doc(onnx_doc("Gemm"))
-      .summary("flax nnx Linear, LinearGeneral (last axis) / linen Dense as Gemm (2-D "
-               "input) or MatMul + Add")
+      .summary("flax nnx Linear, LinearGeneral (last axis) / linen Dense / equinox Linear as "
+               "Gemm (2-D input) or MatMul + Add")
+      .binds(eqx_linear(true))
+      .binds(eqx_linear(false))
       .binds(linear_general(true))
       .binds(linear_general(false))
       .binds(linear(true))
@@ -430,21 +493,43 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
         .when("self.feature_axes in (-1, (-1,))");
     return b;
   };
+  // equinox LayerNorm / RMSNorm: called per example, normalizing over all of
+  // x (x.shape == self.shape); bound for a 1-D shape (the last axis; under
+  // jax.vmap the batch dims lead). Without `state` only: with it the call
+  // returns (out, state), and the spec language cannot name equinox's default
+  // (a bare object()), so the condition reads its str.
+  auto eqx_norm = [](const std::string& cls, bool bias) {
+    Binding b("equinox.nn." + cls + ".__call__");
+    b.operand("x", Binding::kLeadingDims).operand("self.weight");
+    if (bias) b.operand("self.bias");
+    b.param("epsilon", "self.eps")
+        .when("'<object object at' < str(state) < '<object object au'")
+        .when("len(self.shape) == 1")
+        .when("x.shape == self.shape")
+        .when("self.use_weight")
+        .when(bias ? "self.use_bias" : "not self.use_bias");
+    return b;
+  };
   plugin.primitive("jaxonnx.nn.layer_norm",
                    [](Lowering& L) { lower_last_axis_norm(L, "LayerNormalization", 17); })
       .emits({"LayerNormalization"})
       .doc(onnx_doc("LayerNormalization"))
-      .summary("flax nnx / linen LayerNorm over the last axis as LayerNormalization")
+      .summary("flax nnx / linen LayerNorm over the last axis, equinox LayerNorm of a 1-D "
+               "shape as LayerNormalization")
+      .binds(eqx_norm("LayerNorm", true))
+      .binds(eqx_norm("LayerNorm", false))
       .binds(layer_norm(true))
       .binds(layer_norm(false))
       .binds(linen_layer_norm(true))
       .binds(linen_layer_norm(false));
 
-  plugin.primitive("jaxonnx.nn.rms_norm",
-                   [](Lowering& L) { lower_last_axis_norm(L, "RMSNormalization", 23); })
-      .emits({"RMSNormalization"})
+  plugin.primitive("jaxonnx.nn.rms_norm", lower_rms_norm)
+      .emits({"RMSNormalization", "Add"})
       .doc(onnx_doc("RMSNormalization"))
-      .summary("flax nnx RMSNorm over the last axis as RMSNormalization (opset 23)")
+      .summary("flax nnx RMSNorm over the last axis, equinox RMSNorm of a 1-D shape as "
+               "RMSNormalization (opset 23; equinox's bias: an Add after it)")
+      .binds(eqx_norm("RMSNorm", true))
+      .binds(eqx_norm("RMSNorm", false))
       .binds(nnx_norm("RMSNorm", "reduction_axes")
                  .when("self.feature_axes in (-1, (-1,))")
                  .when("self.scale is not None")
@@ -477,11 +562,25 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .when("self.scale is not None")
       .when("self.bias is not None")
       .when("self.num_groups * self.group_size == x.shape[-1]");
+  Binding eqx_group_norm("equinox.nn.GroupNorm.__call__");
+  eqx_group_norm.operand("x", Binding::kLeadingDims)
+      .operand("self.weight")
+      .operand("self.bias")
+      .param("epsilon", "self.eps")
+      .param("num_groups", "self.groups")
+      .param("example_rank", "x.ndim")
+      .when("'<object object at' < str(state) < '<object object au'")
+      .when("self.channelwise_affine")
+      .when("x.ndim >= 2")
+      .when("x.shape[0] == self.weight.shape[0]")
+      .when("x.shape[0] % self.groups == 0");
   plugin.primitive("jaxonnx.nn.group_norm", lower_group_norm)
       .emits({"GroupNormalization", "Transpose"})
       .doc(onnx_doc("GroupNormalization"))
-      .summary("flax nnx GroupNorm as GroupNormalization (opset 21)")
-      .binds(group_norm);
+      .summary("flax nnx GroupNorm, equinox GroupNorm (one vmapped batch dim) as "
+               "GroupNormalization (opset 21)")
+      .binds(group_norm)
+      .binds(eqx_group_norm);
 
   for (bool max : {true, false}) {
     const char* fn = max ? "max_pool" : "avg_pool";
