@@ -496,14 +496,14 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   // equinox LayerNorm / RMSNorm: called per example, normalizing over all of
   // x (x.shape == self.shape); bound for a 1-D shape (the last axis; under
   // jax.vmap the batch dims lead). Without `state` only: with it the call
-  // returns (out, state), and the spec language cannot name equinox's default
-  // (a bare object()), so the condition reads its str.
+  // returns (out, state); equinox's default is a bare object(), told apart by
+  // its type's name.
   auto eqx_norm = [](const std::string& cls, bool bias) {
     Binding b("equinox.nn." + cls + ".__call__");
     b.operand("x", Binding::kLeadingDims).operand("self.weight");
     if (bias) b.operand("self.bias");
     b.param("epsilon", "self.eps")
-        .when("'<object object at' < str(state) < '<object object au'")
+        .when("type(state).__name__ == 'object'")
         .when("len(self.shape) == 1")
         .when("x.shape == self.shape")
         .when("self.use_weight")
@@ -569,7 +569,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .param("epsilon", "self.eps")
       .param("num_groups", "self.groups")
       .param("example_rank", "x.ndim")
-      .when("'<object object at' < str(state) < '<object object au'")
+      .when("type(state).__name__ == 'object'")
       .when("self.channelwise_affine")
       .when("x.ndim >= 2")
       .when("x.shape[0] == self.weight.shape[0]")

@@ -46,8 +46,10 @@ LEADING = "leading_dims_operands"
 
 # ------------------------------------------------------------ expressions
 
+# type: a default such as a bare object() is told apart by type(x).__name__
+# (type's three-argument form needs a dict, which the language has not).
 _FUNCTIONS = {"len": len, "tuple": tuple, "int": int, "float": float, "bool": bool, "str": str,
-              "abs": abs, "min": min, "max": max}
+              "abs": abs, "min": min, "max": max, "type": type}
 _NODES = (ast.Expression, ast.Name, ast.Load, ast.Attribute, ast.Subscript, ast.Constant,
           ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Tuple, ast.Compare, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
           ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In,

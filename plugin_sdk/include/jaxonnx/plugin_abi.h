@@ -476,7 +476,7 @@ typedef jxo_status* (*jxo_rewrite_fn)(const jxo_api* api, jxo_rewrite* rw, void*
  * arguments, named as in the callable's signature with defaults applied: names,
  * attributes (no dunders but __name__, __module__), constant subscripts,
  * constants, tuples, comparisons, and/or/not, and calls of len, tuple, int,
- * float, bool, str, abs, min, max. The name jaxonnx_exact is true when the user
+ * float, bool, str, abs, min, max, type. The name jaxonnx_exact is true when the user
  * asked for ops exact on NaN and infinity as well (to_onnx crisp="exact"). An
  * expression that fails to evaluate counts as false (in `when`) or makes the
  * call fall back to the original (elsewhere). */
