@@ -12,10 +12,17 @@
 //    subgraph prune removes the Gather and the capture). Unused cond outputs
 //    are left out of the If and its branches.
 //
+// Complex values (carried packed, float[..., 2]: jaxonnx/complex.hpp) pass
+// through unchanged: every If/Loop output, carried value and sliced x is
+// declared with its packed type (complex::packed); stacking adds a leading
+// axis, so the trailing 2 stays last, and xs are sliced along axis 0 as any
+// other value. Subgraph inputs are packed by the host.
+//
 // scan is a Loop rather than an ONNX Scan: Scan cannot express a scan with no
 // xs (its trip count comes from the scan inputs), and one lowering for scan,
 // fori_loop and while keeps the carried-state analysis in one place. Reverse
 // scans read xs at length-1-i and flip the stacked ys once (Slice, step -1).
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cstdint>
@@ -25,6 +32,7 @@
 namespace {
 
 using namespace jaxonnx::sdk;
+using complex::packed;
 
 Aval scalar_aval(int32_t dt) { return Aval(dt, {}); }
 
@@ -71,7 +79,7 @@ void lower_cond(Lowering& L) {
   for (size_t i = 0; i < L.num_outputs(); ++i)
     if (L.output_used(i)) {
       c.used.push_back(i);
-      c.outs.push_back(L.out_aval(i));
+      c.outs.push_back(packed(L.out_aval(i)));
     }
   if (c.used.empty()) return;  // nothing reads the result: no If at all
   for (const Param& b : L.param("branches").items()) c.branches.push_back(b.as_jaxpr());
@@ -182,7 +190,7 @@ void lower_while(Lowering& L) {
   for (size_t j = 0; j < k; ++j)
     if (plan.carried(j)) {
       loop_init.push_back(init[j]);
-      loop_avals.push_back(L.in_aval(cn + bn + j));
+      loop_avals.push_back(packed(L.in_aval(cn + bn + j)));
     }
 
   if (!loop_init.empty()) {
@@ -198,7 +206,7 @@ void lower_while(Lowering& L) {
     for (size_t j = 0; j < k; ++j) {
       if (!plan.carried(j)) next[j] = init[j];
       else if (pred_aval.rank() > 0)
-        next[j] = keep_finished(L, pred, pred_aval, next[j], state[j], L.in_aval(cn + bn + j));
+        next[j] = keep_finished(L, pred, pred_aval, next[j], state[j], packed(L.in_aval(cn + bn + j)));
     }
     Value cond_out = any_true(L, L.lower_jaxpr_into(cond.get(), with(cconsts, next))[0], pred_aval);
     std::vector<Value> outs{cond_out};
@@ -251,12 +259,12 @@ void lower_scan(Lowering& L) {
   for (size_t j = 0; j < k; ++j)
     if (plan.carried(j)) {
       loop_init.push_back(init[j]);
-      loop_avals.push_back(L.in_aval(nc + j));
+      loop_avals.push_back(packed(L.in_aval(nc + j)));
     }
   bool any_y = false;
   for (size_t q = 0; q < p; ++q)
     if (y_used[q]) {
-      loop_avals.push_back(L.out_aval(k + q));
+      loop_avals.push_back(packed(L.out_aval(k + q)));
       any_y = true;
     }
 
@@ -279,7 +287,7 @@ void lower_scan(Lowering& L) {
     if (m > 0)
       index = reverse ? L.op("Sub", {last, iter}, scalar_aval(dtype::i64)) : iter;
     for (size_t i = 0; i < m; ++i)
-      args.push_back(L.op("Gather", {xs[i], index}, body.in_aval(nc + k + i), {Attr::i("axis", 0)}));
+      args.push_back(L.op("Gather", {xs[i], index}, packed(body.in_aval(nc + k + i)), {Attr::i("axis", 0)}));
     std::vector<Value> res = L.lower_jaxpr_into(body.get(), args);
     std::vector<Value> outs{cond_in};
     for (size_t j = 0; j < k; ++j)
@@ -299,7 +307,7 @@ void lower_scan(Lowering& L) {
       Value y = results[r++];
       if (reverse)
         y = L.op("Slice", {y, i64s(L, {-1}), i64s(L, {INT64_MIN}), i64s(L, {0}), i64s(L, {-1})},
-                 L.out_aval(k + q));
+                 packed(L.out_aval(k + q)));
       L.bind(k + q, y);
     }
   }

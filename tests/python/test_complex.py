@@ -293,6 +293,78 @@ def test_complex_mlp_layer(dtype):
     run(layer, [c(("B", 6), dtype), c((6, 4), dtype)], dtype)
 
 
+# ----------------------------------------------------------- control flow --
+# Loop and If carry complex values packed: carried state, stacked ys, sliced
+# xs and If outputs are float[..., 2].
+
+
+def phase_scan(z, w):
+    # A running complex product (phase rotation) carried, every step stacked.
+    def step(acc, x):
+        acc = acc * x * jnp.exp(1j * jnp.angle(w))
+        return acc, acc + jnp.conj(x)
+    return lax.scan(step, z, jnp.stack([w, w * 0.5, w + 1j]))
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+def test_scan_complex_carry_and_stacked_ys(dtype):
+    run(phase_scan, [c(("B", 4), dtype), c(("B", 4), dtype)], dtype)
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+def test_scan_complex_xs_reverse(dtype):
+    # xs sliced along axis 0 (the leading axis; the trailing 2 stays last),
+    # a real carry beside a complex one, reversed stacking.
+    def f(xs, s):
+        def step(carry, x):
+            n, acc = carry
+            acc = acc * x + s
+            return (n + jnp.abs(x).sum(), acc), acc.real * 2 + x
+        return lax.scan(step, (jnp.zeros((), xs.real.dtype), jnp.ones_like(xs[0])), xs, reverse=True)
+    run(f, [c((5, "B", 3), dtype), c(("B", 3), dtype)], dtype)
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+def test_fori_loop_complex_state(dtype):
+    def f(z):
+        return lax.fori_loop(0, 4, lambda i, c: c * (0.5 + 0.5j) + i, z)
+    run(f, [c(("B", 3), dtype)], dtype)
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+def test_while_loop_complex_carry_real_predicate(dtype):
+    # Rotate and grow until the modulus passes 10 (a real predicate on a
+    # complex carry); dynamic bounds.
+    def f(z):
+        def cond(s):
+            k, v = s
+            return (jnp.abs(v).max() < 10.0) & (k < 50)
+        def body(s):
+            k, v = s
+            return k + 1, v * (1.1 + 0.3j) + 0.1j
+        return lax.while_loop(cond, body, (0, z))
+    run(f, [c(("B", 3), dtype)], dtype)
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+def test_batched_while_loop_complex_carry(dtype):
+    # vmap of a while_loop whose predicate depends on the batch: finished
+    # elements keep their complex value (Where on the packed carry).
+    def one(z):
+        return lax.while_loop(lambda v: jnp.abs(v) < 5.0, lambda v: v * (1.2 + 0.4j) + 0.5, z)
+    run(jax.vmap(one), [c(("B",), dtype)], dtype)
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+def test_cond_and_switch_return_complex(dtype):
+    def f(z, x):
+        a = lax.cond(x.sum() > 0, lambda z: z * 1j, lambda z: jnp.conj(z), z)
+        i = jnp.argmax(x[0]).astype(jnp.int32)
+        b = lax.switch(i, [lambda z: z + 1, lambda z: z * z, lambda z: z.real + 0j], z)
+        return a, b
+    run(f, [c(("B", 3), dtype), r(("B", 3), dtype)], dtype)
+
+
 # ------------------------------------------------------------- refusals --
 
 Z3 = [jax.ShapeDtypeStruct((3,), np.complex64)]
@@ -302,9 +374,9 @@ def test_unlowered_complex_operand_is_refused_naming_plugin_and_dtype():
     # A plugin that does not handle complex operands: the host refuses its
     # complex-typed node, naming plugin, primitive and aval.
     with pytest.raises(jaxonnx.ConversionError,
-                       match=r"plugin 'control_flow' failed to lower 'scan' \(inputs: complex64\[3\]\).*"
+                       match=r"plugin 'lax_cumulative' failed to lower 'cumprod' \(inputs: complex64\[3\]\).*"
                              r"declared complex64\[3\], but complex values are carried as float32\[3,2\]"):
-        jaxonnx.to_onnx(lambda z: lax.fori_loop(0, 3, lambda i, c: c * 2, z), Z3)
+        jaxonnx.to_onnx(jnp.cumprod, Z3)
     with pytest.raises(jaxonnx.ConversionError, match=r"'tanh'.*complex64.*lax_elementwise"):
         jaxonnx.to_onnx(jnp.tanh, Z3)
     with pytest.raises(jaxonnx.ConversionError, match=r"'gather'.*complex64.*not lowered by lax_gather"):
