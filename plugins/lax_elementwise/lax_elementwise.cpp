@@ -173,17 +173,28 @@ void lower_complex_elementwise(Lowering& L) {
 }
 
 // select_n on complex cases: the predicate gets a trailing 1 to broadcast
-// over the packed parts.
+// over the packed parts; an integer predicate picks among n cases by the
+// same tree as the real lowering (select_range, below).
+Value select_range(Lowering& L, Value which, const Aval& which_aval, const std::vector<Value>& cases,
+                   size_t lo, size_t hi, const Aval& out);
+
 void lower_complex_select_n(Lowering& L) {
   Aval which = L.in_aval(0), out = L.out_aval(0);
-  if (L.num_inputs() != 3 || which.dtype != dtype::boolean) {
-    if (L.num_inputs() == 2) { L.bind(0, L.input(1)); return; }
-    L.fail("select_n on complex cases is lowered for a bool predicate and two cases");
-  }
+  if (L.num_inputs() == 2) { L.bind(0, L.input(1)); return; }
+  if (L.num_inputs() < 2) L.fail("select_n needs at least one case");
+  if (which.dtype == dtype::boolean && L.num_inputs() != 3)
+    L.fail("select_n with a bool predicate takes exactly two cases");
   Shape s = which.shape;
   s.push_back(Dim(1));
-  Value w = L.op("Unsqueeze", {L.input(0), i64s(L, {-1})}, Aval(dtype::boolean, s));
-  L.bind(0, L.op("Where", {w, L.input(2), L.input(1)}, complex::packed(out)));
+  Aval w_aval(which.dtype, s);
+  Value w = L.op("Unsqueeze", {L.input(0), i64s(L, {-1})}, w_aval);
+  if (which.dtype == dtype::boolean) {
+    L.bind(0, L.op("Where", {w, L.input(2), L.input(1)}, complex::packed(out)));
+    return;
+  }
+  std::vector<Value> cases;
+  for (size_t i = 1; i < L.num_inputs(); ++i) cases.push_back(L.input(i));
+  L.bind(0, select_range(L, w, w_aval, cases, 0, cases.size(), complex::packed(out)));
 }
 
 // convert_element_type to or from complex: real -> complex pads a zero

@@ -365,6 +365,18 @@ def test_cond_and_switch_return_complex(dtype):
     run(f, [c(("B", 3), dtype), r(("B", 3), dtype)], dtype)
 
 
+@pytest.mark.parametrize("dtype", CPLX)
+def test_vmapped_cond_and_switch_select_complex(dtype):
+    # Under vmap a batched predicate turns cond/switch into select_n on the
+    # complex cases: an int32 index among two and among three cases.
+    def f(z, x):
+        a = jax.vmap(lambda z, x: lax.cond(x > 0, lambda z: z * 1j, jnp.conj, z))(z, x)
+        i = jnp.clip(jnp.round(x), -1, 3).astype(jnp.int32)
+        b = jax.vmap(lambda i, z: lax.switch(i, [lambda z: z + 1, lambda z: z * z, jnp.conj], z))(i, z)
+        return a, b
+    run(f, [c(("B", 4), dtype), r(("B",), dtype)], dtype)
+
+
 # ------------------------------------------------------------- refusals --
 
 Z3 = [jax.ShapeDtypeStruct((3,), np.complex64)]
