@@ -6,6 +6,7 @@
 // they are the model's (or the If/Loop body's) signature.
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/passes.hpp"
+#include "rewrite.hpp"
 
 namespace jaxonnx::passes {
 namespace {
@@ -19,17 +20,8 @@ class DeadCodeElimination : public Pass {
   }
 
   bool run(ir::Graph& g) override {
-    std::vector<bool> live(g.values.size(), false);
-    for (ir::ValueId v : g.outputs) live[v] = true;
-    std::vector<bool> keep(g.nodes.size(), false);
-    for (size_t k = g.nodes.size(); k-- > 0;) {
-      const ir::Node& n = g.nodes[k];
-      for (ir::ValueId v : n.outputs) keep[k] = keep[k] || live[v];
-      if (!keep[k]) continue;
-      for (ir::ValueId v : n.inputs)
-        if (v != ir::kNoValue) live[v] = true;
-      for (ir::ValueId v : ir::captured_inputs(n)) live[v] = true;
-    }
+    std::vector<bool> live;
+    std::vector<bool> keep = live_nodes(g, &live);
     size_t before = g.nodes.size() + g.initializers.size() + g.captures.size();
     std::vector<ir::Node> nodes;
     nodes.reserve(g.nodes.size());

@@ -20,23 +20,6 @@ std::vector<bool> graph_defined(const ir::Graph& g) {
   return defined;
 }
 
-// Which nodes some graph output depends on (a node holding a subgraph reads
-// the values its captures stand for).
-std::vector<bool> live_nodes(const ir::Graph& g, std::vector<bool>* live_values) {
-  std::vector<bool> live(g.values.size(), false), keep(g.nodes.size(), false);
-  for (ir::ValueId v : g.outputs) live[v] = true;
-  for (size_t k = g.nodes.size(); k-- > 0;) {
-    const ir::Node& n = g.nodes[k];
-    for (ir::ValueId v : n.outputs) keep[k] = keep[k] || live[v];
-    if (!keep[k]) continue;
-    for (ir::ValueId v : n.inputs)
-      if (v != ir::kNoValue) live[v] = true;
-    for (ir::ValueId v : ir::captured_inputs(n)) live[v] = true;
-  }
-  if (live_values) *live_values = std::move(live);
-  return keep;
-}
-
 }  // namespace
 
 Property topologically_sorted() {

@@ -98,4 +98,9 @@ const ir::Attribute* attribute(const ir::Node& node, const char* name);
 // Integer elements of an int32/int64 tensor; false for other dtypes.
 bool to_ints(const Tensor& t, std::vector<int64_t>* out);
 
+// Which nodes some graph output depends on (a node holding a subgraph reads the
+// values its captures stand for); `live_values`, if given, receives which values
+// are read. DCE removes the rest, and its guarantee checks with the same walk.
+std::vector<bool> live_nodes(const ir::Graph& g, std::vector<bool>* live_values = nullptr);
+
 }  // namespace jaxonnx::passes
