@@ -99,6 +99,27 @@ std::string node_key(const ir::Node& n) {
   return key;
 }
 
+// Calls on_duplicate(k, first) for each node k that repeats an earlier node
+// `first` and may be merged into it (no output of k is a graph output), in
+// node order, until it returns false. A node is keyed when the scan reaches
+// it, so a callback that merges k has rewritten later readers first and
+// whole duplicate chains are found in one sweep. Shared by the pass and its
+// guarantee, so they cannot disagree on what a duplicate is.
+template <typename F>
+void scan_duplicates(const ir::Graph& g, F on_duplicate) {
+  std::set<ir::ValueId> outputs(g.outputs.begin(), g.outputs.end());
+  std::map<std::string, size_t> seen;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    std::string key = node_key(g.nodes[k]);
+    if (key.empty()) continue;
+    auto [it, fresh] = seen.emplace(std::move(key), k);
+    if (fresh) continue;
+    bool interface = false;
+    for (ir::ValueId v : g.nodes[k].outputs) interface = interface || outputs.count(v);
+    if (!interface && !on_duplicate(k, it->second)) return;
+  }
+}
+
 class Deduplication : public Pass {
  public:
   const char* name() const override { return "cse"; }
@@ -146,22 +167,14 @@ class Deduplication : public Pass {
       g.initializers = std::move(kept);
     }
 
-    std::map<std::string, size_t> seen;
-    for (size_t k = 0; k < g.nodes.size(); ++k) {
-      ir::Node& n = g.nodes[k];
-      std::string key = node_key(n);
-      if (key.empty()) continue;
-      auto [it, fresh] = seen.emplace(std::move(key), k);
-      if (fresh) continue;
-      bool interface = false;
-      for (ir::ValueId v : n.outputs) interface = interface || outputs.count(v);
-      if (interface) continue;
-      std::vector<ir::ValueId> dups = n.outputs;
-      const std::vector<ir::ValueId>& keep = g.nodes[it->second].outputs;
+    scan_duplicates(g, [&](size_t k, size_t first) {
+      std::vector<ir::ValueId> dups = g.nodes[k].outputs;
+      const std::vector<ir::ValueId>& keep = g.nodes[first].outputs;
       uses.erase(g, k);
       for (size_t i = 0; i < dups.size(); ++i) uses.replace(g, dups[i], keep[i]);
       changed = true;
-    }
+      return true;
+    });
     erase_marked(g);
     return changed;
   }
@@ -204,22 +217,14 @@ Property no_duplicate_initializers() {
 // is a graph output.
 Property no_common_subexpressions() {
   return {"no common subexpressions", [](const ir::Graph& g) -> std::string {
-            std::set<ir::ValueId> outputs(g.outputs.begin(), g.outputs.end());
-            std::map<std::string, size_t> seen;
-            for (size_t k = 0; k < g.nodes.size(); ++k) {
-              const ir::Node& n = g.nodes[k];
-              std::string key = node_key(n);
-              if (key.empty()) continue;
-              auto [it, fresh] = seen.emplace(std::move(key), k);
-              if (fresh) continue;
-              bool interface = false;
-              for (ir::ValueId v : n.outputs) interface = interface || outputs.count(v);
-              if (!interface)
-                return "node #" + std::to_string(k) + " " + n.op_type + " '" + n.name +
-                       "' computes what node #" + std::to_string(it->second) + " '" +
-                       g.nodes[it->second].name + "' does";
-            }
-            return {};
+            std::string found;
+            scan_duplicates(g, [&](size_t k, size_t first) {
+              found = "node #" + std::to_string(k) + " " + g.nodes[k].op_type + " '" + g.nodes[k].name +
+                      "' computes what node #" + std::to_string(first) + " '" + g.nodes[first].name +
+                      "' does";
+              return false;
+            });
+            return found;
           }};
 }
 
