@@ -104,10 +104,13 @@ inline Value zeros_like_aval(Lowering& L, const Aval& a) {
 
 // ------------------------------------------------ size-dependent values --
 
-// The value of size `n` as an int64 scalar (a Loop trip count, a Range limit).
+// The value of size `n` as an int64 scalar (a Loop trip count, a Range limit);
+// a symbolic one is computed once per graph scope.
 inline Value count(Lowering& L, const Dim& n) {
   if (n.is_static()) return scalar(L, dtype::i64, double(n.value));
-  return L.op("Squeeze", {dim_value(L, n), i64s(L, {0})}, Aval(dtype::i64, {}));
+  return L.memoized("lax_linalg.count:" + n.symbol, [&] {
+    return L.op("Squeeze", {dim_value(L, n), i64s(L, {0})}, Aval(dtype::i64, {}));
+  });
 }
 
 // min(a, b) as an int64 scalar.

@@ -457,6 +457,13 @@ def test_jnp_and_scipy_linalg_symbolic_size(dtype, x64, batch):
     assert symbolic_dims(model)[-2:] == ["n", "n"]
 
 
+def test_symbolic_size_inside_a_scan_body():
+    # The runtime size is read from the model input inside a Loop body (nested Loops).
+    fn = lambda x: (lax.map(jnp.linalg.cholesky, x), lax.map(lambda a: jnp.linalg.solve(a, a[:, :1]), x))
+    model = jcheck(fn, [("B", "n", "n")], make_inputs=spd, batches=SIZES, **SYM_TOL[np.float32])
+    assert op_types(model).count("Loop") == 2
+
+
 @pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
 def test_empty_matrices(dtype, x64):
     # A symbolic size may be 0 at run time (and 0 is a static size too): the
