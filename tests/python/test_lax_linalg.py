@@ -436,7 +436,7 @@ def test_lu_pivots_to_permutation_symbolic_count(times):
 @pytest.mark.parametrize("batch", [(), ("B",)], ids=["n", "Bn"])
 @pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
 def test_jnp_and_scipy_linalg_symbolic_size(dtype, x64, batch):
-    # The entry points of the module docstring on one model: a symbolic n and rhs width k.
+    # The jnp.linalg / jax.scipy.linalg entry points on one model: a symbolic n and rhs width k.
     def fn(a, b):
         spd_a = a @ jnp.swapaxes(a, -1, -2)
         c = jnp.linalg.cholesky(spd_a)
