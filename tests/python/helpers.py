@@ -29,6 +29,9 @@ def symbolic_specs(shapes, dtypes):
 
 
 def _concrete(shape, batch):
+    """`shape` with its symbols bound: all to `batch`, or each by name when it is a dict."""
+    if isinstance(batch, dict):
+        return tuple(batch[d] if isinstance(d, str) else d for d in shape)
     return tuple(batch if isinstance(d, str) else d for d in shape)
 
 
@@ -52,6 +55,7 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
     shapes: one shape per input; ints or strings ("B") for symbolic dims.
     dtypes: one dtype per input (default float32, or float64 when x64).
     make_inputs(shape, dtype, rng): optional custom input generator.
+    batches: the values every symbol takes in turn, or dicts binding each symbol by name.
     Returns the ModelProto for structural assertions.
     """
     if dtypes is None:

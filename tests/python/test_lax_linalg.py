@@ -293,11 +293,6 @@ def test_unsupported_linalg_names_the_primitive(fn, prim):
         jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct((3, 3), np.float32)])
 
 
-def test_symbolic_matrix_dim_is_refused():
-    with pytest.raises(jaxonnx.ConversionError, match="cholesky.*symbolic"):
-        jaxonnx.to_onnx(lambda x: lax.linalg.cholesky(x), symbolic_specs([("N", "N")], [np.float32]))
-
-
 # ------------------------------------------------ beyond the unrolling limit --
 
 def well_conditioned(shape, dtype, rng):
@@ -338,3 +333,154 @@ def test_solve_inv_slogdet_beyond_the_unrolling_limit(dtype, x64):
                           lax.linalg.lu_pivots_to_permutation(p, 70))
     jcheck(fn, [("B", 72, 72), ("B", 72, 2), ("B", 68)], [dtype, dtype, np.int32], x64=x64,
            make_inputs=pivots, **TOL[dtype])
+
+
+# ------------------------------------------------------ symbolic matrix size --
+
+# One model for every size: the symbols take these values in turn (n = 1 and 3
+# would be unrolled were they static, 70 would be a Loop; here all are one Loop).
+SIZES = [dict(n=1, k=2, B=2), dict(n=3, k=1, B=1), dict(n=7, k=4, B=3), dict(n=70, k=2, B=2)]
+# 70-term f32 sums round further from LAPACK's blocked kernels.
+SYM_TOL = {np.float32: dict(rtol=2e-3, atol=2e-3), np.float64: dict(rtol=1e-9, atol=1e-9)}
+
+
+def symbolic_dims(model):
+    """The dim_params of the model's first input."""
+    return [d.dim_param for d in model.graph.input[0].type.tensor_type.shape.dim]
+
+
+@pytest.mark.parametrize("batch", [(), ("B",)], ids=["n", "Bn"])
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_cholesky_symbolic_size(dtype, x64, batch):
+    fn = lambda x: (jnp.linalg.cholesky(x), lax.linalg.cholesky_p.bind(x))
+    model = jcheck(fn, [(*batch, "n", "n")], [dtype], x64=x64, make_inputs=spd_dirty_upper, batches=SIZES,
+                   **SYM_TOL[dtype])
+    assert op_types(model).count("Loop") == 2 and symbolic_dims(model)[-2:] == ["n", "n"]  # two factorizations
+
+
+def test_cholesky_symbolic_size_not_positive_definite_is_all_nan():
+    def inputs(shape, dtype, rng):
+        a = spd(shape, dtype, rng)
+        a[1, 0, 0] = -1.0                          # negative first pivot
+        a[2, -1, -1] = -1e3                        # a last pivot <= 0
+        return a
+
+    jcheck(lambda x: (lax.linalg.cholesky_p.bind(x), jnp.linalg.cholesky(x)), [("B", "n", "n")],
+           make_inputs=inputs, batches=[dict(B=3, n=1), dict(B=4, n=5), dict(B=3, n=70)], **SYM_TOL[np.float32])
+
+
+@pytest.mark.parametrize("batch", [(), ("B",)], ids=["n", "Bn"])
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_triangular_solve_symbolic_size(dtype, x64, batch):
+    # Every (left_side, lower, transpose_a, unit_diagonal), a symbolic rhs width k too.
+    shapes = [(*batch, "n", "n"), (*batch, "n", "k"), (*batch, "k", "n")]
+    model = jcheck(all_triangular_solves, shapes, [dtype] * 3, x64=x64, make_inputs=well_conditioned,
+                   batches=SIZES, **SYM_TOL[dtype])
+    assert "Loop" in op_types(model)
+
+
+def test_triangular_solve_symbolic_size_reads_only_its_triangle():
+    def inputs(shape, dtype, rng):
+        x = well_conditioned(shape, dtype, rng)
+        if shape[-1] == shape[-2]:
+            x[..., np.triu_indices(shape[-1])[0], np.triu_indices(shape[-1])[1]] = np.nan
+        return x
+
+    def fn(a, bl, br):
+        return tuple(lax.linalg.triangular_solve(a, bl if left else br, left_side=left, lower=True,
+                                                 transpose_a=trans, unit_diagonal=True)
+                     for left in (True, False) for trans in (True, False))
+
+    jcheck(fn, [("n", "n"), ("n", "k"), ("k", "n")], make_inputs=inputs, batches=SIZES, **SYM_TOL[np.float32])
+
+
+@pytest.mark.parametrize("shape", [("n", "n"), ("B", "n", "n"), ("B", "m", "n")], ids=str)
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_lu_symbolic_size(dtype, x64, shape):
+    # lu, pivots and permutation; m != n both ways, and across the unrolling limit.
+    sizes = [dict(B=2, m=1, n=1), dict(B=1, m=3, n=5), dict(B=2, m=7, n=3), dict(B=1, m=70, n=66),
+             dict(B=2, m=3, n=70)]
+    if "m" not in shape:
+        sizes = SIZES
+    model = jcheck(lax.linalg.lu, [shape], [dtype], x64=x64, batches=sizes, **SYM_TOL[dtype])
+    assert op_types(model).count("Loop") == 1
+
+
+def test_lu_symbolic_size_ties_and_zero_pivots():
+    # As test_lu_ties_and_zero_pivots: the first maximal row, zero pivots left unscaled.
+    def inputs(shape, dtype, rng):
+        a = rng.integers(-2, 3, size=shape).astype(dtype)
+        a[0] = 0.0
+        a[1, :, 0] = 0.0
+        a[2, :, 0] = np.where(np.arange(shape[1]) % 2, -1.0, 1.0)
+        return a
+
+    jcheck(lax.linalg.lu, [("B", "n", "n")], x64=True, make_inputs=inputs,
+           batches=[dict(B=3, n=1), dict(B=4, n=4), dict(B=3, n=9)])
+
+
+@pytest.mark.parametrize("times", [1, 2], ids=["size=K", "size=2K"])
+def test_lu_pivots_to_permutation_symbolic_count(times):
+    # A symbolic pivot count K and permutation size (K, or 2K: JAX needs size >= K provably).
+    def pivots(shape, dtype, rng):
+        k = np.arange(shape[-1])
+        return (k + rng.integers(0, times * shape[-1] - k, size=shape)).astype(dtype)
+
+    fn = lambda p: lax.linalg.lu_pivots_to_permutation(p, times * p.shape[-1])
+    model = jcheck(fn, [("B", "K")], [np.int32], make_inputs=pivots,
+                   batches=[dict(B=2, K=1), dict(B=3, K=4), dict(B=1, K=9)])
+    assert op_types(model).count("Loop") == 1
+
+
+@needs_gather
+@pytest.mark.parametrize("batch", [(), ("B",)], ids=["n", "Bn"])
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_jnp_and_scipy_linalg_symbolic_size(dtype, x64, batch):
+    # The jnp.linalg / jax.scipy.linalg entry points on one model: a symbolic n and rhs width k.
+    def fn(a, b):
+        spd_a = a @ jnp.swapaxes(a, -1, -2)
+        c = jnp.linalg.cholesky(spd_a)
+        out = (jnp.linalg.solve(a, b), jnp.linalg.inv(a), jnp.linalg.det(a), *jnp.linalg.slogdet(a),
+               jsl.cho_solve((c, True), b), *jsl.lu_factor(a))
+        if not batch:  # these take one matrix
+            out += (jsl.solve_triangular(c, b, lower=True), jsl.lu_solve(jsl.lu_factor(a), b), *jsl.lu(a))
+        return out
+
+    def inputs(shape, dtype, rng):
+        x = rng.standard_normal(size=shape)
+        if shape[-1] == shape[-2]:
+            x = x / np.sqrt(shape[-1]) + 2 * np.eye(shape[-1])   # det stays O(1)
+        return x.astype(dtype)
+
+    model = jcheck(fn, [(*batch, "n", "n"), (*batch, "n", "k")], [dtype] * 2, x64=x64, make_inputs=inputs,
+                   batches=SIZES, **SYM_TOL[dtype])
+    assert symbolic_dims(model)[-2:] == ["n", "n"]
+
+
+def test_symbolic_size_inside_a_scan_body():
+    # The runtime size is read from the model input inside a Loop body (nested Loops).
+    fn = lambda x: (lax.map(jnp.linalg.cholesky, x), lax.map(lambda a: jnp.linalg.solve(a, a[:, :1]), x))
+    model = jcheck(fn, [("B", "n", "n")], make_inputs=spd, batches=SIZES, **SYM_TOL[np.float32])
+    assert op_types(model).count("Loop") == 2
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_empty_matrices(dtype, x64):
+    # A symbolic size may be 0 at run time (and 0 is a static size too): the
+    # Loops then run no iteration and give JAX's empty results (lu of a 3x0
+    # matrix: the identity permutation).
+    def fn(a, b, c, p):
+        return (jnp.linalg.cholesky(a), lax.linalg.cholesky_p.bind(a), *all_triangular_solves(a, b, jnp.swapaxes(b, -1, -2)),
+                *lax.linalg.lu(a), *lax.linalg.lu(c), lax.linalg.lu_pivots_to_permutation(p, p.shape[-1]),
+                jsl.cho_solve((a, True), b), *jsl.lu_factor(a), jsl.solve_triangular(a, b))
+
+    def inputs(shape, dtype, rng):
+        if dtype == np.int32:
+            return np.zeros(shape, dtype)
+        return well_conditioned(shape, dtype, rng)
+
+    for sizes in ([dict(n=0, k=2, m=3), dict(n=2, k=0, m=0), dict(n=3, k=2, m=0)], [dict(n=0, k=2, m=3)]):
+        shapes = [("n", "n"), ("n", "k"), ("m", "n"), ("n",)]
+        if len(sizes) == 1:  # static sizes: 0x0, 3x0
+            shapes = [(0, 0), (0, 2), (3, 0), (0,)]
+        jcheck(fn, shapes, [dtype] * 3 + [np.int32], x64=x64, make_inputs=inputs, batches=sizes, **TOL[dtype])
