@@ -55,11 +55,17 @@ Value reduce(Lowering& L, const char* op, Value x, const std::vector<int64_t>& a
   return L.op(op, {x, i64s(L, axes)}, out, {Attr::i("keepdims", 0)});
 }
 
-// ReduceMax/ReduceMin over bool: accepted from opset 20; before that, through
-// uint8 (max = any, min = all).
+// ReduceMax/ReduceMin over bool: accepted from opset 20, but onnxruntime's
+// bool kernels fail on an empty axis. So bool is used only when every reduced
+// axis is static and non-empty; otherwise through uint8 (max = any, min =
+// all), whose empty max is 0 (false) and empty min 255 (true), as in JAX.
 Value reduce_bool(Lowering& L, const char* op, Value x, const Aval& in, const std::vector<int64_t>& axes) {
   Aval out(dtype::boolean, reduced_shape(in.shape, axes));
-  if (L.opset() >= 20) return reduce(L, op, x, axes, out);
+  bool never_empty = std::all_of(axes.begin(), axes.end(), [&](int64_t a) {
+    const Dim& d = in.shape[static_cast<size_t>(a)];
+    return d.is_static() && d.value > 0;
+  });
+  if (L.opset() >= 20 && never_empty) return reduce(L, op, x, axes, out);
   Value r = reduce(L, op, cast(L, x, in, dtype::u8), axes, out.with_dtype(dtype::u8));
   return L.op("Cast", {r}, out, {Attr::i("to", dtype::boolean)});
 }

@@ -74,11 +74,15 @@ void lower_broadcast_in_dim(Lowering& L) {
 // ---------------------------------------------------------------- reshape --
 
 // reshape(x, new_sizes, dimensions=None). The shape operand holds, per
-// output dim: its static size; 0 ("copy input dim i") when it is the same
-// symbolic dim as the input's dim at that index; -1 for the single remaining
-// symbolic dim (exact: the other dims are known and non-zero); else its
-// runtime value. A static 0 size needs allowzero=1, which forbids the 0 and
-// -1 codes, so then every symbolic dim takes its runtime value.
+// output dim: its static size; else, when every symbolic dim is the same as
+// the input's dim at that index, 0 ("copy input dim i"), which makes the
+// shape a constant; else, for a single symbolic dim among static ones, -1
+// ("infer": exact, the others are known and non-zero); else every symbolic
+// dim's runtime value. 0 and -1 are never mixed with runtime values:
+// onnxruntime's graph optimizer turns such a mix into a 0/-1 shape, and -1
+// next to a copied dim that is 0 at run time (an empty batch) cannot be
+// inferred. A static 0 size needs allowzero=1, which forbids the 0 and -1
+// codes, so then every symbolic dim takes its runtime value.
 void lower_reshape(Lowering& L) {
   if (L.has_param("dimensions") && !L.param("dimensions").is_none())
     L.fail("reshape with dimensions != None (a transposing reshape) is not supported");
@@ -93,16 +97,17 @@ void lower_reshape(Lowering& L) {
                                [](const Dim& d) { return d.is_static() && d.value == 0; });
   Shape target = out.shape;
   if (!zero_size) {
-    std::vector<size_t> unresolved;
-    for (size_t i = 0; i < target.size(); ++i) {
-      if (target[i].is_static()) continue;
-      if (i < in.shape.size() && in.shape[i] == target[i]) {
-        target[i] = Dim(0);
-      } else {
-        unresolved.push_back(i);
-      }
+    size_t symbolic = 0, copied = 0;
+    for (size_t i = 0; i < out.shape.size(); ++i) {
+      if (out.shape[i].is_static()) continue;
+      ++symbolic;
+      copied += i < in.shape.size() && in.shape[i] == out.shape[i];
     }
-    if (unresolved.size() == 1) target[unresolved[0]] = Dim(-1);
+    for (Dim& d : target) {
+      if (d.is_static()) continue;
+      if (copied == symbolic) d = Dim(0);
+      else if (symbolic == 1) d = Dim(-1);
+    }
   }
   std::vector<Attr> attrs;
   if (zero_size) attrs.push_back(Attr::i("allowzero", 1));

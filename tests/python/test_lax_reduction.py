@@ -366,3 +366,24 @@ def test_generic_variadic_reduce_one_monoid_per_operand():
 def test_generic_reduce_with_another_body_is_refused(body, why):
     with pytest.raises(jaxonnx.ConversionError, match=f"reduce.*{why}"):
         jaxonnx.to_onnx(lambda x: lax.reduce(x, 1.0, body, (1,)), [("B", 4)])
+
+
+# An empty batch is an input JAX defines: reductions over it give the identity
+# (any -> False, all -> True, max -> -inf), where onnxruntime's bool
+# ReduceMax/ReduceMin kernels fail, and max/min's NaN mask is a bool reduction.
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("fn", [
+    lambda x: jnp.any(x > 0, axis=0),
+    lambda x: jnp.all(x > 0, axis=0),
+    lambda x: lax.reduce_max(x, (0,)),
+    lambda x: lax.reduce_min(x, (0, 2)),
+    lambda x: jnp.any(x > 0),
+], ids=["any", "all", "max", "min", "any_all_axes"])
+def test_reduction_over_an_empty_batch(fn, x64):
+    check(fn, [("B", 3, 2)], x64=x64, batches=(0, 1, 4))
+
+
+def test_bool_reduction_stays_bool_over_static_axes():
+    # Only a possibly empty axis needs the uint8 detour.
+    model = check(lambda x: jnp.any(x > 0, axis=1), [("B", 3)])
+    assert "Cast" not in op_types(model)

@@ -92,7 +92,8 @@ RESHAPES = [
     (("B", 3), lambda x: (3, _b(x, 0)), ("Shape",)),             # -1 infers B
     (("B", 4), lambda x: (_b(x, 0) * 4,), ("Shape",)),
     (("B", 4), lambda x: (2, _b(x, 0) * 2), ("Shape",)),
-    (("B", "C", 4), lambda x: (_b(x, 0), _b(x, 1) * 4), ("Shape",)),  # 0 and -1 together
+    # Not 0 and -1 together: -1 next to B = 0 cannot be inferred (empty batch).
+    (("B", "C", 4), lambda x: (_b(x, 0), _b(x, 1) * 4), ()),
     (("B", "C"), lambda x: (_b(x, 1), _b(x, 0)), ()),           # needs runtime dims
     (("B", "C", 2), lambda x: (_b(x, 1), 2, _b(x, 0)), ()),
 ]
@@ -257,3 +258,15 @@ def test_dim_as_value_of_an_expression(x64):
     def fn(x):
         return jax_core.dimension_as_value(2 * x.shape[0] - 1) + jnp.zeros((), jnp.int32)
     check(fn, [("B", 3)], x64=x64)
+
+
+# Reshape's -1 cannot be inferred next to a dim that is 0 at run time (a
+# copied batch dim of an empty batch): then the dim takes its runtime value.
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("fn,shape", [
+    (lambda x: x.reshape(x.shape[0], x.shape[1] * 2), ("B", "N", 2)),
+    (lambda x: x.reshape(-1, 2), ("B", 3, 2)),
+    (lambda x: x.reshape(x.shape[0], x.shape[1] * 2, 3), ("B", "N", 2, 3)),
+], ids=["copied_batch", "minus_one", "two_symbols"])
+def test_reshape_of_an_empty_batch(fn, shape, x64):
+    check(fn, [shape], x64=x64, batches=(0, 1, 3))
