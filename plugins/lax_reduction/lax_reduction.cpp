@@ -105,7 +105,9 @@ Value ordered(Lowering& L, Value x, const Aval& in) {
 // element. onnxruntime's integer ReduceSum/ReduceProd accumulate in double:
 // they lose low bits past 2^53 and saturate where JAX wraps, while CumSum and
 // Mul are exact and wrap. A static empty axis falls back to `op` (its
-// identity, 0 or 1, is exact).
+// identity, 0 or 1, is exact); a symbolic axis, which may be empty at run
+// time, gets the identity padded in front of the scan, so the last element
+// exists.
 template <typename Scan>
 Value reduce_by_scan(Lowering& L, const char* op, Value x, const Aval& in, std::vector<int64_t> axes,
                      Scan scan) {
@@ -116,6 +118,14 @@ Value reduce_by_scan(Lowering& L, const char* op, Value x, const Aval& in, std::
   Aval cur = in;
   for (int64_t a : axes) {
     x = scan(x, cur, a);
+    const Dim& n = cur.shape[static_cast<size_t>(a)];
+    if (!n.is_static()) {
+      Shape padded = cur.shape;
+      padded[static_cast<size_t>(a)] = Dim::sym(n.symbol + " + 1");
+      double identity = std::string(op) == "ReduceProd" ? 1.0 : 0.0;
+      x = L.op("Pad", {x, i64s(L, {1, 0}), scalar(L, cur.dtype, identity), i64s(L, {a})},
+               cur.with_shape(padded));
+    }
     Aval next = cur.with_shape(reduced_shape(cur.shape, {a}));
     x = L.op("Gather", {x, scalar(L, dtype::i64, -1)}, next, {Attr::i("axis", a)});
     cur = next;
@@ -346,7 +356,7 @@ void lower_arg(Lowering& L, const char* op) {
 
 JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
   plugin.primitive("reduce_sum", [](Lowering& L) { lower_reduction(L, sum); })
-      .emits({"ReduceSum", "CumSum", "Gather", "Cast"})
+      .emits({"ReduceSum", "CumSum", "Pad", "Gather", "Cast"})
       .doc(onnx_doc("ReduceSum"));
   plugin.primitive("reduce_max", [](Lowering& L) { lower_reduction(L, max); })
       .emits({"ReduceMax", "IsNaN", "Where", "Cast"})

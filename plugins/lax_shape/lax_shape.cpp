@@ -81,8 +81,10 @@ void lower_broadcast_in_dim(Lowering& L) {
 // dim's runtime value. 0 and -1 are never mixed with runtime values:
 // onnxruntime's graph optimizer turns such a mix into a 0/-1 shape, and -1
 // next to a copied dim that is 0 at run time (an empty batch) cannot be
-// inferred. A static 0 size needs allowzero=1, which forbids the 0 and -1
-// codes, so then every symbolic dim takes its runtime value.
+// inferred. Runtime values come with allowzero=1: a dim that is 0 at run time
+// (an empty batch) must mean 0, not "copy input dim i". A static 0 size needs
+// allowzero=1 too, which forbids the 0 and -1 codes, so then every symbolic
+// dim takes its runtime value.
 void lower_reshape(Lowering& L) {
   if (L.has_param("dimensions") && !L.param("dimensions").is_none())
     L.fail("reshape with dimensions != None (a transposing reshape) is not supported");
@@ -96,6 +98,7 @@ void lower_reshape(Lowering& L) {
   bool zero_size = std::any_of(out.shape.begin(), out.shape.end(),
                                [](const Dim& d) { return d.is_static() && d.value == 0; });
   Shape target = out.shape;
+  bool codes = false;
   if (!zero_size) {
     size_t symbolic = 0, copied = 0;
     for (size_t i = 0; i < out.shape.size(); ++i) {
@@ -108,9 +111,10 @@ void lower_reshape(Lowering& L) {
       if (copied == symbolic) d = Dim(0);
       else if (symbolic == 1) d = Dim(-1);
     }
+    codes = copied == symbolic || symbolic == 1;
   }
   std::vector<Attr> attrs;
-  if (zero_size) attrs.push_back(Attr::i("allowzero", 1));
+  if (!codes) attrs.push_back(Attr::i("allowzero", 1));
   L.bind(0, L.op("Reshape", {x, shape_value(L, target)}, out, attrs));
 }
 

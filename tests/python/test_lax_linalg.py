@@ -472,7 +472,8 @@ def test_empty_matrices(dtype, x64):
     def fn(a, b, c, p):
         return (jnp.linalg.cholesky(a), lax.linalg.cholesky_p.bind(a), *all_triangular_solves(a, b, jnp.swapaxes(b, -1, -2)),
                 *lax.linalg.lu(a), *lax.linalg.lu(c), lax.linalg.lu_pivots_to_permutation(p, p.shape[-1]),
-                jsl.cho_solve((a, True), b), *jsl.lu_factor(a), jsl.solve_triangular(a, b))
+                jsl.cho_solve((a, True), b), *jsl.lu_factor(a), jsl.solve_triangular(a, b),
+                jnp.linalg.solve(a, b), jnp.linalg.inv(a), jnp.linalg.det(a), *jnp.linalg.slogdet(a))
 
     def inputs(shape, dtype, rng):
         if dtype == np.int32:

@@ -369,8 +369,9 @@ def test_generic_reduce_with_another_body_is_refused(body, why):
 
 
 # An empty batch is an input JAX defines: reductions over it give the identity
-# (any -> False, all -> True, max -> -inf), where onnxruntime's bool
-# ReduceMax/ReduceMin kernels fail, and max/min's NaN mask is a bool reduction.
+# (any -> False, all -> True, max -> -inf, sum -> 0), where onnxruntime's bool
+# ReduceMax/ReduceMin kernels fail, max/min's NaN mask is a bool reduction, and
+# an exact integer sum keeps the last element of a scan.
 @pytest.mark.parametrize("x64", [False, True])
 @pytest.mark.parametrize("fn", [
     lambda x: jnp.any(x > 0, axis=0),
@@ -378,7 +379,9 @@ def test_generic_reduce_with_another_body_is_refused(body, why):
     lambda x: lax.reduce_max(x, (0,)),
     lambda x: lax.reduce_min(x, (0, 2)),
     lambda x: jnp.any(x > 0),
-], ids=["any", "all", "max", "min", "any_all_axes"])
+    lambda x: jnp.sum((x * 10).astype(jnp.int32), axis=0),
+    lambda x: jnp.prod((x * 3).astype(jnp.int32), axis=(0, 1)),
+], ids=["any", "all", "max", "min", "any_all_axes", "int_sum", "int_prod"])
 def test_reduction_over_an_empty_batch(fn, x64):
     check(fn, [("B", 3, 2)], x64=x64, batches=(0, 1, 4))
 
