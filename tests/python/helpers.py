@@ -108,6 +108,19 @@ def op_types(model):
     return [n.op_type for n in model.graph.node]
 
 
+def all_op_types(graph):
+    """The op_type of every node of `graph` (a GraphProto or ModelProto) and of
+    its subgraphs (If branches, Loop bodies), depth first."""
+    graph = getattr(graph, "graph", graph)
+    out = []
+    for n in graph.node:
+        out.append(n.op_type)
+        for a in n.attribute:
+            if a.HasField("g"):
+                out += all_op_types(a.g)
+    return out
+
+
 def example_plugin_build_dir(root):
     """A build folder for the out-of-tree example plugin, one per pytest-xdist worker:
     two workers configuring one CMake tree at once break it."""

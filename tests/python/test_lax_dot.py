@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from helpers import check, op_types, random_input
+from helpers import all_op_types, check, op_types, random_input
 
 FLOATS = [(np.float32, False), (np.float64, True)]
 
@@ -133,7 +133,7 @@ def test_multi_head_attention_has_no_einsum():
     mha = nnx.MultiHeadAttention(num_heads=2, in_features=8, qkv_features=8, decode=False,
                                  rngs=nnx.Rngs(0))
     model = check(lambda x: mha(x), [("B", 5, 8)], rtol=1e-4, atol=1e-4)
-    ops = op_types(model)
+    ops = all_op_types(model)
     # q, k, v and output projections, scores and weighted sum (the latter two
     # inside one Attention when the binding spec applies, docs/crisp_ops.md).
     assert "Einsum" not in ops and ops.count("MatMul") == 6 - 2 * ops.count("Attention")
