@@ -316,7 +316,7 @@ void lower_svd(Lowering& L) {
     if (uv && full && m != n)
       L.fail("svd: full_matrices=True needs static matrix dims or a square matrix (one symbol); " + A.a.str() +
              " has a symbolic one (full_matrices=False works)");
-    subset(L, Dim::sym("?"));  // refuses subset_by_index
+    subset(L, dim_min(m, n));  // symbolic: refuses subset_by_index
     Aval va = A.a.with_shape(batch_then(A.a, {n, n}));
     TV V0{expand_to(L, eye(L, dt, n, n), va), va};
     auto [U, V] = jacobi(L, A, V0, false);

@@ -593,7 +593,9 @@ def test_static_sizes_keep_their_constants(name):
     assert "Loop" in ops and "Shape" not in ops and "Range" not in ops, ops
 
 
-def test_subset_by_index_needs_a_static_size():
-    fn = lambda a: lax.linalg.eigh(a, subset_by_index=(0, 1))
-    with pytest.raises(jaxonnx.ConversionError, match="eigh.*subset_by_index.*static matrix size"):
-        jaxonnx.to_onnx(fn, symbolic_specs([("n", "n")], [np.float32]))
+@pytest.mark.parametrize("prim,shape", [("eigh", ("n", "n")), ("svd", ("m", 4))])
+def test_subset_by_index_needs_a_static_size(prim, shape):
+    fn = {"eigh": lambda a: lax.linalg.eigh(a, subset_by_index=(0, 1)),
+          "svd": lambda a: lax.linalg.svd(a, full_matrices=False, subset_by_index=(0, 1))}[prim]
+    with pytest.raises(jaxonnx.ConversionError, match=f"{prim}.*subset_by_index.*static matrix size"):
+        jaxonnx.to_onnx(fn, symbolic_specs([shape], [np.float32]))
