@@ -3,7 +3,8 @@
 // n-1 a Givens rotation (drotg, scaled by max(|x|, |y|), the identity when
 // w_k = 0) of row k of R against w. One ONNX Loop step per k; the whole row
 // is rotated, as JAX does, so entries left of the diagonal keep its rounding
-// residue too. n must be static; batch dims (JAX gives none) may be symbolic.
+// residue too. n may be symbolic (the trip count and the row iota then come
+// from R's Shape at run time); batch dims (JAX gives none) too.
 #include "util.hpp"
 
 namespace lax_linalg_iter {
@@ -13,17 +14,15 @@ void lower_cholesky_update(Lowering& L) {
   require_float(L, R.a, 2);
   require_float(L, w.a, 1);
   int64_t r = R.a.rank();
-  int64_t n = static_dim(L, R.a, r - 1, "matrix");
-  if (R.a.shape[static_cast<size_t>(r - 2)] != Dim(n) || w.a.rank() != r - 1 || w.a.shape.back() != Dim(n))
+  Dim n = dim(R.a, 1);
+  if (dim(R.a, 2) != n || w.a.rank() != r - 1 || w.a.shape.back() != Dim(n))
     L.fail("cholesky_update: needs a square R [..., n, n] and w [..., n]; got " + R.a.str() + " and " + w.a.str());
   int32_t dt = R.a.dtype;
   Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
   Aval vec = w.a;                                                    // [B..., n]
   Aval sc = vec.with_shape(Shape(vec.shape.begin(), vec.shape.end() - 1));  // [B...]
   Aval sb = sc.with_dtype(dtype::boolean);
-  std::vector<int64_t> iota;
-  for (int64_t i = 0; i < n; ++i) iota.push_back(i);
-  Value rows = L.constant(iota, {n, 1});
+  Value rows = iota(L, n, 0, 2);
   Value zero = scalar(L, dt, 0.0), one = scalar(L, dt, 1.0);
 
   Subgraph g = L.begin_subgraph("cholesky_update_body");
@@ -47,7 +46,7 @@ void lower_cholesky_update(Lowering& L) {
   TV row2u = unsqueeze(L, row2, r - 2);
   TV R2 = nd(L, "Where", {L.op("Equal", {rows, k}, Aval(dtype::boolean, {n, 1})), row2u.v, Rk.v}, R.a);
   GraphRef body = g.end({cin, R2.v, z2.v});
-  std::vector<Value> o = L.op_n("Loop", {scalar(L, dtype::i64, double(n)), scalar(L, dtype::boolean, 1), R.v, w.v},
+  std::vector<Value> o = L.op_n("Loop", {count(L, n), scalar(L, dtype::boolean, 1), R.v, w.v},
                                 {R.a, vec}, {Attr::graph("body", body)});
   L.bind(0, o[0]);
 }

@@ -4,7 +4,8 @@
 // beta e_p, beta = -sign(alpha) ||x|| with sign(0) = +1; the stored vector has
 // v_p = 1; tau = 0 and nothing applied when x is already zero below p), so
 // the outputs match JAX's CPU (LAPACK) results to rounding, signs included.
-// The matrix dims must be static; batch dims may be symbolic.
+// The matrix dims may be symbolic (sizes.hpp: trip counts, iotas, masks and
+// flips then come from the input's Shape at run time), batch dims too.
 #include "util.hpp"
 
 #include <algorithm>
@@ -14,18 +15,6 @@
 namespace lax_linalg_iter {
 
 namespace {
-
-Value iota_col(Lowering& L, int64_t n) {
-  std::vector<int64_t> v;
-  for (int64_t i = 0; i < n; ++i) v.push_back(i);
-  return L.constant(v, {n, 1});
-}
-
-Shape batch_then(const Aval& a, std::vector<int64_t> tail) {
-  Shape s(a.shape.begin(), a.shape.end() - 2);
-  for (int64_t t : tail) s.push_back(Dim(t));
-  return s;
-}
 
 TV reduce_sum(Lowering& L, const TV& x, int64_t axis) {
   Shape s = x.a.shape;
@@ -43,7 +32,7 @@ struct Reflector {
 
 Reflector reflector(Lowering& L, const TV& x, Value p, Value rows) {
   int32_t dt = x.a.dtype;
-  int64_t n = x.a.shape[x.a.shape.size() - 2].value;
+  Dim n = dim(x.a, 2);
   Aval col = x.a, one = x.a.with_shape(batch_then(x.a, {1, 1}));
   Aval ob = one.with_dtype(dtype::boolean), mb(dtype::boolean, {n, 1});
   Value zero = scalar(L, dt, 0.0), onev = scalar(L, dt, 1.0);
@@ -71,44 +60,47 @@ TV column(Lowering& L, const TV& x, Value j) {
   return nd(L, "Gather", {x.v, j1}, x.a.with_shape(s), {Attr::i("axis", x.a.rank() - 1)});
 }
 
-TV transpose_last(Lowering& L, const TV& x) {
-  int64_t r = x.a.rank();
-  std::vector<int64_t> p;
-  for (int64_t i = 0; i < r; ++i) p.push_back(i);
-  std::swap(p[static_cast<size_t>(r - 1)], p[static_cast<size_t>(r - 2)]);
-  Aval a = x.a;
-  std::swap(a.shape[static_cast<size_t>(r - 1)], a.shape[static_cast<size_t>(r - 2)]);
-  return {transpose(L, x.v, x.a, p), a};
-}
-
 // taus [..., k] with entry j replaced by t [..., 1, 1].
 TV put_tau(Lowering& L, const TV& taus, Value j, const TV& t, Value kidx) {
   Shape s = taus.a.shape;
   s.back() = Dim(1);
   Value t1 = L.op("Reshape", {t.v, shape_value(L, s)}, taus.a.with_shape(s));
-  int64_t k = taus.a.shape.back().value;
+  Dim k = taus.a.shape.back();
   return nd(L, "Where", {L.op("Equal", {kidx, j}, Aval(dtype::boolean, {k})), t1, taus.v}, taus.a);
 }
 
-Value iota_vec(Lowering& L, int64_t k) {
-  std::vector<int64_t> v;
-  for (int64_t i = 0; i < k; ++i) v.push_back(i);
-  return L.constant(v, {k});
+// Zero taus [..., n - 1] for an n x n matrix: [..., max(n - 1, 0)] at run
+// time when n is symbolic (JAX's n - 1 would be -1 at n = 0).
+TV zero_taus(Lowering& L, const Aval& tau_a, const Dim& n) {
+  if (n.is_static()) return zeros(L, tau_a);
+  Shape s = tau_a.shape;
+  s.back() = n;
+  TV z = zeros(L, tau_a.with_shape(s));
+  Value end = i64s(L, {INT64_MAX});
+  return nd(L, "Slice", {z.v, i64s(L, {1}), end, i64s(L, {tau_a.rank() - 1})}, tau_a);
 }
 
-TV zeros(Lowering& L, const Aval& a) {
-  return {L.op("Expand", {scalar(L, a.dtype, 0.0), shape_value(L, a.shape)}, a), a};
+// n - 1 .. 0 as int64 [n].
+Value reversed(Lowering& L, const Dim& n) {
+  if (n.is_static()) {
+    std::vector<int64_t> rev;
+    for (int64_t i = n.value - 1; i >= 0; --i) rev.push_back(i);
+    return L.constant(rev, {n.value});
+  }
+  return L.op("Sub", {last_index(L, n), iota(L, n)}, Aval(dtype::i64, {n}));
 }
 
 // The Loop step of the tridiagonal reduction (lower), on the full symmetric
 // S: reflector i (pivot i + 1) of column i, then S22 -= u w^T + w u^T with
 // w = tau S u - (tau / 2)(w^T u) u (dsytd2), and column i stores beta / u.
-std::pair<TV, TV> sytrd_lower(Lowering& L, const TV& S0, int64_t n) {
+std::pair<TV, TV> sytrd_lower(Lowering& L, const TV& S0, const Dim& n) {
   int32_t dt = S0.a.dtype;
   int64_t r = S0.a.rank();
   Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
-  Aval tau_a = S0.a.with_shape(batch_then(S0.a, {n - 1}));
-  Value rows = iota_col(L, n), kidx = iota_vec(L, n - 1);
+  Aval tau_a = S0.a.with_shape(batch_then(S0.a, {dim_add(n, -1)}));
+  Value rows = iota(L, n, 0, 2), kidx = iota(L, dim_add(n, -1));
+  // A computed iota outside the body (once); a constant where it always was.
+  Value cols = n.is_static() ? kNoValue : iota(L, n, 1, 2);
   Subgraph g = L.begin_subgraph("sytrd_body");
   Value i = g.input(isc, "i");
   Value cin = g.input(bsc, "cond_in");
@@ -130,49 +122,39 @@ std::pair<TV, TV> sytrd_lower(Lowering& L, const TV& S0, int64_t n) {
   TV newcol = nd(L, "Where", {L.op("Equal", {rows, p}, mb), h.diag.v,
                               L.op("Where", {L.op("Greater", {rows, p}, mb), h.u.v, x.v}, col)},
                  col);
-  std::vector<int64_t> in;
-  for (int64_t c = 0; c < n; ++c) in.push_back(c);
-  Value is_col = L.op("Equal", {L.constant(in, {1, n}), i}, Aval(dtype::boolean, {1, n}));
+  if (n.is_static()) cols = iota(L, n, 1, 2);
+  Value is_col = L.op("Equal", {cols, i}, Aval(dtype::boolean, {1, n}));
   TV S3 = nd(L, "Where", {is_col, newcol.v, S2.v}, S.a);
   TV taus2 = put_tau(L, taus, i, h.tau, kidx);
   GraphRef body = g.end({cin, S3.v, taus2.v});
-  std::vector<Value> o = L.op_n("Loop", {scalar(L, dtype::i64, double(n - 1)), scalar(L, dtype::boolean, 1), S0.v,
-                                         zeros(L, tau_a).v},
+  std::vector<Value> o = L.op_n("Loop", {count_plus(L, n, -1), scalar(L, dtype::boolean, 1), S0.v,
+                                         zero_taus(L, tau_a, n).v},
                                 {S0.a, tau_a}, {Attr::graph("body", body)});
   return {TV{o[0], S0.a}, TV{o[1], tau_a}};
 }
 
 // x [..., n, n] with rows and columns in reverse order (J x J).
-TV flip(Lowering& L, const TV& x, int64_t n) {
+TV flip(Lowering& L, const TV& x, const Dim& n) {
   int64_t r = x.a.rank();
-  std::vector<int64_t> rev;
-  for (int64_t i = n - 1; i >= 0; --i) rev.push_back(i);
-  Value idx = L.constant(rev, {n});
+  Value idx = reversed(L, n);
   TV a = nd(L, "Gather", {x.v, idx}, x.a, {Attr::i("axis", r - 1)});
   return nd(L, "Gather", {a.v, idx}, x.a, {Attr::i("axis", r - 2)});
 }
 
 TV flip_last(Lowering& L, const TV& x) {
-  int64_t k = x.a.shape.back().value;
-  std::vector<int64_t> rev;
-  for (int64_t i = k - 1; i >= 0; --i) rev.push_back(i);
-  return nd(L, "Gather", {x.v, L.constant(rev, {k})}, x.a, {Attr::i("axis", x.a.rank() - 1)});
+  return nd(L, "Gather", {x.v, reversed(L, x.a.shape.back())}, x.a, {Attr::i("axis", x.a.rank() - 1)});
 }
 
 // The diagonal (offset 0) or subdiagonal (offset 1) of x [..., n, n].
-TV diagonal(Lowering& L, const TV& x, int64_t n, int64_t offset) {
-  int64_t r = x.a.rank(), k = n - offset;
-  std::vector<uint8_t> m;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) m.push_back(i == j + offset ? 1 : 0);
-  Value mask = L.constant(dtype::boolean, {n, n}, m.data(), m.size());
+TV diagonal(Lowering& L, const TV& x, const Dim& n, int64_t offset) {
+  int64_t r = x.a.rank();
+  Value mask = index_mask(L, "Equal", n, n, offset);
   TV sel = nd(L, "Where", {mask, x.v, scalar(L, x.a.dtype, 0.0)}, x.a);
   Shape s(x.a.shape.begin(), x.a.shape.end() - 2);
   s.push_back(Dim(n));
   TV sum = nd(L, "ReduceSum", {sel.v, i64s(L, {r - 2})}, x.a.with_shape(s), {Attr::i("keepdims", 0)});
   if (offset == 0) return sum;
-  s.back() = Dim(k);
-  return nd(L, "Slice", {sum.v, i64s(L, {0}), i64s(L, {k}), i64s(L, {r - 2})}, x.a.with_shape(s));
+  return slice_to(L, sum, r - 2, dim_add(n, -offset));
 }
 
 }  // namespace
@@ -186,18 +168,17 @@ void lower_ormqr(Lowering& L) {
   require_float(L, c.a, 2);
   bool left = L.param("left").as_bool(), trans = L.param("transpose").as_bool();
   int64_t r = a.a.rank();
-  int64_t m = static_dim(L, a.a, r - 2, "row");
-  int64_t k = static_dim(L, taus.a, taus.a.rank() - 1, "tau");
-  if (k == 0) return L.bind(0, c.v);
+  Dim m = dim(a.a, 2), k = dim(taus.a, 1);
+  if (k.is_static() && k.value == 0) return L.bind(0, c.v);
   bool reverse = left != trans;
   Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
-  Value rows = iota_col(L, m);
+  Value rows = iota(L, m, 0, 2), last = last_index(L, k);
   int32_t dt = a.a.dtype;
   Subgraph g = L.begin_subgraph("ormqr_body");
   Value it = g.input(isc, "it");
   Value cin = g.input(bsc, "cond_in");
   TV C{g.input(c.a, "c"), c.a};
-  Value j = reverse ? L.op("Sub", {scalar(L, dtype::i64, double(k - 1)), it}, isc) : it;
+  Value j = reverse ? L.op("Sub", {last, it}, isc) : it;
   TV x = column(L, a, j);  // [..., m, 1]
   Aval mb(dtype::boolean, {m, 1});
   TV v = nd(L, "Where", {L.op("Greater", {rows, j}, mb), x.v,
@@ -220,7 +201,7 @@ void lower_ormqr(Lowering& L) {
   }
   TV C2 = nd(L, "Sub", {C.v, L.op("Mul", {tau.v, upd.v}, C.a)}, C.a);
   GraphRef body = g.end({cin, C2.v});
-  L.bind(0, L.op_n("Loop", {scalar(L, dtype::i64, double(k)), scalar(L, dtype::boolean, 1), c.v}, {c.a},
+  L.bind(0, L.op_n("Loop", {count(L, k), scalar(L, dtype::boolean, 1), c.v}, {c.a},
                    {Attr::graph("body", body)})[0]);
 }
 
@@ -232,19 +213,17 @@ void lower_hessenberg(Lowering& L) {
   TV A{L.input(0), L.in_aval(0)};
   require_float(L, A.a, 2);
   int64_t r = A.a.rank();
-  int64_t n = static_dim(L, A.a, r - 1, "matrix");
+  Dim n = dim(A.a, 1);
   Aval tau_a = L.out_aval(1);
-  if (n <= 1) {
+  if (n.is_static() && n.value <= 1) {
     L.bind(0, A.v);
     L.bind(1, zeros(L, tau_a).v);
     return;
   }
   int32_t dt = A.a.dtype;
   Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
-  Value rows = iota_col(L, n), kidx = iota_vec(L, n - 1);
-  std::vector<int64_t> in;
-  for (int64_t c = 0; c < n; ++c) in.push_back(c);
-  Value cols = L.constant(in, {1, n});
+  Value rows = iota(L, n, 0, 2), kidx = iota(L, dim_add(n, -1));
+  Value cols = iota(L, n, 1, 2);
   Subgraph g = L.begin_subgraph("gehrd_body");
   Value j = g.input(isc, "j");
   Value cin = g.input(bsc, "cond_in");
@@ -268,8 +247,8 @@ void lower_hessenberg(Lowering& L) {
   TV a3 = nd(L, "Where", {L.op("Equal", {cols, j}, nb), newcol.v, a2.v}, a.a);
   TV taus2 = put_tau(L, taus, j, h.tau, kidx);
   GraphRef body = g.end({cin, a3.v, taus2.v});
-  std::vector<Value> o = L.op_n("Loop", {scalar(L, dtype::i64, double(n - 1)), scalar(L, dtype::boolean, 1), A.v,
-                                         zeros(L, tau_a).v},
+  std::vector<Value> o = L.op_n("Loop", {count_plus(L, n, -1), scalar(L, dtype::boolean, 1), A.v,
+                                         zero_taus(L, tau_a, n).v},
                                 {A.a, tau_a}, {Attr::graph("body", body)});
   L.bind(0, o[0]);
   L.bind(1, o[1]);
@@ -284,24 +263,22 @@ void lower_tridiagonal(Lowering& L) {
   TV A{L.input(0), L.in_aval(0)};
   require_float(L, A.a, 2);
   int64_t r = A.a.rank();
-  int64_t n = static_dim(L, A.a, r - 1, "matrix");
+  Dim n = dim(A.a, 1);
   bool lower = L.param("lower").as_bool();
-  if (n == 0) L.fail("tridiagonal: empty matrix " + A.a.str());
+  if (n.is_static() && n.value == 0) L.fail("tridiagonal: empty matrix " + A.a.str());
+  bool several = !n.is_static() || n.value > 1;  // a symbolic n runs the (maybe empty) Loop
   TV B = lower ? A : flip(L, A, n);
-  std::vector<uint8_t> m;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j) m.push_back(i >= j ? 1 : 0);
-  Value low = L.constant(dtype::boolean, {n, n}, m.data(), m.size());
+  Value low = index_mask(L, "GreaterOrEqual", n, n);
   TV S = nd(L, "Where", {low, B.v, transpose_last(L, B).v}, B.a);
   TV out = S, taus = zeros(L, L.out_aval(3));
-  if (n > 1) std::tie(out, taus) = sytrd_lower(L, S, n);
+  if (several) std::tie(out, taus) = sytrd_lower(L, S, n);
   out = nd(L, "Where", {low, out.v, B.v}, B.a);
   TV d = diagonal(L, out, n, 0);
-  TV e = n > 1 ? diagonal(L, out, n, 1) : zeros(L, L.out_aval(2));
+  TV e = several ? diagonal(L, out, n, 1) : zeros(L, L.out_aval(2));
   if (!lower) {
     out = flip(L, out, n);
     d = flip_last(L, d);
-    if (n > 1) {
+    if (several) {
       e = flip_last(L, e);
       taus = flip_last(L, taus);
     }

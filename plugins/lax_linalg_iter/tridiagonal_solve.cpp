@@ -11,8 +11,8 @@
 // dl[0] and du[n-1] are never read (JAX documents them as 0; gtsv's dl and
 // du have n-1 entries). A zero pivot is gtsv's info > 0: JAX then returns
 // NaN for the whole b of that batch element, and so does this. perturb_singular
-// (another kernel that perturbs tiny pivots) is refused. The system size and
-// the batch dims may be symbolic.
+// (another kernel that perturbs tiny pivots) is refused. The system size
+// (0 included at run time) and the batch dims may be symbolic.
 #include "util.hpp"
 
 #include <cmath>
@@ -44,8 +44,19 @@ void lower_tridiagonal_solve(Lowering& L) {
   sb.insert(sb.end(), bat.shape.begin(), bat.shape.end());
   sr.insert(sr.end(), row.shape.begin(), row.shape.end());
   Aval stk_b = bat.with_shape(sb), stk_r = row.with_shape(sr);  // U's rows on a leading axis
-  Value i0 = scalar(L, dtype::i64, 0.0);
-  TV d0 = pick(L, d, i0, r - 1), u0 = pick(L, du, i0, r - 1), b0 = pick(L, b, i0, rb - 2);
+  // Row 0, the first carry. A symbolic n may be 0 at run time, where there
+  // is no row to Gather: the sum over x[0:1] is row 0, or zeros (no Loop step
+  // reads them).
+  Value i0 = n.is_static() ? scalar(L, dtype::i64, 0.0) : kNoValue;
+  auto first = [&](const TV& x, int64_t axis) {
+    if (n.is_static()) return pick(L, x, i0, axis);
+    Shape s = x.a.shape;
+    s[static_cast<size_t>(axis)] = Dim(1);
+    Value head = L.op("Slice", {x.v, i64s(L, {0}), i64s(L, {1}), i64s(L, {axis})}, x.a.with_shape(s));
+    s.erase(s.begin() + axis);
+    return nd(L, "ReduceSum", {head, i64s(L, {axis})}, x.a.with_shape(s), {Attr::i("keepdims", 0)});
+  };
+  TV d0 = first(d, r - 1), u0 = first(du, r - 1), b0 = first(b, rb - 2);
   // Forward, i = 0 .. n-1; at i = n-1 there is no row below (l = 0: no swap,
   // fact = 0), so that step only emits the last row and every system size,
   // 1 included, runs the same Loop.

@@ -1,11 +1,14 @@
-// Small helpers shared by the lax_linalg_iter lowerings kept in their own
-// files (tridiagonal_solve.cpp, cholesky_update.cpp, ...).
+// Small helpers shared by the lax_linalg_iter lowerings, and the
+// algorithms one file uses from another (svd's full_matrices runs qr).
 #pragma once
 
 #include <jaxonnx/plugin.hpp>
 
+#include "sizes.hpp"
+
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lax_linalg_iter {
@@ -45,20 +48,61 @@ inline void require_float(Lowering& L, const Aval& a, int64_t min_rank) {
     L.fail(std::string(L.primitive()) + ": operand " + a.str() + " has rank < " + std::to_string(min_rank));
 }
 
-// The static size of axis `axis` of a, or a clear failure.
-inline int64_t static_dim(Lowering& L, const Aval& a, int64_t axis, const char* what) {
-  const Dim& d = a.shape.at(static_cast<size_t>(axis));
-  if (!d.is_static())
-    L.fail(std::string(L.primitive()) + ": the " + what + " dim of " + a.str() +
-           " is symbolic; only the batch dims may be symbolic");
-  return d.value;
+// The dim `from_end` places from the end of a's shape (1: the last).
+inline Dim dim(const Aval& a, int64_t from_end) { return a.shape[a.shape.size() - static_cast<size_t>(from_end)]; }
+
+// The batch dims of `a` (all but the two trailing) followed by `tail`.
+inline Shape batch_then(const Aval& a, std::vector<Dim> tail) {
+  Shape s(a.shape.begin(), a.shape.end() - 2);
+  s.insert(s.end(), tail.begin(), tail.end());
+  return s;
 }
 
-// The primitives lowered in their own files.
-void lower_tridiagonal_solve(Lowering& L);
-void lower_cholesky_update(Lowering& L);
-void lower_ormqr(Lowering& L);
-void lower_hessenberg(Lowering& L);
-void lower_tridiagonal(Lowering& L);
+// x with its two trailing axes swapped.
+inline TV transpose_last(Lowering& L, const TV& x) {
+  int64_t r = x.a.rank();
+  std::vector<int64_t> p;
+  for (int64_t i = 0; i < r; ++i) p.push_back(i);
+  std::swap(p[static_cast<size_t>(r - 1)], p[static_cast<size_t>(r - 2)]);
+  Aval a = x.a;
+  std::swap(a.shape[static_cast<size_t>(r - 1)], a.shape[static_cast<size_t>(r - 2)]);
+  return {transpose(L, x.v, x.a, p), a};
+}
+
+inline TV reduce(Lowering& L, const char* op, const TV& x, int64_t axis, bool keep) {
+  Shape s = x.a.shape;
+  if (keep) s[static_cast<size_t>(axis)] = Dim(1);
+  else s.erase(s.begin() + axis);
+  return nd(L, op, {x.v, i64s(L, {axis})}, x.a.with_shape(s), {Attr::i("keepdims", keep ? 1 : 0)});
+}
+
+// x[..., start:end] along `axis`, `end` a static or symbolic dim.
+inline TV slice_to(Lowering& L, const TV& x, int64_t axis, const Dim& end, int64_t start = 0) {
+  Shape s = x.a.shape;
+  s[static_cast<size_t>(axis)] = end.is_static() ? Dim(end.value - start) : dim_add(end, -start);
+  return nd(L, "Slice", {x.v, i64s(L, {start}), dim_value(L, end), i64s(L, {axis})}, x.a.with_shape(s));
+}
+
+// `m` (a constant or smaller-rank value) broadcast to the full shape `to`.
+inline Value expand_to(Lowering& L, Value m, const Aval& to) {
+  return L.op("Expand", {m, shape_value(L, to.shape)}, to);
+}
+
+// Zeros of aval a.
+inline TV zeros(Lowering& L, const Aval& a) { return {expand_to(L, scalar(L, a.dtype, 0.0), a), a}; }
+
+// The primitives and algorithms, by file.
+std::pair<TV, TV> geqrf(Lowering& L, const TV& A);                    // qr.cpp
+std::pair<TV, TV> qr(Lowering& L, const TV& A, bool full);            // qr.cpp
+void lower_geqrf(Lowering& L);                                        // qr.cpp
+void lower_householder_product(Lowering& L);                          // qr.cpp
+void lower_qr(Lowering& L);                                           // qr.cpp
+void lower_eigh(Lowering& L);                                         // jacobi.cpp
+void lower_svd(Lowering& L);                                          // jacobi.cpp
+void lower_ormqr(Lowering& L);                                        // householder.cpp
+void lower_hessenberg(Lowering& L);                                   // householder.cpp
+void lower_tridiagonal(Lowering& L);                                  // householder.cpp
+void lower_tridiagonal_solve(Lowering& L);                            // tridiagonal_solve.cpp
+void lower_cholesky_update(Lowering& L);                              // cholesky_update.cpp
 
 }  // namespace lax_linalg_iter
