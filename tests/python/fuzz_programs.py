@@ -231,9 +231,16 @@ def check_seed(seed: int) -> None:
                 return
             raise AssertionError(f"conversion failed: {e}") from e
         onnx.checker.check_model(model, full_check=True)
-        for batch in ((1, 3) if p.symbolic else (2,)):
+        # An empty batch too: JAX defines it, and onnxruntime kernels often
+        # do not (bool reductions, Attention, Reshape's -1 next to a 0).
+        for batch in ((0, 1, 3) if p.symbolic else (2,)):
             args = p.inputs(batch)
-            expected = [np.asarray(e) for e in jax.tree_util.tree_leaves(p.fn(*args))]
+            try:
+                expected = [np.asarray(e) for e in jax.tree_util.tree_leaves(p.fn(*args))]
+            except Exception:
+                if batch == 0:
+                    continue  # JAX refuses this program on an empty batch
+                raise
             for m in (model, raw):
                 sess = ort.InferenceSession(m.SerializeToString(),
                                             providers=["CPUExecutionProvider"])
