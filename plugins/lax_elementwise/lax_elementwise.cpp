@@ -19,10 +19,12 @@
 // - bool has no ordering/Max in ONNX; integer_pow is a Mul chain as in JAX.
 // - complex operands are carried packed (float[..., 2], jaxonnx/complex.hpp):
 //   add/sub/copy work on the packed form as they are; mul, div, pow,
-//   integer_pow, neg, abs, exp, log, sqrt, eq/ne, select_n and
-//   convert_element_type split the parts
-//   (complex_* below). Other primitives refuse a complex operand.
+//   integer_pow, neg, abs, exp, log, sqrt, tanh, logistic, sign, rsqrt,
+//   eq/ne, select_n and convert_element_type split the parts
+//   (complex_* below, jaxonnx/complex_math.hpp). JAX orders no complex
+//   values, so max/min/lt/... never see one; the rest refuse it.
 #include <jaxonnx/complex.hpp>
+#include <jaxonnx/complex_math.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -123,8 +125,8 @@ bool has_complex(Lowering& L) {
 [[noreturn]] void complex_refused(Lowering& L) {
   L.fail("'" + std::string(L.primitive()) + "' on complex operands is not lowered by "
          "lax_elementwise (complex64/complex128 values are carried as float[..., 2]; supported: "
-         "add, sub, mul, div, pow, integer_pow, neg, abs, exp, log, sqrt, eq, ne, select_n, "
-         "convert_element_type, copy)");
+         "add, sub, mul, div, pow, integer_pow, neg, abs, exp, log, sqrt, tanh, logistic, sign, "
+         "rsqrt, eq, ne, select_n, convert_element_type, copy)");
 }
 
 // The unary/binary complex primitives over the parts. The packed form is
@@ -160,9 +162,7 @@ void lower_complex_elementwise(Lowering& L) {
   if (prim == "abs") { L.bind(0, complex::abs(L, x, p)); return; }
   complex::Parts r;
   if (prim == "neg") r = complex::neg(L, x, p);
-  else if (prim == "exp") r = complex::exp(L, x, p);
-  else if (prim == "log") r = complex::log(L, x, p);
-  else if (prim == "sqrt") r = complex::sqrt(L, x, p);
+  else if (complex::Function fn = complex::function(prim)) r = fn(L, x, p);  // exp, log, tanh, ...
   else if (prim == "mul" || prim == "div") {
     complex::Parts y = complex::operand(L, 1, out.with_shape(L.in_aval(1).shape));
     r = prim == "mul" ? complex::mul(L, x, y, p) : complex::div(L, x, y, p);
@@ -354,7 +354,7 @@ void lower_integer_pow(Lowering& L) {
 
 // rsqrt: 1 / sqrt(x).
 void lower_rsqrt(Lowering& L) {
-  if (has_complex(L)) complex_refused(L);
+  if (has_complex(L)) return lower_complex_elementwise(L);
   Aval a;
   Value x = input_f32_if_bf16(L, 0, &a);
   L.bind(0, narrow(L, L.op("Reciprocal", {L.op("Sqrt", {x}, a)}, a), a, L.out_aval(0).dtype));
@@ -631,7 +631,10 @@ JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
       .summary("binary exponentiation by Mul, as JAX expands it");
     emits_complex(prim);
   }
-  plugin.primitive("rsqrt", lower_rsqrt).emits({"Sqrt", "Reciprocal", "Cast"}).doc(onnx_doc("Reciprocal"));
+  {
+    auto prim = plugin.primitive("rsqrt", lower_rsqrt).emits({"Sqrt", "Reciprocal", "Cast"}).doc(onnx_doc("Reciprocal"));
+    emits_complex(prim);
+  }
 
   struct Cmp { const char* primitive; const char* onnx; };
   for (Cmp c : {Cmp{"lt", "Less"}, Cmp{"le", "LessOrEqual"},

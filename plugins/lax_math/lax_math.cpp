@@ -25,8 +25,10 @@
 //  * complex / real / imag / conj: ONNX has no complex dtype, so complex
 //    values are carried packed as float[..., 2] (jaxonnx/complex.hpp); these
 //    build and take apart that form. square of a complex is a complex product;
-//    sin and cos take complex operands too.
+//    sin and cos take complex operands too, and tan, the inverse and
+//    hyperbolic functions, log1p, expm1 and exp2 (jaxonnx/complex_math.hpp).
 #include <jaxonnx/complex.hpp>
+#include <jaxonnx/complex_math.hpp>
 #include <jaxonnx/erf_inv_coefficients.hpp>
 #include <jaxonnx/plugin.hpp>
 
@@ -718,8 +720,18 @@ void require_float(Lowering& L, int32_t t) {
     L.fail(std::string(L.primitive()) + " takes floating operands, got " + dtype::name(t));
 }
 
+// A complex operand (packed, jaxonnx/complex.hpp) of the functions
+// complex_math.hpp defines.
+void lower_complex_unary(Lowering& L) {
+  Aval a = L.in_aval(0);
+  complex::Function fn = complex::function(L.primitive());
+  if (!fn) L.fail(std::string(L.primitive()) + " of a complex operand is not lowered by lax_math");
+  L.bind(0, complex::pack(L, fn(L, complex::split(L, L.input(0), a), complex::part(a)), a));
+}
+
 void lower_unary(Lowering& L, Fn1 fn) {
   Aval in = L.in_aval(0), out = L.out_aval(0);
+  if (complex::is(in.dtype)) return lower_complex_unary(L);
   require_float(L, in.dtype);
   Ops o{L, working_dtype(in.dtype)};
   Value y = fn(o, cast(L, L.input(0), in, o.t));
@@ -799,6 +811,7 @@ void lower_table_unary(Lowering& L, const Unary& u) {
   Aval in = L.in_aval(0);
   if (complex::is(in.dtype) && (u.onnx == std::string("Sin") || u.onnx == std::string("Cos")))
     return lower_complex_sin_cos(L, u.onnx == std::string("Sin"));
+  if (complex::is(in.dtype)) return lower_complex_unary(L);
   require_float(L, in.dtype);
   if (in.dtype == dtype::f64 && u.f64) {
     lower_unary(L, u.f64);
@@ -919,8 +932,8 @@ void lower_conj(Lowering& L) {
 
 // Registers a primitive; `ops` may repeat (the helpers' op lists overlap),
 // each is declared once.
-void add(Plugin& plugin, const char* name, LowerFn fn, std::vector<const char*> ops,
-         const char* doc_op, std::string summary = "") {
+Plugin::PrimitiveRef add(Plugin& plugin, const char* name, LowerFn fn, std::vector<const char*> ops,
+                         const char* doc_op, std::string summary = "") {
   auto ref = plugin.primitive(name, std::move(fn));
   std::vector<std::string> seen;
   for (const char* op : ops) {
@@ -930,6 +943,7 @@ void add(Plugin& plugin, const char* name, LowerFn fn, std::vector<const char*> 
   }
   if (doc_op) ref.doc(onnx_doc(doc_op));
   if (!summary.empty()) ref.summary(std::move(summary));
+  return ref;
 }
 
 Value exp2(Ops& o, Value x) { return o.f("Pow", {o.k(2), x}); }
@@ -951,21 +965,22 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
     const Unary* e = &u;
     std::vector<const char*> ops = {u.onnx, "Cast"};
     ops.insert(ops.end(), u.f64_ops.begin(), u.f64_ops.end());
-    add(plugin, u.primitive, [e](Lowering& L) { lower_table_unary(L, *e); }, ops, u.onnx,
-        u.f64 ? std::string(u.onnx) + "; float64 built from other ops (onnxruntime has no float64 " +
-                    u.onnx + ")"
-              : "");
+    auto ref = add(plugin, u.primitive, [e](Lowering& L) { lower_table_unary(L, *e); }, ops, u.onnx,
+                   u.f64 ? std::string(u.onnx) + "; float64 built from other ops (onnxruntime has no float64 " +
+                               u.onnx + ")"
+                         : "");
+    if (complex::function(u.primitive)) complex::emits_functions(ref);
   }
   auto unary = [](Fn1 fn) { return [fn](Lowering& L) { lower_unary(L, fn); }; };
   add(plugin, "round", lower_round, {"Round", "Sub", "Abs", "Equal", "Sign", "Mul", "Where", "Cast"},
       "Round", "Round (half to even); half away from zero corrects exact halves");
   add(plugin, "is_finite", lower_is_finite, {"Abs", "Less", "Cast"}, "Less", "|x| < inf");
-  add(plugin, "exp2", unary(exp2), {"Pow", "Cast"}, "Pow", "Pow(2, x)");
+  complex::emits_functions(add(plugin, "exp2", unary(exp2), {"Pow", "Cast"}, "Pow", "Pow(2, x)"));
   add(plugin, "cbrt", unary(cbrt), {"Pow", SIGN_OPS, "Cast"}, "Pow", "sign(x) |x|^(1/3)");
-  add(plugin, "expm1", unary(expm1_signed), {"Exp", "Log", "Sub", "Equal", SIGN_OPS, "Cast"}, "Exp",
-      "Kahan's expm1 from Exp and Log");
-  add(plugin, "log1p", unary(log1p_signed), {LOG1P_OPS, SIGN_OPS, "Cast"}, "Log",
-      "Kahan's log1p from Log");
+  complex::emits_functions(add(plugin, "expm1", unary(expm1_signed), {"Exp", "Log", "Sub", "Equal", SIGN_OPS, "Cast"}, "Exp",
+      "Kahan's expm1 from Exp and Log"));
+  complex::emits_functions(add(plugin, "log1p", unary(log1p_signed), {LOG1P_OPS, SIGN_OPS, "Cast"}, "Log",
+      "Kahan's log1p from Log"));
   add(plugin, "erfc", unary(erfc),
       {"Abs", "Mul", "Add", "Sub", "Div", "Neg", "Exp", "Less", "Greater", "Where", "Cast"}, "Exp",
       "XLA's (Cephes) rational approximations of erf/erfc");
