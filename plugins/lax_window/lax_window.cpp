@@ -29,6 +29,11 @@
 // bool kernels: int16/uint16 compute in int32 (value-preserving; sums and
 // products wrap back on the final Cast), bool max/min in uint8.
 // base_dilation > 1 (only from gradients) is not supported.
+//
+// Complex operands (carried as float[..., 2], jaxonnx/complex.hpp): an add
+// window sums the packed form (the parts axis is never windowed); mul/max/min
+// windows of complex values are refused.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
@@ -152,7 +157,7 @@ Value scalar_const(Lowering& L, int32_t t, const std::vector<char>& b) {
 // `out_shape` is JAX's output shape.
 Value windowed(Lowering& L, const char* op, Value x, Aval cur, Value pad, const Window& w,
                const Shape& out_shape) {
-  const size_t rank = cur.shape.size();
+  const size_t rank = w.dims.size();  // a complex operand's parts axis is not windowed
   for (size_t d = 0; d < rank; ++d) {
     const int64_t kd = w.dims[d], s = w.strides[d], dil = w.dilation[d];
     auto [lo, hi] = w.padding[d];
@@ -189,6 +194,13 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
   const Aval in = L.in_aval(xi);
   const Aval out = L.out_aval(xi);
   const Window w = window_params(L, in.rank());
+  if (complex::is(in.dtype)) {
+    if (k != Kind::Add)
+      L.fail(std::string(L.primitive()) + ": only add windows of complex operands are lowered");
+    const Aval p = complex::part(in);
+    Value r = windowed(L, "Add", L.input(xi), complex::packed(in), scalar(L, p.dtype, 0), w, out.shape);
+    return init == kNoValue ? r : L.op("Add", {init, r}, complex::packed(out));
+  }
   const int32_t ct = compute_dtype(k, in.dtype);
   if (in.dtype == dtype::boolean && (k == Kind::Add || k == Kind::Mul))
     L.fail(std::string(L.primitive()) + ": add/mul windows over bool are not supported");
@@ -230,7 +242,13 @@ void lower_generic(Lowering& L) {
     Value init = L.input(n + i);
     const jxo_tensor* lit = L.literal(n + i);
     if (lit && in.dtype != dtype::f16 && in.dtype != dtype::bf16) {
-      std::vector<char> id = encode(identity(*kind, in.dtype), in.dtype);
+      const int32_t t = complex::part_dtype(in.dtype);  // complex: both parts the identity
+      std::vector<char> id = encode(identity(*kind, t), t);
+      if (complex::is(in.dtype)) {
+        const size_t half = id.size();
+        id.resize(2 * half);
+        std::memcpy(id.data() + half, id.data(), half);
+      }
       if (lit->nbytes == id.size() && std::memcmp(lit->data, id.data(), id.size()) == 0) init = kNoValue;
     }
     L.bind(i, reduce_window(L, *kind, i, init));

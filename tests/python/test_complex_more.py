@@ -106,3 +106,92 @@ def test_state_normalization_vdot_einsum(dtype):
         energy = jnp.einsum("bi,ij,bj->b", jnp.conj(psi), h, psi)
         return psi, energy, jax.vmap(jnp.vdot)(psi, psi), jnp.arctanh(psi * 0.5)
     run(f, [c(("B", 4), dtype), c((4, 4), dtype)], dtype)
+
+
+# ------------------------------------------------------- gather / scatter --
+# With batch positions a complex operand is gathered and scattered part by
+# part; scatter-mul scatters the product of the updates in polar form.
+
+def inputs_with_indices(hi):
+    """Random complex/real data, int32 indices in [0, hi)."""
+    def make(shape, dtype, rng):
+        if np.dtype(dtype) == np.int32:
+            return rng.integers(0, hi, shape).astype(np.int32)
+        from jaxonnx.testing import random_input
+        return random_input(shape, dtype, rng)
+    return make
+
+
+# z: complex[5, 4] (a batch of "B" rows for vmap/take_along), i: int32[B] in [0, 3).
+GATHERS = {
+    "take": (lambda z, i: jnp.asarray(z)[i], (5, 4)),
+    "take_axis1": (lambda z, i: jnp.take(z, i, axis=1), (5, 4)),
+    "vmap_index": (lambda z, i: jax.vmap(lambda x, j: x[j])(z, i), ("B", 4)),
+    "take_along_axis": (lambda z, i: jnp.take_along_axis(
+        z, jnp.broadcast_to(jnp.asarray(i)[:, None], (i.shape[0], 2)), axis=1), ("B", 4)),
+    "fill_or_drop": (lambda z, i: jnp.asarray(z).at[i + 3].get(mode="fill"), (5, 4)),
+    "fill_value": (lambda z, i: jnp.asarray(z).at[i * 3].get(mode="fill", fill_value=-1.5), (5, 4)),
+}
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+@pytest.mark.parametrize("name", list(GATHERS))
+def test_gather(name, dtype):
+    fn, shape = GATHERS[name]
+    run(fn, [c(shape, dtype), (("B",), "int32")], dtype, make_inputs=inputs_with_indices(3))
+
+
+# z: complex[6, 4], i: int32[B] in [0, 3) (duplicates included), u: complex[B, 4].
+SCATTERS = {
+    "set": lambda z, i, u: jnp.asarray(z).at[i].set(u),
+    "add": lambda z, i, u: jnp.asarray(z).at[i].add(u),
+    "sub": lambda z, i, u: jnp.asarray(z).at[i].subtract(u),
+    "mul": lambda z, i, u: jnp.asarray(z).at[i].multiply(u),
+    "set_column": lambda z, i, u: jnp.asarray(z).at[:, i[0]].set(jnp.asarray(u)[0, 0]),
+    "dynamic_update_slice": lambda z, i, u: lax.dynamic_update_slice(z, u[:1, :2], (i[0], jnp.int32(1))),
+}
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+@pytest.mark.parametrize("name", list(SCATTERS))
+def test_scatter(name, dtype):
+    run(SCATTERS[name], [c((6, 4), dtype), (("B",), "int32"), c(("B", 4), dtype)], dtype,
+        make_inputs=inputs_with_indices(3))
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+def test_vmapped_scatter_add(dtype):
+    # Batching dims: each row gets its own index.
+    fn = lambda z, i, u: jax.vmap(lambda x, j, v: jnp.asarray(x).at[j].add(v))(z, i, u)
+    run(fn, [c(("B", 4), dtype), (("B",), "int32"), c(("B",), dtype)], dtype,
+        make_inputs=inputs_with_indices(3))
+
+
+# ------------------------------------------------- cumulative / windows --
+
+CUMULATIVE = {
+    "cumprod": lambda z: jnp.cumprod(z, axis=1),
+    "cumprod_reverse": lambda z: lax.cumprod(z, axis=1, reverse=True),
+    "cumprod_batch_axis": lambda z: lax.cumprod(z * 0.5, axis=0),
+    "cumsum_reverse": lambda z: lax.cumsum(z, axis=0, reverse=True),
+}
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+@pytest.mark.parametrize("name", list(CUMULATIVE))
+def test_cumulative(name, dtype):
+    run(CUMULATIVE[name], [c(("B", 5), dtype)], dtype)
+
+
+WINDOWS = {
+    "sum": lambda z: lax.reduce_window(z, 0j, lax.add, (1, 3), (1, 1), "VALID"),
+    "sum_strided_padded": lambda z: lax.reduce_window(z, 0j, lax.add, (1, 2), (1, 2), ((0, 0), (1, 2))),
+    "avg_pool": lambda z: lax.reduce_window(z, 0j, lax.add, (1, 2), (1, 2), "VALID") / 2,
+    "init_folded": lambda z: lax.reduce_window(z, 1 + 2j, lax.add, (2, 2), (1, 1), "SAME"),
+}
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+@pytest.mark.parametrize("name", list(WINDOWS))
+def test_reduce_window(name, dtype):
+    run(WINDOWS[name], [c(("B", 6), dtype)], dtype)
