@@ -22,8 +22,9 @@
 //   +inf/+inf gives +inf; 1000.0 does not overflow. f16/bf16 run in f32.
 // - complex operands (carried as float[..., 2], jaxonnx/complex.hpp): cumsum
 //   sums the packed form; cumprod scans the parts with the complex product
-//   (identity 1 + 0i). JAX orders no complex values and has no complex
-//   cumlogsumexp, so cummax/cummin/cumlogsumexp never see one.
+//   (identity 1 + 0i); cummax/cummin with the lexicographic order JAX uses
+//   (real part, then imaginary; identity -inf/+inf in both parts). JAX has
+//   no complex cumlogsumexp.
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
@@ -175,9 +176,27 @@ void lower_cumprod(Lowering& L) {
 
 // ---------------------------------------------------------- cummax/cummin --
 
+// Lexicographic cummax/cummin of a complex operand: each step keeps the
+// running value unless the shifted one is larger (smaller).
+void lower_complex_cumextremum(Lowering& L, const Aval& in, const Params& p, bool is_max) {
+  const Aval a = complex::part(in), mask = a.with_dtype(dtype::boolean);
+  const char* beats = is_max ? "Greater" : "Less";
+  complex::Parts z = complex::split(L, L.input(0), in);
+  Value axes = i64s(L, {p.axis}), identity = scalar(L, a.dtype, is_max ? -INFINITY : INFINITY);
+  for (int64_t k = 0, n = scan_steps(in.shape[static_cast<size_t>(p.axis)]); k < n; ++k) {
+    complex::Parts s{shifted(L, z.re, a, p, axes, k, identity), shifted(L, z.im, a, p, axes, k, identity)};
+    Value take = L.op("Or", {L.op(beats, {s.re, z.re}, mask),
+                             L.op("And", {L.op("Equal", {s.re, z.re}, mask), L.op(beats, {s.im, z.im}, mask)}, mask)},
+                      mask);
+    z = {L.op("Where", {take, s.re, z.re}, a), L.op("Where", {take, s.im, z.im}, a)};
+  }
+  L.bind(0, complex::pack(L, z, in));
+}
+
 void lower_cumextremum(Lowering& L, bool is_max) {
   Aval in = L.in_aval(0);
   Params p = cum_params(L, in);
+  if (complex::is(in.dtype)) return lower_complex_cumextremum(L, in, p, is_max);
   int32_t w = order_dtype(in.dtype);
   if (in.dtype == dtype::f16) w = dtype::f32;  // Pad has no float16 kernel
   if (in.dtype == dtype::boolean) w = dtype::u8;
@@ -230,11 +249,13 @@ JAXONNX_PLUGIN("lax_cumulative", "0.1.0") {
       .emits_shape_ops()
       .summary("log-depth scan of Mul (Pad, Slice); complex: of the complex product");
   plugin.primitive("cummax", [](Lowering& L) { lower_cumextremum(L, true); })
-      .emits({"Pad", "Slice", "Max", "Concat", "Neg", "Cast", "BitwiseXor"})
+      .emits({"Pad", "Slice", "Max", "Concat", "Neg", "Cast", "BitwiseXor",
+              "Gather", "Unsqueeze", "Greater", "Equal", "And", "Or", "Where"})  // complex: lexicographic
       .emits_shape_ops()
       .summary("log-depth scan of Max (Pad, Slice)");
   plugin.primitive("cummin", [](Lowering& L) { lower_cumextremum(L, false); })
-      .emits({"Pad", "Slice", "Min", "Concat", "Neg", "Cast", "BitwiseXor"})
+      .emits({"Pad", "Slice", "Min", "Concat", "Neg", "Cast", "BitwiseXor",
+              "Gather", "Unsqueeze", "Less", "Equal", "And", "Or", "Where"})  // complex: lexicographic
       .emits_shape_ops()
       .summary("log-depth scan of Min (Pad, Slice)");
   plugin.primitive("cumlogsumexp", lower_cumlogsumexp)

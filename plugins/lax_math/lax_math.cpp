@@ -869,6 +869,9 @@ void lower_rem(Lowering& L) {
 // on bool, max/min are or/and.
 void lower_clamp(Lowering& L) {
   Aval lo = L.in_aval(0), x = L.in_aval(1), hi = L.in_aval(2), out = L.out_aval(0);
+  // JAX's clamp of complex values follows neither the lexicographic order of
+  // its max/min nor the real parts alone (clamp(0, 1+2j, 1+1j) is 1+2j).
+  if (complex::is(x.dtype)) L.fail("clamp of complex operands is not lowered (XLA's order for it is unspecified)");
   if (x.dtype == dtype::boolean) {
     Value m = L.op("Or", {L.input(1), L.input(0)}, out);
     L.bind(0, L.op("And", {m, L.input(2)}, out));

@@ -195,3 +195,34 @@ WINDOWS = {
 @pytest.mark.parametrize("name", list(WINDOWS))
 def test_reduce_window(name, dtype):
     run(WINDOWS[name], [c(("B", 6), dtype)], dtype)
+
+
+# ------------------------------------------------------------- ordering --
+# JAX orders complex values lexicographically: real part, then imaginary.
+# Inputs on a small grid so that real parts tie often.
+
+def grid(shape, dtype, rng):
+    if np.dtype(dtype).kind != "c":
+        return rng.standard_normal(shape).astype(dtype)
+    return (rng.integers(-2, 3, shape) + 1j * rng.integers(-2, 3, shape) +
+            0.25 * (rng.random(shape) < 0.2)).astype(dtype)
+
+
+ORDERING = {
+    "sort": lambda z: jnp.sort(z, axis=-1),
+    "sort_axis0": lambda z: jnp.sort(z, axis=0),
+    "argsort": lambda z: jnp.argsort(z, axis=-1),
+    "argsort_descending": lambda z: jnp.argsort(z, axis=-1, descending=True),
+    "sort_key_complex_payload_real": lambda z: lax.sort((z, z.real * 2), num_keys=1),
+    "sort_key_real_payload_complex": lambda z: lax.sort((jnp.abs(z), z), num_keys=1),
+    "sort_two_keys": lambda z: lax.sort((z.imag, z, z * 1j), num_keys=2),
+    "max_min": lambda z: (jnp.maximum(z, z[::-1]), jnp.minimum(z, 1j)),
+    "reduce_max_min": lambda z: (jnp.max(z, axis=1), jnp.min(z, axis=0), jnp.max(z)),
+    "cummax_cummin": lambda z: (lax.cummax(z, axis=1), lax.cummin(z, axis=0, reverse=True)),
+}
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+@pytest.mark.parametrize("name", list(ORDERING))
+def test_ordering(name, dtype):
+    run(ORDERING[name], [c(("B", 5), dtype)], dtype, make_inputs=grid)
