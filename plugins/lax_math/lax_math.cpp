@@ -954,6 +954,23 @@ Value exp2(Ops& o, Value x) { return o.f("Pow", {o.k(2), x}); }
 Value expm1_signed(Ops& o, Value x) { return o.copysign(expm1(o, x), x); }
 Value log1p_signed(Ops& o, Value x) { return o.copysign(log1p(o, x), x); }
 
+// atan2; complex operands by XLA's expansion (complex_math.hpp).
+void lower_atan2(Lowering& L) {
+  Aval out = L.out_aval(0);
+  if (!complex::is(out.dtype)) return lower_binary(L, atan2);
+  const Aval p = complex::part(out);
+  // A rank-0 operand (a literal) is expanded: the expansion's products would
+  // otherwise be rank 0 where they are declared of the result's shape.
+  auto operand = [&](size_t i) {
+    complex::Parts z = complex::operand(L, i, out.with_shape(L.in_aval(i).shape));
+    if (L.in_aval(i).shape == out.shape) return z;
+    Value shape = shape_value(L, out.shape);
+    return complex::Parts{L.op("Expand", {z.re, shape}, p), L.op("Expand", {z.im, shape}, p)};
+  };
+  complex::Parts y = operand(0), x = operand(1);
+  L.bind(0, complex::pack(L, complex::atan2_complex(L, y, x, p), out));
+}
+
 void lower_nextafter(Lowering& L) {
   int32_t t = L.in_aval(0).dtype;
   if (t != dtype::f32 && t != dtype::f64)
@@ -1012,9 +1029,12 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
   add(plugin, "digamma", unary(digamma),
       {LOG1P_OPS, "Neg", "Less", "LessOrEqual", "And", "Abs", "Floor", "Sin", "Cos", "Cast"}, "Log",
       "Lanczos approximation with reflection, as XLA");
-  add(plugin, "atan2", [](Lowering& L) { lower_binary(L, atan2); },
-      {"Atan", ATAN_OPS, "Max", "Min", "Equal", "Cast"}, "Atan",
-      "Atan of min(|x|,|y|)/max(|x|,|y|) and the octant; float64 via Cephes atan");
+  auto atan2_prim = add(plugin, "atan2", lower_atan2,
+      {"Atan", ATAN_OPS, "Max", "Min", "Equal", "Cast", "Expand", "Pad"}, "Atan",
+      "Atan of min(|x|,|y|)/max(|x|,|y|) and the octant; float64 via Cephes atan; "
+      "complex: -i log((x + iy) / sqrt(x^2 + y^2))");
+  complex::emits_functions(atan2_prim);
+  atan2_prim.emits_shape_ops();  // complex: a literal operand expanded
   add(plugin, "nextafter", lower_nextafter, {"Sign", "Sub", "Add", "LessOrEqual", "Equal", SIGN_OPS},
       "Add", "exact float arithmetic (ONNX has no bitcast)");
   add(plugin, "rem", lower_rem, {"Mod", "Equal", "Abs", "Where", "Div", "Mul", "Sub", "Cast"}, "Mod",

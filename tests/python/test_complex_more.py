@@ -43,6 +43,11 @@ def test_function(name, dtype):
     run(FUNCTIONS[name], [c(("B", 4), dtype)], dtype)
 
 
+@pytest.mark.parametrize("dtype", CPLX)
+def test_atan2_of_complex_operands(dtype):
+    run(lambda y, x: (lax.atan2(y, x), lax.atan2(y, 2 - 1j)), [c(("B", 4), dtype), c(("B", 4), dtype)], dtype)
+
+
 def points(dtype):
     """Both sides of every cut (+-1e-3 off the real and imaginary axes past
     +-1), the real and imaginary axes themselves (+0 parts, as a promoted

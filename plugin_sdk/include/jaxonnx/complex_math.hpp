@@ -2,7 +2,7 @@
 //
 // Over the parts of jaxonnx/complex.hpp (z = x + iy, `p` the aval of one
 // part): tanh, tan, sinh, cosh, expm1, log1p, asin, acos, atan, asinh,
-// acosh, atanh, sign, rsqrt, logistic, exp2. Principal branches and cuts as
+// acosh, atanh, sign, rsqrt, logistic, exp2, and atan2 of complex operands. Principal branches and cuts as
 // C99's complex functions (and JAX's CHLO/XLA expansions) put them; the
 // formulas avoid cancellation and overflow on finite inputs:
 //
@@ -244,6 +244,15 @@ inline Parts exp2(Lowering& L, const Parts& z, const Aval& p) {
   Real r{L, p};
   Value ln2 = r.k(0.69314718055994530942);
   return exp(L, {r.mul(z.re, ln2), r.mul(z.im, ln2)}, p);
+}
+
+// atan2(y, x) of complex y, x = -i log((x + iy) / sqrt(x^2 + y^2)), XLA's
+// expansion (NaN where x^2 + y^2 = 0). `p` is the broadcast result's part.
+inline Parts atan2_complex(Lowering& L, const Parts& y, const Parts& x, const Aval& p) {
+  Real r{L, p};
+  Parts num = add(L, x, times_i(r, y), p);
+  Parts l = log(L, div(L, num, sqrt(L, add(L, mul(L, x, x, p), mul(L, y, y, p), p), p), p), p);
+  return times_minus_i(r, l);
 }
 
 // The complex function JAX's primitive `name` is, or null.
