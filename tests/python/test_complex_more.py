@@ -81,6 +81,18 @@ def test_function_cuts_and_edges(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", CPLX)
+def test_overflow_on_the_real_axis_stays_real(dtype):
+    # e^x overflows but the imaginary part stays 0 (not inf * sin 0 = NaN).
+    fn = lambda z: (jnp.exp(z), jnp.sinh(z), jnp.cosh(z), jnp.expm1(z), jnp.exp2(z))
+    vals = np.array([800, -800, 1e5, 2], dtype=REAL_OF[dtype]).astype(dtype)
+    x64 = dtype == "complex128"
+    with jax.enable_x64(x64):
+        model = jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct(vals.shape, dtype)], enable_double_precision=x64)
+        ok, why = jaxonnx.allclose(fn, model, [vals], rtol=1e-5, atol=1e-5, enable_double_precision=x64)
+    assert ok, why
+
+
+@pytest.mark.parametrize("dtype", CPLX)
 def test_expm1_log1p_near_zero_keep_relative_precision(dtype):
     # The answer is ~z: relative, not absolute, precision is the point.
     # (Not sinh: JAX's complex sinh cancels there, ours does not.)

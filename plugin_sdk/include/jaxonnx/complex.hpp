@@ -161,10 +161,18 @@ inline Value abs(Lowering& L, const Parts& z, const Aval& p) {
   return L.op("Where", {edge, hi, r}, p);
 }
 
+// A zero imaginary part where b is 0: a real result stays real even when
+// its modulus overflows (inf * sin 0 would be NaN), as in XLA.
+inline Value real_if_zero(Lowering& L, Value b, Value im, const Aval& p) {
+  Value zero = L.op("Equal", {b, scalar(L, p.dtype, 0)}, p.with_dtype(dtype::boolean));
+  return L.op("Where", {zero, b, im}, p);
+}
+
 // exp(a + bi) = e^a (cos b + i sin b)
 inline Parts exp(Lowering& L, const Parts& z, const Aval& p) {
   Value e = L.op("Exp", {z.re}, p);
-  return {L.op("Mul", {e, L.op("Cos", {z.im}, p)}, p), L.op("Mul", {e, L.op("Sin", {z.im}, p)}, p)};
+  return {L.op("Mul", {e, L.op("Cos", {z.im}, p)}, p),
+          real_if_zero(L, z.im, L.op("Mul", {e, L.op("Sin", {z.im}, p)}, p), p)};
 }
 
 // y < 0 or y is -0 (1/-0 = -inf); false for NaN.

@@ -114,11 +114,11 @@ inline Parts plus_one(Real& r, const Parts& z, double s) { return {r.add(z.re, r
 
 inline Parts sinh(Lowering& L, const Parts& z, const Aval& p) {
   Real r{L, p};
-  return {r.mul(r.sinh(z.re), r.cos(z.im)), r.mul(r.cosh(z.re), r.sin(z.im))};
+  return {r.mul(r.sinh(z.re), r.cos(z.im)), real_if_zero(L, z.im, r.mul(r.cosh(z.re), r.sin(z.im)), p)};
 }
 inline Parts cosh(Lowering& L, const Parts& z, const Aval& p) {
   Real r{L, p};
-  return {r.mul(r.cosh(z.re), r.cos(z.im)), r.mul(r.sinh(z.re), r.sin(z.im))};
+  return {r.mul(r.cosh(z.re), r.cos(z.im)), real_if_zero(L, z.im, r.mul(r.sinh(z.re), r.sin(z.im)), p)};
 }
 
 inline Parts tanh(Lowering& L, const Parts& z, const Aval& p) {
@@ -145,7 +145,7 @@ inline Parts expm1(Lowering& L, const Parts& z, const Aval& p) {
   Real r{L, p};
   Value h = r.sin(r.mul(r.k(0.5), z.im));
   Value re = r.sub(r.mul(r.expm1(z.re), r.cos(z.im)), r.mul(r.k(2), r.mul(h, h)));
-  return {re, r.mul(r.exp(z.re), r.sin(z.im))};
+  return {re, real_if_zero(L, z.im, r.mul(r.exp(z.re), r.sin(z.im)), p)};
 }
 
 // log1p(z) = log|1 + z| + i arg(1 + z); near 0 the modulus as
