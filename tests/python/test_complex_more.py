@@ -243,3 +243,30 @@ ORDERING = {
 @pytest.mark.parametrize("name", list(ORDERING))
 def test_ordering(name, dtype):
     run(ORDERING[name], [c(("B", 5), dtype)], dtype, make_inputs=grid)
+
+
+# ---------------------------------------------- more primitives, end to end --
+
+@jax.custom_jvp
+def _doubled(z):
+    return z * 2
+
+
+_doubled.defjvp(lambda p, t: (_doubled(p[0]), t[0] * 2))
+
+MORE = {
+    "iota": lambda z: z + jnp.arange(4, dtype=z.dtype) * 1j + lax.iota(z.dtype, 4),
+    "unstack": lambda z: sum(jnp.unstack(z, axis=1)),
+    "jit_checkpoint_custom_jvp": lambda z: jax.jit(jax.checkpoint(lambda w: jnp.tanh(w) * w))(_doubled(z)),
+    "jvp_vjp": lambda z: (jax.jvp(jnp.tanh, (z,), (z * 1j,))[1], jax.vjp(jnp.arcsinh, z)[1](z)[0]),
+    "associative_scan": lambda z: lax.associative_scan(jnp.multiply, z * 0.7, axis=1),
+    "fftshift_roll": lambda z: jnp.fft.fftshift(jnp.fft.fft(z), axes=1),
+    "nan_reductions": lambda z: (jnp.nanmean(z, axis=1), jnp.sum(z, where=jnp.abs(z) > 1, axis=1)),
+}
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+@pytest.mark.parametrize("name", list(MORE))
+def test_more_primitives(name, dtype):
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "complex64" and name == "fftshift_roll" else {}
+    run(MORE[name], [c(("B", 4), dtype)], dtype, **tol)
