@@ -394,8 +394,8 @@ def test_unlowered_complex_operand_is_refused_naming_plugin_and_dtype():
         jaxonnx.to_onnx(lambda z: jnp.convolve(z, z), Z3)
     with pytest.raises(jaxonnx.ConversionError, match=r"'argmax'.*complex64.*JAX itself cannot evaluate it"):
         jaxonnx.to_onnx(jnp.argmax, Z3)
-    with pytest.raises(jaxonnx.ConversionError, match=r"'reduce_window_max'.*complex64.*only add windows"):
-        jaxonnx.to_onnx(lambda z: lax.reduce_window(z, -jnp.inf + 0j, lax.max, (2,), (1,), "VALID"), Z3)
+    with pytest.raises(jaxonnx.ConversionError, match=r"'reduce_window'.*complex64.*only add, max and min windows"):
+        jaxonnx.to_onnx(lambda z: lax.reduce_window(z, 1 + 0j, lax.mul, (2,), (1,), "VALID"), Z3)
     with pytest.raises(jaxonnx.ConversionError, match=r"'clamp'.*complex64.*order for it is unspecified"):
         jaxonnx.to_onnx(lambda z: lax.clamp(0j, z, 1 + 1j), Z3)
     with pytest.raises(jaxonnx.ConversionError, match=r"'scatter-min'.*complex64.*not lowered by lax_scatter"):

@@ -205,13 +205,16 @@ WINDOWS = {
     "sum_strided_padded": lambda z: lax.reduce_window(z, 0j, lax.add, (1, 2), (1, 2), ((0, 0), (1, 2))),
     "avg_pool": lambda z: lax.reduce_window(z, 0j, lax.add, (1, 2), (1, 2), "VALID") / 2,
     "init_folded": lambda z: lax.reduce_window(z, 1 + 2j, lax.add, (2, 2), (1, 1), "SAME"),
+    "max": lambda z: lax.reduce_window(z, -jnp.inf + 0j, lax.max, (1, 3), (1, 1), "VALID"),
+    "max_padded": lambda z: lax.reduce_window(z, -jnp.inf + 0j, lax.max, (2, 2), (1, 2), "SAME"),
+    "min_init": lambda z: lax.reduce_window(z, 0.5 + 0j, lax.min, (1, 2), (1, 1), "VALID"),
 }
 
 
 @pytest.mark.parametrize("dtype", CPLX)
 @pytest.mark.parametrize("name", list(WINDOWS))
 def test_reduce_window(name, dtype):
-    run(WINDOWS[name], [c(("B", 6), dtype)], dtype)
+    run(WINDOWS[name], [c(("B", 6), dtype)], dtype, make_inputs=grid)
 
 
 # ------------------------------------------------------------- ordering --
