@@ -20,6 +20,11 @@
 // - cumlogsumexp: combine(a, b) = max + log(1 + exp(min - max)), with
 //   min - max taken as 0 where min == max so that -inf/-inf gives -inf and
 //   +inf/+inf gives +inf; 1000.0 does not overflow. f16/bf16 run in f32.
+// - complex operands (carried as float[..., 2], jaxonnx/complex.hpp): cumsum
+//   sums the packed form; cumprod scans the parts with the complex product
+//   (identity 1 + 0i); cummax/cummin with the lexicographic order JAX uses
+//   (real part, then imaginary; identity -inf/+inf in both parts). JAX has
+//   no complex cumlogsumexp.
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
@@ -120,9 +125,49 @@ Value extreme(Lowering& L, int32_t t, bool smallest) {
 
 // ----------------------------------------------------------------- cumprod --
 
+// Hillis-Steele step k of a scan of `x` (aval `a`) along `axis`: x shifted
+// by 2^k towards the end (the start when `reverse`), `identity` padded in;
+// `axes` is the int64[1] constant {axis}.
+Value shifted(Lowering& L, Value x, const Aval& a, const Params& p, Value axes, int64_t k, Value identity) {
+  const Dim n = a.shape[static_cast<size_t>(p.axis)];
+  const int64_t s = int64_t{1} << k;
+  Value m, pads, neg_m;
+  if (n.is_static()) {
+    m = i64s(L, {s});
+    pads = i64s(L, p.reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
+    neg_m = i64s(L, {-s});
+  } else {
+    m = L.op("Min", {i64s(L, {s}), dim_value(L, n)}, Aval(dtype::i64, {1}));
+    Value zero = i64s(L, {0});
+    pads = L.op("Concat", {p.reverse ? zero : m, p.reverse ? m : zero}, Aval(dtype::i64, {2}),
+                {Attr::i("axis", 0)});
+    neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
+  }
+  Value padded = L.op("Pad", {x, pads, identity, axes}, Aval::of_unknown_shape(a.dtype), {Attr::s("mode", "constant")});
+  return p.reverse ? L.op("Slice", {padded, m, i64s(L, {INT64_MAX}), axes}, a)
+                   : L.op("Slice", {padded, i64s(L, {0}), neg_m, axes}, a);
+}
+
+// The number of Hillis-Steele steps along a dim of size n (32 when symbolic).
+int64_t scan_steps(const Dim& n) {
+  int64_t steps = 32;
+  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
+  return steps;
+}
+
+void lower_complex_cumprod(Lowering& L, const Aval& in, const Params& p) {
+  const Aval a = complex::part(in);
+  complex::Parts z = complex::split(L, L.input(0), in);
+  Value axes = i64s(L, {p.axis}), one = scalar(L, a.dtype, 1), zero = scalar(L, a.dtype, 0);
+  for (int64_t k = 0, n = scan_steps(in.shape[static_cast<size_t>(p.axis)]); k < n; ++k)
+    z = complex::mul(L, z, {shifted(L, z.re, a, p, axes, k, one), shifted(L, z.im, a, p, axes, k, zero)}, a);
+  L.bind(0, complex::pack(L, z, in));
+}
+
 void lower_cumprod(Lowering& L) {
   Aval in = L.in_aval(0);
   Params p = cum_params(L, in);
+  if (complex::is(in.dtype)) return lower_complex_cumprod(L, in, p);
   int32_t w = wrap_dtype(in.dtype);
   Aval wa = in.with_dtype(w);
   Value x = cast(L, L.input(0), in, w);
@@ -131,9 +176,27 @@ void lower_cumprod(Lowering& L) {
 
 // ---------------------------------------------------------- cummax/cummin --
 
+// Lexicographic cummax/cummin of a complex operand: each step keeps the
+// running value unless the shifted one is larger (smaller).
+void lower_complex_cumextremum(Lowering& L, const Aval& in, const Params& p, bool is_max) {
+  const Aval a = complex::part(in), mask = a.with_dtype(dtype::boolean);
+  const char* beats = is_max ? "Greater" : "Less";
+  complex::Parts z = complex::split(L, L.input(0), in);
+  Value axes = i64s(L, {p.axis}), identity = scalar(L, a.dtype, is_max ? -INFINITY : INFINITY);
+  for (int64_t k = 0, n = scan_steps(in.shape[static_cast<size_t>(p.axis)]); k < n; ++k) {
+    complex::Parts s{shifted(L, z.re, a, p, axes, k, identity), shifted(L, z.im, a, p, axes, k, identity)};
+    Value take = L.op("Or", {L.op(beats, {s.re, z.re}, mask),
+                             L.op("And", {L.op("Equal", {s.re, z.re}, mask), L.op(beats, {s.im, z.im}, mask)}, mask)},
+                      mask);
+    z = {L.op("Where", {take, s.re, z.re}, a), L.op("Where", {take, s.im, z.im}, a)};
+  }
+  L.bind(0, complex::pack(L, z, in));
+}
+
 void lower_cumextremum(Lowering& L, bool is_max) {
   Aval in = L.in_aval(0);
   Params p = cum_params(L, in);
+  if (complex::is(in.dtype)) return lower_complex_cumextremum(L, in, p, is_max);
   int32_t w = order_dtype(in.dtype);
   if (in.dtype == dtype::f16) w = dtype::f32;  // Pad has no float16 kernel
   if (in.dtype == dtype::boolean) w = dtype::u8;
@@ -170,29 +233,9 @@ void lower_cumlogsumexp(Lowering& L) {
   Value x = cast(L, L.input(0), in, w);
   // The Hillis-Steele steps of Lowering::inclusive_scan, with logaddexp as
   // the combine (several ops, so not a single ONNX op type).
-  const Dim n = in.shape[static_cast<size_t>(p.axis)];
-  int64_t steps = 32;
-  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
   Value axes = i64s(L, {p.axis}), identity = scalar(L, w, -INFINITY);
-  for (int64_t k = 0; k < steps; ++k) {
-    const int64_t s = int64_t{1} << k;
-    Value m, pads, neg_m;
-    if (n.is_static()) {
-      m = i64s(L, {s});
-      pads = i64s(L, p.reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
-      neg_m = i64s(L, {-s});
-    } else {
-      m = L.op("Min", {i64s(L, {s}), dim_value(L, n)}, Aval(dtype::i64, {1}));
-      Value zero = i64s(L, {0});
-      pads = L.op("Concat", {p.reverse ? zero : m, p.reverse ? m : zero}, Aval(dtype::i64, {2}),
-                  {Attr::i("axis", 0)});
-      neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
-    }
-    Value padded = L.op("Pad", {x, pads, identity, axes}, Aval::of_unknown_shape(w), {Attr::s("mode", "constant")});
-    Value shifted = p.reverse ? L.op("Slice", {padded, m, i64s(L, {INT64_MAX}), axes}, wa)
-                              : L.op("Slice", {padded, i64s(L, {0}), neg_m, axes}, wa);
-    x = logaddexp(L, x, shifted, wa);
-  }
+  for (int64_t k = 0, n = scan_steps(in.shape[static_cast<size_t>(p.axis)]); k < n; ++k)
+    x = logaddexp(L, x, shifted(L, x, wa, p, axes, k, identity), wa);
   L.bind(0, cast(L, x, wa, in.dtype));
 }
 
@@ -201,15 +244,18 @@ void lower_cumlogsumexp(Lowering& L) {
 JAXONNX_PLUGIN("lax_cumulative", "0.1.0") {
   plugin.primitive("cumsum", lower_cumsum).emits({"CumSum", "Cast"}).doc(onnx_doc("CumSum"));
   plugin.primitive("cumprod", lower_cumprod)
-      .emits({"Pad", "Slice", "Mul", "Concat", "Neg", "Cast"})
+      .emits({"Pad", "Slice", "Mul", "Concat", "Neg", "Cast",
+              "Gather", "Unsqueeze", "Sub", "Add"})  // complex: the parts' product
       .emits_shape_ops()
-      .summary("log-depth scan of Mul (Pad, Slice)");
+      .summary("log-depth scan of Mul (Pad, Slice); complex: of the complex product");
   plugin.primitive("cummax", [](Lowering& L) { lower_cumextremum(L, true); })
-      .emits({"Pad", "Slice", "Max", "Concat", "Neg", "Cast", "BitwiseXor"})
+      .emits({"Pad", "Slice", "Max", "Concat", "Neg", "Cast", "BitwiseXor",
+              "Gather", "Unsqueeze", "Greater", "Equal", "And", "Or", "Where"})  // complex: lexicographic
       .emits_shape_ops()
       .summary("log-depth scan of Max (Pad, Slice)");
   plugin.primitive("cummin", [](Lowering& L) { lower_cumextremum(L, false); })
-      .emits({"Pad", "Slice", "Min", "Concat", "Neg", "Cast", "BitwiseXor"})
+      .emits({"Pad", "Slice", "Min", "Concat", "Neg", "Cast", "BitwiseXor",
+              "Gather", "Unsqueeze", "Less", "Equal", "And", "Or", "Where"})  // complex: lexicographic
       .emits_shape_ops()
       .summary("log-depth scan of Min (Pad, Slice)");
   plugin.primitive("cumlogsumexp", lower_cumlogsumexp)

@@ -19,10 +19,13 @@
 // - bool has no ordering/Max in ONNX; integer_pow is a Mul chain as in JAX.
 // - complex operands are carried packed (float[..., 2], jaxonnx/complex.hpp):
 //   add/sub/copy work on the packed form as they are; mul, div, pow,
-//   integer_pow, neg, abs, exp, log, sqrt, eq/ne, select_n and
-//   convert_element_type split the parts
-//   (complex_* below). Other primitives refuse a complex operand.
+//   integer_pow, neg, abs, exp, log, sqrt, tanh, logistic, sign, rsqrt,
+//   eq/ne, select_n and convert_element_type split the parts
+//   (complex_* below, jaxonnx/complex_math.hpp). max/min order complex
+//   values lexicographically, as JAX does (real part, then imaginary; JAX's
+//   lt/le/gt/ge take no complex operands). Other primitives refuse one.
 #include <jaxonnx/complex.hpp>
+#include <jaxonnx/complex_math.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -123,8 +126,8 @@ bool has_complex(Lowering& L) {
 [[noreturn]] void complex_refused(Lowering& L) {
   L.fail("'" + std::string(L.primitive()) + "' on complex operands is not lowered by "
          "lax_elementwise (complex64/complex128 values are carried as float[..., 2]; supported: "
-         "add, sub, mul, div, pow, integer_pow, neg, abs, exp, log, sqrt, eq, ne, select_n, "
-         "convert_element_type, copy)");
+         "add, sub, mul, div, pow, integer_pow, neg, abs, exp, log, sqrt, tanh, logistic, sign, "
+         "rsqrt, eq, ne, max, min, select_n, convert_element_type, copy)");
 }
 
 // The unary/binary complex primitives over the parts. The packed form is
@@ -160,9 +163,7 @@ void lower_complex_elementwise(Lowering& L) {
   if (prim == "abs") { L.bind(0, complex::abs(L, x, p)); return; }
   complex::Parts r;
   if (prim == "neg") r = complex::neg(L, x, p);
-  else if (prim == "exp") r = complex::exp(L, x, p);
-  else if (prim == "log") r = complex::log(L, x, p);
-  else if (prim == "sqrt") r = complex::sqrt(L, x, p);
+  else if (complex::Function fn = complex::function(prim)) r = fn(L, x, p);  // exp, log, tanh, ...
   else if (prim == "mul" || prim == "div") {
     complex::Parts y = complex::operand(L, 1, out.with_shape(L.in_aval(1).shape));
     r = prim == "mul" ? complex::mul(L, x, y, p) : complex::div(L, x, y, p);
@@ -278,8 +279,34 @@ void lower_div(Lowering& L) {
 // max / min: on bool they are or / and (ONNX Max has no bool). onnxruntime's
 // Max/Min propagate NaN like JAX does, from either operand (tested), so
 // floats need nothing more.
+// Complex x `onnx` y (Less/Greater) in JAX's lexicographic order: the real
+// parts decide unless equal, then the imaginary parts do.
+Value complex_order(Lowering& L, const char* onnx, const Aval& out_mask) {
+  Aval c = L.in_aval(0).with_dtype(complex::is(L.in_aval(0).dtype) ? L.in_aval(0).dtype : L.in_aval(1).dtype);
+  complex::Parts x = complex::operand(L, 0, c.with_shape(L.in_aval(0).shape));
+  complex::Parts y = complex::operand(L, 1, c.with_shape(L.in_aval(1).shape));
+  Value strict = L.op(onnx, {x.re, y.re}, out_mask);
+  Value tie = L.op("And", {L.op("Equal", {x.re, y.re}, out_mask), L.op(onnx, {x.im, y.im}, out_mask)}, out_mask);
+  return L.op("Or", {strict, tie}, out_mask);
+}
+
+// max/min of complex values: the lexicographically larger/smaller operand.
+void lower_complex_max_min(Lowering& L, bool is_max) {
+  Aval out = L.out_aval(0), mask = out.with_dtype(dtype::boolean);
+  Value pick_x = complex_order(L, is_max ? "Greater" : "Less", mask);
+  Shape one = out.shape;
+  one.push_back(Dim(1));
+  Value w = L.op("Unsqueeze", {pick_x, i64s(L, {-1})}, Aval(dtype::boolean, one));
+  std::vector<Value> v;
+  for (size_t i = 0; i < 2; ++i) {
+    Aval a = L.in_aval(i);
+    v.push_back(complex::is(a.dtype) ? L.input(i) : complex::from_real(L, L.input(i), a, out.with_shape(a.shape)));
+  }
+  L.bind(0, L.op("Where", {w, v[0], v[1]}, complex::packed(out)));
+}
+
 void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {
-  if (has_complex(L)) complex_refused(L);
+  if (has_complex(L)) return lower_complex_max_min(L, onnx == std::string("Max"));
   int32_t t = L.in_aval(0).dtype;
   if (t == dtype::boolean) L.bind(0, L.op(boolean_op, L.inputs(), L.out_aval(0)));
   else L.bind(0, emit(L, onnx, L.inputs(), t, L.out_aval(0)));
@@ -354,7 +381,7 @@ void lower_integer_pow(Lowering& L) {
 
 // rsqrt: 1 / sqrt(x).
 void lower_rsqrt(Lowering& L) {
-  if (has_complex(L)) complex_refused(L);
+  if (has_complex(L)) return lower_complex_elementwise(L);
   Aval a;
   Value x = input_f32_if_bf16(L, 0, &a);
   L.bind(0, narrow(L, L.op("Reciprocal", {L.op("Sqrt", {x}, a)}, a), a, L.out_aval(0).dtype));
@@ -614,12 +641,18 @@ JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
     auto prim = plugin.primitive("neg", lower_neg).emits({"Neg", "Sub", "Cast"}).doc(onnx_doc("Neg"));
     emits_complex(prim);
   }
-  plugin.primitive("max", [](Lowering& L) { lower_max_min(L, "Max", "Or"); })
+  {
+    auto prim = plugin.primitive("max", [](Lowering& L) { lower_max_min(L, "Max", "Or"); })
       .emits({"Max", "Or", "Cast"})
       .doc(onnx_doc("Max"));
-  plugin.primitive("min", [](Lowering& L) { lower_max_min(L, "Min", "And"); })
+    emits_complex(prim);
+  }
+  {
+    auto prim = plugin.primitive("min", [](Lowering& L) { lower_max_min(L, "Min", "And"); })
       .emits({"Min", "And", "Cast"})
       .doc(onnx_doc("Min"));
+    emits_complex(prim);
+  }
   {
     auto prim = plugin.primitive("pow", lower_pow).emits({"Pow", "Cast"}).doc(onnx_doc("Pow"));
     emits_complex(prim);
@@ -631,7 +664,10 @@ JAXONNX_PLUGIN("lax_elementwise", "0.1.0") {
       .summary("binary exponentiation by Mul, as JAX expands it");
     emits_complex(prim);
   }
-  plugin.primitive("rsqrt", lower_rsqrt).emits({"Sqrt", "Reciprocal", "Cast"}).doc(onnx_doc("Reciprocal"));
+  {
+    auto prim = plugin.primitive("rsqrt", lower_rsqrt).emits({"Sqrt", "Reciprocal", "Cast"}).doc(onnx_doc("Reciprocal"));
+    emits_complex(prim);
+  }
 
   struct Cmp { const char* primitive; const char* onnx; };
   for (Cmp c : {Cmp{"lt", "Less"}, Cmp{"le", "LessOrEqual"},

@@ -99,9 +99,16 @@ int32_t where_dtype(int32_t t) {
 }
 
 // The gather's fill_value (already resolved by JAX for FILL_OR_DROP) as a
-// scalar of dtype `dt`; integer fills are built from the exact int64.
-Value fill_scalar(Lowering& L, int32_t dt) {
+// scalar of dtype `dt`; integer fills are built from the exact int64. `imag`:
+// the imaginary part of a complex gather's fill (JAX's NaN or real fill
+// becomes fill + 0i).
+Value fill_scalar(Lowering& L, int32_t dt, bool imag = false) {
   Param p = L.param("fill_value");
+  if (imag) {
+    if (p.exists() && !p.is_none() && p.kind() != JXO_PARAM_FLOAT && p.kind() != JXO_PARAM_INT)
+      L.fail("gather mode FILL_OR_DROP of a complex operand takes a real fill_value");
+    return scalar(L, dt, 0);
+  }
   if (!p.exists() || p.is_none()) {
     if (dtype::is_float(dt)) return scalar(L, dt, std::nan(""));
     L.fail("gather mode FILL_OR_DROP without a fill_value for dtype " + std::string(dtype::name(dt)));
@@ -116,9 +123,9 @@ Value fill_scalar(Lowering& L, int32_t dt) {
 }
 
 // Where(mask, y, fill) with the mask broadcast over `out`.
-Value select_fill(Lowering& L, Value mask, Value y, const Aval& out) {
+Value select_fill(Lowering& L, Value mask, Value y, const Aval& out, bool imag = false) {
   const int32_t wt = where_dtype(out.dtype);
-  Value fill = cast(L, fill_scalar(L, out.dtype), Aval(out.dtype, {}), wt);
+  Value fill = cast(L, fill_scalar(L, out.dtype, imag), Aval(out.dtype, {}), wt);
   Value r = L.op("Where", {mask, cast(L, y, out, wt), fill}, out.with_dtype(wt));
   return cast(L, r, out.with_dtype(wt), out.dtype);
 }
@@ -235,15 +242,20 @@ void gather_as_slice(Lowering& L, const Aval& in, const Aval& ia, const std::vec
   // A complex operand is carried packed (jaxonnx/complex.hpp): its parts axis
   // is last, after every axis sliced or squeezed here.
   if (!collapsed.empty()) x = L.op("Squeeze", {x, i64s(L, collapsed)}, complex::packed(out));
-  if (ix.mask != kNoValue) {
-    if (complex::is(out.dtype)) L.fail("gather in FILL_OR_DROP mode of a complex operand is not lowered");
+  if (ix.mask != kNoValue && complex::is(out.dtype)) {
+    Aval p = complex::part(out);
+    complex::Parts z = complex::split(L, x, out);
+    x = complex::pack(L, select_fill(L, ix.mask, z.re, p), select_fill(L, ix.mask, z.im, p, true), out);
+  } else if (ix.mask != kNoValue) {
     x = select_fill(L, ix.mask, x, out);
   }
   L.bind(0, x);
 }
 
 void lower_gather(Lowering& L) {
-  const Aval in = L.in_aval(0), ia = L.in_aval(1), out = L.out_aval(0);
+  // With batch positions a complex operand is gathered part by part (the
+  // index work is shared through CSE): `in`/`out` are then the parts' avals.
+  const Aval in = complex::part(L.in_aval(0)), ia = L.in_aval(1), out = complex::part(L.out_aval(0));
   const int64_t R = in.rank();
   if (ia.rank() < 1) L.fail("gather indices must have an index vector axis");
   Param dn = L.param("dimension_numbers");
@@ -264,12 +276,9 @@ void lower_gather(Lowering& L) {
   const int64_t K = static_cast<int64_t>(sim.size());
 
   if (nb == 0 && obd.empty()) {
-    gather_as_slice(L, in, ia, sim, collapsed, sizes, mode);
+    gather_as_slice(L, L.in_aval(0), ia, sim, collapsed, sizes, mode);
     return;
   }
-  if (complex::is(in.dtype))
-    L.fail("gather with batch positions (x[idx], jnp.take) of a complex operand is not lowered by "
-           "lax_gather; only slices (no batch positions) are");
 
   // Indexed axes: a size-1 slice (collapsed or kept) is a point gather; a
   // kept whole-dim slice always starts at 0 and is not gathered at all; a
@@ -339,111 +348,120 @@ void lower_gather(Lowering& L) {
   auto batch_label = [&](int64_t j) { return j < nb ? kBatchLabel + j : wdims[static_cast<size_t>(j - nb)]; };
   auto point = [&](int64_t d) { return contains(collapsed, d) || contains(wdims, d); };  // no size-1 axis left
 
-  // Dims neither indexed nor batching but sliced short start at 0: Slice first.
-  Value x = L.input(0);
-  Shape xs = in.shape;
-  {
-    std::vector<int64_t> axes;
-    Shape ends;
-    for (int64_t d = 0; d < R; ++d) {
-      const size_t u = static_cast<size_t>(d);
-      if (contains(gdims, d) || contains(obd, d) || sizes[u] == in.shape[u]) continue;
-      axes.push_back(d);
-      ends.push_back(sizes[u]);
-      xs[u] = sizes[u];
+  // The gather of one real operand `x` (a complex operand's part `imag` or not).
+  auto gather_one = [&](Value x, bool imag) -> Value {
+    // Dims neither indexed nor batching but sliced short start at 0: Slice first.
+    Shape xs = in.shape;
+    {
+      std::vector<int64_t> axes;
+      Shape ends;
+      for (int64_t d = 0; d < R; ++d) {
+        const size_t u = static_cast<size_t>(d);
+        if (contains(gdims, d) || contains(obd, d) || sizes[u] == in.shape[u]) continue;
+        axes.push_back(d);
+        ends.push_back(sizes[u]);
+        xs[u] = sizes[u];
+      }
+      if (!axes.empty())
+        x = L.op("Slice", {x, i64s(L, std::vector<int64_t>(axes.size(), 0)), shape_value(L, ends), i64s(L, axes)},
+                 in.with_shape(xs));
     }
-    if (!axes.empty())
-      x = L.op("Slice", {x, i64s(L, std::vector<int64_t>(axes.size(), 0)), shape_value(L, ends), i64s(L, axes)},
-               in.with_shape(xs));
-  }
 
-  // The labels of the output's axes: batch dims in order around the offset
-  // dims, which are the remaining operand dims in order.
-  std::vector<int64_t> want;
-  {
-    std::vector<int64_t> offset_operand;
-    for (int64_t d = 0; d < R; ++d)
-      if (!contains(collapsed, d) && !contains(obd, d)) offset_operand.push_back(d);
-    int64_t j = 0, o = 0;
-    for (int64_t p = 0; p < out.rank(); ++p)
-      want.push_back(contains(offset_dims, p) ? offset_operand[static_cast<size_t>(o++)] : kBatchLabel + j++);
-  }
-
-  Value y = kNoValue;
-  std::vector<int64_t> labels;  // of y's axes
-  Shape ys;
-  bool take_along = M == 0 && gdims.size() == 1 && offset_dims.empty() && contains(collapsed, gdims[0]) &&
-                    nb == R && static_cast<int64_t>(obd.size()) == R - 1;
-  for (size_t i = 0; take_along && i < obd.size(); ++i) take_along = obd[i] == ibd[i];
-  if (take_along) {
-    // take_along_axis: out[b] = x[b with b[a] replaced by idx[b]].
-    y = L.op("GatherElements", {x, pick_components(L, ix, ks, false)}, out, {Attr::i("axis", gdims[0])});
-    for (int64_t j = 0; j < nb; ++j) labels.push_back(kBatchLabel + j);
-    ys = out.shape;
-  } else if (obd.empty() && gdims.size() == 1) {
-    // One indexed axis a: Gather gives x[:a] + batch (+ [1] kept) + x[a+1:].
-    const int64_t a = gdims[0];
-    const bool keep = !point(a);
-    Value i1 = pick_components(L, ix, ks, keep);
-    for (int64_t d = 0; d < a; ++d) { labels.push_back(d); ys.push_back(xs[static_cast<size_t>(d)]); }
-    for (int64_t j = 0; j < nbe; ++j) { labels.push_back(batch_label(j)); ys.push_back(bse[static_cast<size_t>(j)]); }
-    if (keep) { labels.push_back(a); ys.push_back(Dim(1)); }
-    for (int64_t d = a + 1; d < R; ++d) { labels.push_back(d); ys.push_back(xs[static_cast<size_t>(d)]); }
-    y = L.op("Gather", {x, i1}, in.with_shape(ys), {Attr::i("axis", a)});
-  } else {
-    // GatherND over [batching dims, indexed dims, rest] with batch_dims =
-    // the number of batching dims, which lead the indices as well.
-    std::vector<int64_t> xperm = obd;
-    xperm.insert(xperm.end(), gdims.begin(), gdims.end());
-    std::vector<int64_t> rest;
-    for (int64_t d = 0; d < R; ++d)
-      if (!contains(xperm, d)) rest.push_back(d);
-    xperm.insert(xperm.end(), rest.begin(), rest.end());
-    Value xt = transpose(L, x, in.with_shape(xs), xperm);
-
-    std::vector<int64_t> iperm = ibd;
-    for (int64_t j = 0; j < nbe; ++j)
-      if (!contains(ibd, j)) iperm.push_back(j);
-    Shape ips = bse;
-    ips.push_back(Dim(static_cast<int64_t>(ks.size())));
-    Value ip = cast(L, pick_components(L, ix, ks, true), Aval(ct, ips), dtype::i64);
-    std::vector<int64_t> iperm_full = iperm;
-    iperm_full.push_back(nbe);
-    Value it = transpose(L, ip, Aval(dtype::i64, ips), iperm_full);
-
-    for (int64_t j : iperm) { labels.push_back(batch_label(j)); ys.push_back(bse[static_cast<size_t>(j)]); }
-    for (int64_t d : rest) { labels.push_back(d); ys.push_back(xs[static_cast<size_t>(d)]); }
-    y = L.op("GatherND", {xt, it}, in.with_shape(ys), {Attr::i("batch_dims", static_cast<int64_t>(obd.size()))});
-    // Indexed dims kept as size-1 slices come back as new axes.
-    std::vector<int64_t> new_axes;
-    for (int64_t d : gdims) {
-      if (point(d)) continue;
-      new_axes.push_back(static_cast<int64_t>(labels.size()));
-      labels.push_back(d);
-      ys.push_back(Dim(1));
-    }
-    if (!new_axes.empty()) y = L.op("Unsqueeze", {y, i64s(L, new_axes)}, in.with_shape(ys));
-  }
-
-  std::vector<int64_t> perm;
-  for (int64_t w : want) {
-    int64_t p = index_of(labels, w);
-    if (p < 0) L.fail("gather: internal axis bookkeeping failed");
-    perm.push_back(p);
-  }
-  y = transpose(L, y, in.with_shape(ys), perm);
-  if (ix.mask != kNoValue) {
-    Value m = ix.mask;
-    if (!offset_dims.empty()) {
-      Shape ms(static_cast<size_t>(out.rank()), Dim(1));
-      int64_t j = 0;
+    // The labels of the output's axes: batch dims in order around the offset
+    // dims, which are the remaining operand dims in order.
+    std::vector<int64_t> want;
+    {
+      std::vector<int64_t> offset_operand;
+      for (int64_t d = 0; d < R; ++d)
+        if (!contains(collapsed, d) && !contains(obd, d)) offset_operand.push_back(d);
+      int64_t j = 0, o = 0;
       for (int64_t p = 0; p < out.rank(); ++p)
-        if (!contains(offset_dims, p)) ms[static_cast<size_t>(p)] = bs[static_cast<size_t>(j++)];
-      m = L.op("Unsqueeze", {m, i64s(L, offset_dims)}, Aval(dtype::boolean, ms));
+        want.push_back(contains(offset_dims, p) ? offset_operand[static_cast<size_t>(o++)] : kBatchLabel + j++);
     }
-    y = select_fill(L, m, y, out);
+
+    Value y = kNoValue;
+    std::vector<int64_t> labels;  // of y's axes
+    Shape ys;
+    bool take_along = M == 0 && gdims.size() == 1 && offset_dims.empty() && contains(collapsed, gdims[0]) &&
+                      nb == R && static_cast<int64_t>(obd.size()) == R - 1;
+    for (size_t i = 0; take_along && i < obd.size(); ++i) take_along = obd[i] == ibd[i];
+    if (take_along) {
+      // take_along_axis: out[b] = x[b with b[a] replaced by idx[b]].
+      y = L.op("GatherElements", {x, pick_components(L, ix, ks, false)}, out, {Attr::i("axis", gdims[0])});
+      for (int64_t j = 0; j < nb; ++j) labels.push_back(kBatchLabel + j);
+      ys = out.shape;
+    } else if (obd.empty() && gdims.size() == 1) {
+      // One indexed axis a: Gather gives x[:a] + batch (+ [1] kept) + x[a+1:].
+      const int64_t a = gdims[0];
+      const bool keep = !point(a);
+      Value i1 = pick_components(L, ix, ks, keep);
+      for (int64_t d = 0; d < a; ++d) { labels.push_back(d); ys.push_back(xs[static_cast<size_t>(d)]); }
+      for (int64_t j = 0; j < nbe; ++j) { labels.push_back(batch_label(j)); ys.push_back(bse[static_cast<size_t>(j)]); }
+      if (keep) { labels.push_back(a); ys.push_back(Dim(1)); }
+      for (int64_t d = a + 1; d < R; ++d) { labels.push_back(d); ys.push_back(xs[static_cast<size_t>(d)]); }
+      y = L.op("Gather", {x, i1}, in.with_shape(ys), {Attr::i("axis", a)});
+    } else {
+      // GatherND over [batching dims, indexed dims, rest] with batch_dims =
+      // the number of batching dims, which lead the indices as well.
+      std::vector<int64_t> xperm = obd;
+      xperm.insert(xperm.end(), gdims.begin(), gdims.end());
+      std::vector<int64_t> rest;
+      for (int64_t d = 0; d < R; ++d)
+        if (!contains(xperm, d)) rest.push_back(d);
+      xperm.insert(xperm.end(), rest.begin(), rest.end());
+      Value xt = transpose(L, x, in.with_shape(xs), xperm);
+
+      std::vector<int64_t> iperm = ibd;
+      for (int64_t j = 0; j < nbe; ++j)
+        if (!contains(ibd, j)) iperm.push_back(j);
+      Shape ips = bse;
+      ips.push_back(Dim(static_cast<int64_t>(ks.size())));
+      Value ip = cast(L, pick_components(L, ix, ks, true), Aval(ct, ips), dtype::i64);
+      std::vector<int64_t> iperm_full = iperm;
+      iperm_full.push_back(nbe);
+      Value it = transpose(L, ip, Aval(dtype::i64, ips), iperm_full);
+
+      for (int64_t j : iperm) { labels.push_back(batch_label(j)); ys.push_back(bse[static_cast<size_t>(j)]); }
+      for (int64_t d : rest) { labels.push_back(d); ys.push_back(xs[static_cast<size_t>(d)]); }
+      y = L.op("GatherND", {xt, it}, in.with_shape(ys), {Attr::i("batch_dims", static_cast<int64_t>(obd.size()))});
+      // Indexed dims kept as size-1 slices come back as new axes.
+      std::vector<int64_t> new_axes;
+      for (int64_t d : gdims) {
+        if (point(d)) continue;
+        new_axes.push_back(static_cast<int64_t>(labels.size()));
+        labels.push_back(d);
+        ys.push_back(Dim(1));
+      }
+      if (!new_axes.empty()) y = L.op("Unsqueeze", {y, i64s(L, new_axes)}, in.with_shape(ys));
+    }
+
+    std::vector<int64_t> perm;
+    for (int64_t w : want) {
+      int64_t p = index_of(labels, w);
+      if (p < 0) L.fail("gather: internal axis bookkeeping failed");
+      perm.push_back(p);
+    }
+    y = transpose(L, y, in.with_shape(ys), perm);
+    if (ix.mask != kNoValue) {
+      Value m = ix.mask;
+      if (!offset_dims.empty()) {
+        Shape ms(static_cast<size_t>(out.rank()), Dim(1));
+        int64_t j = 0;
+        for (int64_t p = 0; p < out.rank(); ++p)
+          if (!contains(offset_dims, p)) ms[static_cast<size_t>(p)] = bs[static_cast<size_t>(j++)];
+        m = L.op("Unsqueeze", {m, i64s(L, offset_dims)}, Aval(dtype::boolean, ms));
+      }
+      y = select_fill(L, m, y, out, imag);
+    }
+    return y;
+  };
+  const Aval cin = L.in_aval(0);
+  if (!complex::is(cin.dtype)) {
+    L.bind(0, gather_one(L.input(0), false));
+    return;
   }
-  L.bind(0, y);
+  complex::Parts z = complex::split(L, L.input(0), cin);
+  L.bind(0, complex::pack(L, gather_one(z.re, false), gather_one(z.im, true), L.out_aval(0)));
 }
 
 // ---------------------------------------------------------- dynamic_slice --

@@ -25,8 +25,10 @@
 //  * complex / real / imag / conj: ONNX has no complex dtype, so complex
 //    values are carried packed as float[..., 2] (jaxonnx/complex.hpp); these
 //    build and take apart that form. square of a complex is a complex product;
-//    sin and cos take complex operands too.
+//    sin and cos take complex operands too, and tan, the inverse and
+//    hyperbolic functions, log1p, expm1 and exp2 (jaxonnx/complex_math.hpp).
 #include <jaxonnx/complex.hpp>
+#include <jaxonnx/complex_math.hpp>
 #include <jaxonnx/erf_inv_coefficients.hpp>
 #include <jaxonnx/plugin.hpp>
 
@@ -718,8 +720,18 @@ void require_float(Lowering& L, int32_t t) {
     L.fail(std::string(L.primitive()) + " takes floating operands, got " + dtype::name(t));
 }
 
+// A complex operand (packed, jaxonnx/complex.hpp) of the functions
+// complex_math.hpp defines.
+void lower_complex_unary(Lowering& L) {
+  Aval a = L.in_aval(0);
+  complex::Function fn = complex::function(L.primitive());
+  if (!fn) L.fail(std::string(L.primitive()) + " of a complex operand is not lowered by lax_math");
+  L.bind(0, complex::pack(L, fn(L, complex::split(L, L.input(0), a), complex::part(a)), a));
+}
+
 void lower_unary(Lowering& L, Fn1 fn) {
   Aval in = L.in_aval(0), out = L.out_aval(0);
+  if (complex::is(in.dtype)) return lower_complex_unary(L);
   require_float(L, in.dtype);
   Ops o{L, working_dtype(in.dtype)};
   Value y = fn(o, cast(L, L.input(0), in, o.t));
@@ -799,6 +811,7 @@ void lower_table_unary(Lowering& L, const Unary& u) {
   Aval in = L.in_aval(0);
   if (complex::is(in.dtype) && (u.onnx == std::string("Sin") || u.onnx == std::string("Cos")))
     return lower_complex_sin_cos(L, u.onnx == std::string("Sin"));
+  if (complex::is(in.dtype)) return lower_complex_unary(L);
   require_float(L, in.dtype);
   if (in.dtype == dtype::f64 && u.f64) {
     lower_unary(L, u.f64);
@@ -856,6 +869,9 @@ void lower_rem(Lowering& L) {
 // on bool, max/min are or/and.
 void lower_clamp(Lowering& L) {
   Aval lo = L.in_aval(0), x = L.in_aval(1), hi = L.in_aval(2), out = L.out_aval(0);
+  // JAX's clamp of complex values follows neither the lexicographic order of
+  // its max/min nor the real parts alone (clamp(0, 1+2j, 1+1j) is 1+2j).
+  if (complex::is(x.dtype)) L.fail("clamp of complex operands is not lowered (XLA's order for it is unspecified)");
   if (x.dtype == dtype::boolean) {
     Value m = L.op("Or", {L.input(1), L.input(0)}, out);
     L.bind(0, L.op("And", {m, L.input(2)}, out));
@@ -919,8 +935,8 @@ void lower_conj(Lowering& L) {
 
 // Registers a primitive; `ops` may repeat (the helpers' op lists overlap),
 // each is declared once.
-void add(Plugin& plugin, const char* name, LowerFn fn, std::vector<const char*> ops,
-         const char* doc_op, std::string summary = "") {
+Plugin::PrimitiveRef add(Plugin& plugin, const char* name, LowerFn fn, std::vector<const char*> ops,
+                         const char* doc_op, std::string summary = "") {
   auto ref = plugin.primitive(name, std::move(fn));
   std::vector<std::string> seen;
   for (const char* op : ops) {
@@ -930,12 +946,30 @@ void add(Plugin& plugin, const char* name, LowerFn fn, std::vector<const char*> 
   }
   if (doc_op) ref.doc(onnx_doc(doc_op));
   if (!summary.empty()) ref.summary(std::move(summary));
+  return ref;
 }
 
 Value exp2(Ops& o, Value x) { return o.f("Pow", {o.k(2), x}); }
 // expm1 and log1p have x's sign: copysign restores a -0 lost in a Where.
 Value expm1_signed(Ops& o, Value x) { return o.copysign(expm1(o, x), x); }
 Value log1p_signed(Ops& o, Value x) { return o.copysign(log1p(o, x), x); }
+
+// atan2; complex operands by XLA's expansion (complex_math.hpp).
+void lower_atan2(Lowering& L) {
+  Aval out = L.out_aval(0);
+  if (!complex::is(out.dtype)) return lower_binary(L, atan2);
+  const Aval p = complex::part(out);
+  // A rank-0 operand (a literal) is expanded: the expansion's products would
+  // otherwise be rank 0 where they are declared of the result's shape.
+  auto operand = [&](size_t i) {
+    complex::Parts z = complex::operand(L, i, out.with_shape(L.in_aval(i).shape));
+    if (L.in_aval(i).shape == out.shape) return z;
+    Value shape = shape_value(L, out.shape);
+    return complex::Parts{L.op("Expand", {z.re, shape}, p), L.op("Expand", {z.im, shape}, p)};
+  };
+  complex::Parts y = operand(0), x = operand(1);
+  L.bind(0, complex::pack(L, complex::atan2_complex(L, y, x, p), out));
+}
 
 void lower_nextafter(Lowering& L) {
   int32_t t = L.in_aval(0).dtype;
@@ -951,21 +985,22 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
     const Unary* e = &u;
     std::vector<const char*> ops = {u.onnx, "Cast"};
     ops.insert(ops.end(), u.f64_ops.begin(), u.f64_ops.end());
-    add(plugin, u.primitive, [e](Lowering& L) { lower_table_unary(L, *e); }, ops, u.onnx,
-        u.f64 ? std::string(u.onnx) + "; float64 built from other ops (onnxruntime has no float64 " +
-                    u.onnx + ")"
-              : "");
+    auto ref = add(plugin, u.primitive, [e](Lowering& L) { lower_table_unary(L, *e); }, ops, u.onnx,
+                   u.f64 ? std::string(u.onnx) + "; float64 built from other ops (onnxruntime has no float64 " +
+                               u.onnx + ")"
+                         : "");
+    if (complex::function(u.primitive)) complex::emits_functions(ref);
   }
   auto unary = [](Fn1 fn) { return [fn](Lowering& L) { lower_unary(L, fn); }; };
   add(plugin, "round", lower_round, {"Round", "Sub", "Abs", "Equal", "Sign", "Mul", "Where", "Cast"},
       "Round", "Round (half to even); half away from zero corrects exact halves");
   add(plugin, "is_finite", lower_is_finite, {"Abs", "Less", "Cast"}, "Less", "|x| < inf");
-  add(plugin, "exp2", unary(exp2), {"Pow", "Cast"}, "Pow", "Pow(2, x)");
+  complex::emits_functions(add(plugin, "exp2", unary(exp2), {"Pow", "Cast"}, "Pow", "Pow(2, x)"));
   add(plugin, "cbrt", unary(cbrt), {"Pow", SIGN_OPS, "Cast"}, "Pow", "sign(x) |x|^(1/3)");
-  add(plugin, "expm1", unary(expm1_signed), {"Exp", "Log", "Sub", "Equal", SIGN_OPS, "Cast"}, "Exp",
-      "Kahan's expm1 from Exp and Log");
-  add(plugin, "log1p", unary(log1p_signed), {LOG1P_OPS, SIGN_OPS, "Cast"}, "Log",
-      "Kahan's log1p from Log");
+  complex::emits_functions(add(plugin, "expm1", unary(expm1_signed), {"Exp", "Log", "Sub", "Equal", SIGN_OPS, "Cast"}, "Exp",
+      "Kahan's expm1 from Exp and Log"));
+  complex::emits_functions(add(plugin, "log1p", unary(log1p_signed), {LOG1P_OPS, SIGN_OPS, "Cast"}, "Log",
+      "Kahan's log1p from Log"));
   add(plugin, "erfc", unary(erfc),
       {"Abs", "Mul", "Add", "Sub", "Div", "Neg", "Exp", "Less", "Greater", "Where", "Cast"}, "Exp",
       "XLA's (Cephes) rational approximations of erf/erfc");
@@ -994,9 +1029,12 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
   add(plugin, "digamma", unary(digamma),
       {LOG1P_OPS, "Neg", "Less", "LessOrEqual", "And", "Abs", "Floor", "Sin", "Cos", "Cast"}, "Log",
       "Lanczos approximation with reflection, as XLA");
-  add(plugin, "atan2", [](Lowering& L) { lower_binary(L, atan2); },
-      {"Atan", ATAN_OPS, "Max", "Min", "Equal", "Cast"}, "Atan",
-      "Atan of min(|x|,|y|)/max(|x|,|y|) and the octant; float64 via Cephes atan");
+  auto atan2_prim = add(plugin, "atan2", lower_atan2,
+      {"Atan", ATAN_OPS, "Max", "Min", "Equal", "Cast", "Expand", "Pad"}, "Atan",
+      "Atan of min(|x|,|y|)/max(|x|,|y|) and the octant; float64 via Cephes atan; "
+      "complex: -i log((x + iy) / sqrt(x^2 + y^2))");
+  complex::emits_functions(atan2_prim);
+  atan2_prim.emits_shape_ops();  // complex: a literal operand expanded
   add(plugin, "nextafter", lower_nextafter, {"Sign", "Sub", "Add", "LessOrEqual", "Equal", SIGN_OPS},
       "Add", "exact float arithmetic (ONNX has no bitcast)");
   add(plugin, "rem", lower_rem, {"Mod", "Equal", "Abs", "Where", "Div", "Mul", "Sub", "Cast"}, "Mod",

@@ -11,6 +11,12 @@
 // skip NaNs. For floating inputs a NaN mask restores JAX's answer. The same
 // holds for argmin.
 //
+// Complex operands (carried as float[..., 2], jaxonnx/complex.hpp): sums add
+// the packed form, products go through polar form (complex_prod), and
+// max/min order lexicographically as JAX does (real part, then imaginary;
+// complex_extreme_value). argmax/argmin of complex values are refused: JAX
+// traces them but cannot evaluate them.
+//
 // reduce_and/or/xor are logical on bool and bitwise on integers. ONNX has no
 // bitwise reduction, so an integer is split into its bits (BitwiseAnd with
 // one mask per bit, a new trailing axis), each bit reduced as a bool
@@ -162,10 +168,29 @@ Value extremum(Lowering& L, const char* op, Value x, const Aval& in, const Axes&
   }
   return r;
 }
+// JAX orders complex values lexicographically (real part, then imaginary):
+// the extremum is the extreme real part of the slice with the extreme
+// imaginary part among the elements holding it. NaN parts are not ordered.
+Value complex_extreme_value(Lowering& L, const char* op, Value x, const Aval& in, const Axes& axes,
+                            const Aval& out) {
+  const Aval p = complex::part(in), po = complex::part(out);
+  complex::Parts z = complex::split(L, x, in);
+  Shape ks = p.shape;
+  for (int64_t a : axes) ks[static_cast<size_t>(a)] = Dim(1);
+  const Aval kept = p.with_shape(ks);
+  Value re = L.op(op, {z.re, i64s(L, axes)}, kept, {Attr::i("keepdims", 1)});
+  Value cand = L.op("Equal", {z.re, re}, p.with_dtype(dtype::boolean));
+  double none = std::string(op) == "ReduceMax" ? -INFINITY : INFINITY;
+  Value im = reduce(L, op, L.op("Where", {cand, z.im, scalar(L, p.dtype, none)}, p), axes, po);
+  return complex::pack(L, L.op("Squeeze", {re, i64s(L, axes)}, po), im, out);
+}
+
 Value max(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
+  if (complex::is(in.dtype)) return complex_extreme_value(L, "ReduceMax", x, in, axes, out);
   return extremum(L, "ReduceMax", x, in, axes, out);
 }
 Value min(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
+  if (complex::is(in.dtype)) return complex_extreme_value(L, "ReduceMin", x, in, axes, out);
   return extremum(L, "ReduceMin", x, in, axes, out);
 }
 
@@ -310,6 +335,14 @@ void lower_reduce(Lowering& L) {
     Aval out = L.out_aval(k);
     Axes axes = L.axes_param("dimensions", in.rank());
     Value x = L.input(k);
+    if (complex::is(in.dtype)) {  // the init folds in by complex addition only
+      if (m->combine != std::string("Add"))
+        L.fail(std::string("reduce with a '") + m->primitive + "' body over complex operands is not lowered "
+               "(only add; jnp.max/jnp.min/jnp.prod are)");
+      Value r = axes.empty() ? x : m->reduce(L, x, in, axes, out);
+      L.bind(k, L.op("Add", {L.input(n + k), r}, complex::packed(out)));
+      continue;
+    }
     Value r = axes.empty() ? x : m->reduce(L, x, in, axes, out);
     bool is_bool = out.dtype == dtype::boolean;
     const char* combine = m->combine;
@@ -339,6 +372,9 @@ void lower_arg(Lowering& L, const char* op) {
   Aval index = out.with_dtype(dtype::i64);
 
   Value x = L.input(0);
+  if (complex::is(in.dtype))  // JAX traces it, but its comparator (lax.gt/lt) refuses complex values
+    L.fail(std::string(L.primitive()) + " of a complex operand: JAX itself cannot evaluate it (lax.gt/lax.lt "
+           "take no complex operands); compare jnp.real/jnp.imag or jnp.abs instead");
   // ArgMax/ArgMin have no bool kernel: uint8 keeps false < true.
   Value key = in.dtype == dtype::boolean ? cast(L, x, in, dtype::u8) : ordered(L, x, in);
   Value r = L.op(op, {key}, index, attrs);
@@ -359,10 +395,12 @@ JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
       .emits({"ReduceSum", "CumSum", "Pad", "Gather", "Cast"})
       .doc(onnx_doc("ReduceSum"));
   plugin.primitive("reduce_max", [](Lowering& L) { lower_reduction(L, max); })
-      .emits({"ReduceMax", "IsNaN", "Where", "Cast"})
+      .emits({"ReduceMax", "IsNaN", "Where", "Cast",
+              "Gather", "Equal", "Squeeze", "Unsqueeze", "Concat"})  // complex: lexicographic
       .doc(onnx_doc("ReduceMax"));
   plugin.primitive("reduce_min", [](Lowering& L) { lower_reduction(L, min); })
-      .emits({"ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast"})
+      .emits({"ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast",
+              "Gather", "Equal", "Squeeze", "Unsqueeze", "Concat"})  // complex: lexicographic
       .doc(onnx_doc("ReduceMin"));
   plugin.primitive("reduce_prod", [](Lowering& L) { lower_reduction(L, prod); })
       .emits({"ReduceProd", "Pad", "Slice", "Mul", "Gather", "Concat", "Neg", "Cast",

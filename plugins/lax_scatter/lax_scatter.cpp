@@ -36,6 +36,14 @@
 //
 // dynamic_update_slice(operand, update, *starts): a CLIP scatter of the whole
 // update at the clamped start (start = clamp(start, 0, dim - update_dim)).
+//
+// Complex operands (carried as float[..., 2], jaxonnx/complex.hpp) scatter
+// part by part: set, add and sub act on each part alone; mul multiplies the
+// operand by the scattered product of its updates, built in polar form (the
+// moduli multiplied into ones, the angles added into zeros), so positions no
+// update reaches are multiplied by exactly 1. JAX orders no complex values:
+// scatter-min/max never see one.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -282,6 +290,27 @@ int32_t compute_dtype(int32_t t, const std::string& reduction) {
   return t;
 }
 
+// A complex scatter (see the header); `idx` is int64 already.
+Value complex_scatter(Lowering& L, const Aval& da, Value idx, const Shape& ishape, const Aval& ua,
+                      const DimNumbers& dn, Mode mode, const std::string& reduction, bool negate) {
+  const Aval pd = complex::part(da), pu = complex::part(ua);
+  complex::Parts x = complex::split(L, L.input(0), da), u = complex::split(L, L.input(2), ua);
+  if (reduction == "none" || reduction == "add") {
+    if (negate) u = complex::neg(L, u, pu);
+    return complex::pack(L, lower_scatter(L, x.re, pd, idx, ishape, u.re, pu, dn, mode, reduction, false),
+                         lower_scatter(L, x.im, pd, idx, ishape, u.im, pu, dn, mode, reduction, false), da);
+  }
+  if (reduction != "mul") L.fail(std::string(L.primitive()) + " of complex operands is not lowered by lax_scatter");
+  auto splat = [&](double v) {
+    return L.op("Expand", {scalar(L, pd.dtype, v), shape_value(L, pd.shape)}, pd);
+  };
+  Value m = lower_scatter(L, splat(1), pd, idx, ishape, complex::abs(L, u, pu), pu, dn, mode, "mul", false);
+  Value a = lower_scatter(L, splat(0), pd, idx, ishape, complex::atan2(L, u.im, u.re, pu), pu, dn, mode, "add",
+                          false);
+  complex::Parts q{L.op("Mul", {m, L.op("Cos", {a}, pd)}, pd), L.op("Mul", {m, L.op("Sin", {a}, pd)}, pd)};
+  return complex::pack(L, complex::mul(L, x, q, pd), da);
+}
+
 // scatter family: operand, indices, updates.
 void lower_scatter_prim(Lowering& L, const std::string& reduction, bool negate) {
   Param p = L.param("dimension_numbers");
@@ -294,6 +323,11 @@ void lower_scatter_prim(Lowering& L, const std::string& reduction, bool negate) 
     dn.scatter_indices_batching_dims = p.field("scatter_indices_batching_dims").as_ints();
   }
   Aval da = L.in_aval(0), ia = L.in_aval(1), ua = L.in_aval(2), out = L.out_aval(0);
+  if (complex::is(da.dtype)) {
+    Value idx = cast(L, L.input(1), ia, dtype::i64);
+    L.bind(0, complex_scatter(L, da, idx, ia.shape, ua, dn, mode_param(L), reduction, negate));
+    return;
+  }
   Value data = L.input(0), idx = L.input(1), upd = L.input(2);
   int32_t ct = compute_dtype(da.dtype, reduction);
   data = cast(L, data, da, ct);
@@ -330,6 +364,14 @@ void lower_dynamic_update_slice(Lowering& L) {
     dn.update_window_dims.push_back(d);
     dn.scatter_dims_to_operand_dims.push_back(d);
   }
+  if (complex::is(da.dtype)) {  // part by part
+    const Aval pd = complex::part(da), pu = complex::part(ua);
+    complex::Parts x = complex::split(L, L.input(0), da), u = complex::split(L, L.input(1), ua);
+    L.bind(0, complex::pack(L, lower_scatter(L, x.re, pd, idx, {Dim(R)}, u.re, pu, dn, Mode::kClip, "none", false),
+                            lower_scatter(L, x.im, pd, idx, {Dim(R)}, u.im, pu, dn, Mode::kClip, "none", false),
+                            da));
+    return;
+  }
   L.bind(0, lower_scatter(L, L.input(0), da, idx, {Dim(R)}, L.input(1), ua, dn, Mode::kClip, "none", false));
 }
 
@@ -353,6 +395,9 @@ JAXONNX_PLUGIN("lax_scatter", "0.1.0") {
         sc.name, [p](Lowering& L) { lower_scatter_prim(L, p->reduction, p->negate); });
     ref.emits({JAXONNX_SCATTER_OPS});
     if (sc.extra) ref.emits({sc.extra});
+    ref.emits({"Concat", "Neg"});  // complex operands: split/pack
+    if (std::string(sc.reduction) == "mul")  // complex: polar form, abs, atan2, the product
+      ref.emits({"Expand", "Abs", "Div", "Sqrt", "Or", "Less", "Greater", "Atan", "IsInf", "Cos", "Sin"});
     ref.emits_shape_ops().doc(onnx_doc("ScatterND"));
   }
   plugin.primitive("dynamic_update_slice", lower_dynamic_update_slice)

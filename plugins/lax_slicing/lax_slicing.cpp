@@ -265,9 +265,10 @@ constexpr int64_t kIotaConstantMax = 1024;
 // Range(0, n, 1) in int64 (exact for every n, where a float Range may
 // accumulate rounding; Range also lacks int8/uint/f16 kernels) cast to dtype.
 // Expand then broadcasts the other dims; the integer casts wrap exactly as
-// JAX's iota does for narrow types.
+// JAX's iota does for narrow types. A complex iota counts in its parts'
+// dtype and gets a zero imaginary part.
 void lower_iota(Lowering& L) {
-  Aval out = L.out_aval(0);
+  Aval out = complex::part(L.out_aval(0));
   const int32_t dt = out.dtype;
   const int64_t rank = out.rank();
   const int64_t dim = L.param("dimension").as_int();
@@ -315,6 +316,7 @@ void lower_iota(Lowering& L) {
     target[static_cast<size_t>(dim)] = Dim(1);
     v = L.op("Expand", {v, shape_value(L, target)}, out);
   }
+  if (complex::is(L.out_aval(0).dtype)) v = complex::from_real(L, v, out, L.out_aval(0));
   L.bind(0, v);
 }
 
@@ -330,7 +332,7 @@ JAXONNX_PLUGIN("lax_slicing", "0.1.0") {
       .emits_shape_ops()
       .doc(onnx_doc("Pad"));
   plugin.primitive("iota", lower_iota)
-      .emits({"Range", "Squeeze", "Unsqueeze", "Expand", "Cast"})
+      .emits({"Range", "Squeeze", "Unsqueeze", "Expand", "Cast", "Pad"})  // Pad: a complex iota
       .emits_shape_ops()
       .doc(onnx_doc("Range"));
 }

@@ -23,10 +23,15 @@
 // last; ONNX (<= opset 23) cannot read a NaN's sign bit, so every NaN ranks
 // first here.
 //
+// Complex operands (carried as float[..., 2], jaxonnx/complex.hpp) sort as
+// JAX's comparator orders them: by the real part's keys, then the imaginary
+// part's; complex operands are permuted part by part.
+//
 // onnxruntime's TopK has kernels for float, double, float16, int8/16/32/64
 // and uint8 only: bool keys go through uint8, uint16 through int32, uint32
 // through int64, and uint64 through int64 with the sign bit flipped (an
 // order-preserving map).
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cfloat>
@@ -153,8 +158,13 @@ Ordered lexsort(Lowering& L, const std::vector<Key>& keys, int64_t axis, const D
   return {perm, values, perm_shape};
 }
 
-// `x` permuted by `ord` along `axis`.
+// `x` permuted by `ord` along `axis` (a complex `x` part by part).
 Value gather(Lowering& L, Value x, const Aval& a, const Ordered& ord, int64_t axis) {
+  if (complex::is(a.dtype)) {
+    const Aval p = complex::part(a);
+    complex::Parts z = complex::split(L, x, a);
+    return complex::pack(L, gather(L, z.re, p, ord, axis), gather(L, z.im, p, ord, axis), a.with_shape(ord.shape));
+  }
   return L.op("GatherElements", {x, ord.idx}, a.with_shape(ord.shape), {Attr::i("axis", axis)});
 }
 
@@ -180,7 +190,16 @@ void lower_sort(Lowering& L) {
   std::vector<Key> keys;
   bool exact = false;
   for (int64_t j = 0; j < num_keys; ++j) {
-    Keys kj = keys_of(L, L.input(j), L.in_aval(j), Order::kSort);
+    const Aval aj = L.in_aval(j);
+    if (complex::is(aj.dtype)) {  // the real part's keys, then the imaginary part's
+      complex::Parts z = complex::split(L, L.input(j), aj);
+      for (Value v : {z.re, z.im}) {
+        Keys kp = keys_of(L, v, complex::part(aj), Order::kSort);
+        keys.insert(keys.end(), kp.keys.begin(), kp.keys.end());
+      }
+      continue;
+    }
+    Keys kj = keys_of(L, L.input(j), aj, Order::kSort);
     if (j == 0) exact = kj.exact;
     keys.insert(keys.end(), kj.keys.begin(), kj.keys.end());
   }
@@ -228,7 +247,8 @@ void lower_approx_top_k(Lowering& L) {
 
 JAXONNX_PLUGIN("lax_sort", "0.1.0") {
   plugin.primitive("sort", lower_sort)
-      .emits({"TopK", "GatherElements", "Cast", "Min", "IsNaN", "Where", "BitwiseXor"})
+      .emits({"TopK", "GatherElements", "Cast", "Min", "IsNaN", "Where", "BitwiseXor",
+              "Gather", "Unsqueeze", "Concat"})  // complex operands
       .emits_shape_ops()
       .doc(onnx_doc("TopK"));
   plugin.primitive("top_k", lower_top_k)

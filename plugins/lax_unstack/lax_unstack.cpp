@@ -1,5 +1,8 @@
 // lax_unstack: unstack[axis] (jnp.unstack, and the transpose of stack under
-// jax.grad): one Split along the axis into unit pieces, each Squeezed.
+// jax.grad): one Split along the axis into unit pieces, each Squeezed. A
+// complex operand is split as it is carried (float[..., 2], its parts axis
+// last; jaxonnx/complex.hpp).
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <string>
@@ -22,10 +25,10 @@ void lower_unstack(Lowering& L) {
     parts.push_back(L.input(0));
   } else {
     parts = L.op_n("Split", {L.input(0), i64s(L, std::vector<int64_t>(n, 1))},
-                   std::vector<Aval>(n, in.with_shape(piece)), {Attr::i("axis", axis)});
+                   std::vector<Aval>(n, complex::packed(in.with_shape(piece))), {Attr::i("axis", axis)});
   }
   for (size_t i = 0; i < n; ++i)
-    if (L.output_used(i)) L.bind(i, L.op("Squeeze", {parts[i], i64s(L, {axis})}, L.out_aval(i)));
+    if (L.output_used(i)) L.bind(i, L.op("Squeeze", {parts[i], i64s(L, {axis})}, complex::packed(L.out_aval(i))));
 }
 
 }  // namespace

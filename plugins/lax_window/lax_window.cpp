@@ -29,11 +29,20 @@
 // bool kernels: int16/uint16 compute in int32 (value-preserving; sums and
 // products wrap back on the final Cast), bool max/min in uint8.
 // base_dilation > 1 (only from gradients) is not supported.
+//
+// Complex operands (carried as float[..., 2], jaxonnx/complex.hpp): the
+// packed form is windowed (its parts axis never is); add windows sum it,
+// max/min windows keep the lexicographically larger/smaller value, as JAX
+// orders complex values (real part, then imaginary), padding both parts with
+// -inf/+inf. mul windows of complex values are refused (Pad cannot put the
+// identity 1 + 0i into the packed form).
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -150,9 +159,12 @@ Value scalar_const(Lowering& L, int32_t t, const std::vector<char>& b) {
 // elementwise `op`, padding with `pad` (the monoid's identity, a scalar of
 // that dtype). A k-wide window costs k Slices and k-1 `op`s per dimension;
 // `out_shape` is JAX's output shape.
-Value windowed(Lowering& L, const char* op, Value x, Aval cur, Value pad, const Window& w,
+// How two windows' worth of values (aval `cur`) combine.
+using Combine = std::function<Value(Value, Value, const Aval&)>;
+
+Value windowed(Lowering& L, const Combine& combine, Value x, Aval cur, Value pad, const Window& w,
                const Shape& out_shape) {
-  const size_t rank = cur.shape.size();
+  const size_t rank = w.dims.size();  // a complex operand's parts axis is not windowed
   for (size_t d = 0; d < rank; ++d) {
     const int64_t kd = w.dims[d], s = w.strides[d], dil = w.dilation[d];
     auto [lo, hi] = w.padding[d];
@@ -176,11 +188,31 @@ Value windowed(Lowering& L, const char* op, Value x, Aval cur, Value pad, const 
       Value sl = L.op("Slice", {x, i64s(L, {start}), i64s(L, {from_end == 0 ? INT64_MAX : -from_end}),
                                 axes, i64s(L, {s})},
                       cur);
-      acc = acc == kNoValue ? sl : L.op(op, {acc, sl}, cur);
+      acc = acc == kNoValue ? sl : combine(acc, sl, cur);
     }
     x = acc;
   }
   return x;
+}
+
+// Combining packed complex values (of complex dtype `t`): Add, or the
+// lexicographic max/min (the second value where it beats the first).
+Combine complex_combine(Lowering& L, Kind k, int32_t t) {
+  if (k == Kind::Add) return [&L](Value a, Value b, const Aval& packed) { return L.op("Add", {a, b}, packed); };
+  const char* beats = k == Kind::Max ? "Greater" : "Less";
+  return [&L, beats, t](Value a, Value b, const Aval& packed) {
+    // The complex aval a packed value carries (a folded-in init is rank 0).
+    auto logical_of = [t](const Aval& v) { return Aval(t, Shape(v.shape.begin(), v.shape.end() - 1)); };
+    const Aval logical = logical_of(packed), mask = logical.with_dtype(dtype::boolean);
+    complex::Parts x = complex::split(L, a, logical_of(L.aval_of(a))), y = complex::split(L, b, logical_of(L.aval_of(b)));
+    Value take = L.op("Or", {L.op(beats, {y.re, x.re}, mask),
+                             L.op("And", {L.op("Equal", {y.re, x.re}, mask), L.op(beats, {y.im, x.im}, mask)}, mask)},
+                      mask);
+    Shape one = logical.shape;
+    one.push_back(Dim(1));
+    Value w = L.op("Unsqueeze", {take, i64s(L, {-1})}, Aval(dtype::boolean, one));
+    return L.op("Where", {w, b, a}, packed);
+  };
 }
 
 // One windowed reduction of input `xi` by `k`; `init` (a value of the
@@ -189,6 +221,15 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
   const Aval in = L.in_aval(xi);
   const Aval out = L.out_aval(xi);
   const Window w = window_params(L, in.rank());
+  if (complex::is(in.dtype)) {
+    if (k != Kind::Add && k != Kind::Max && k != Kind::Min)
+      L.fail(std::string(L.primitive()) + ": only add, max and min windows of complex operands are lowered");
+    const Aval p = complex::part(in);
+    const Combine c = complex_combine(L, k, in.dtype);
+    const double pad = k == Kind::Add ? 0 : k == Kind::Max ? -INFINITY : INFINITY;
+    Value r = windowed(L, c, L.input(xi), complex::packed(in), scalar(L, p.dtype, pad), w, out.shape);
+    return init == kNoValue ? r : c(init, r, complex::packed(out));
+  }
   const int32_t ct = compute_dtype(k, in.dtype);
   if (in.dtype == dtype::boolean && (k == Kind::Add || k == Kind::Mul))
     L.fail(std::string(L.primitive()) + ": add/mul windows over bool are not supported");
@@ -198,7 +239,8 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
   const int32_t id_t = dtype::is_float(in.dtype) ? ct : in.dtype;
   Value pad = cast(L, scalar_const(L, id_t, encode(identity(k, in.dtype), id_t)), Aval(id_t, {}), ct);
   Value x = cast(L, L.input(xi), in, ct);
-  Value r = windowed(L, op, x, in.with_dtype(ct), pad, w, out.shape);
+  Value r = windowed(L, [&](Value a, Value b, const Aval& t) { return L.op(op, {a, b}, t); }, x,
+                     in.with_dtype(ct), pad, w, out.shape);
   Aval rc = out.with_dtype(ct);
   if (init != kNoValue) r = L.op(op, {cast(L, init, Aval(in.dtype, {}), ct), r}, rc);
   return cast(L, r, rc, out.dtype);
@@ -230,7 +272,13 @@ void lower_generic(Lowering& L) {
     Value init = L.input(n + i);
     const jxo_tensor* lit = L.literal(n + i);
     if (lit && in.dtype != dtype::f16 && in.dtype != dtype::bf16) {
-      std::vector<char> id = encode(identity(*kind, in.dtype), in.dtype);
+      const int32_t t = complex::part_dtype(in.dtype);  // complex: both parts the identity
+      std::vector<char> id = encode(identity(*kind, t), t);
+      if (complex::is(in.dtype)) {
+        const size_t half = id.size();
+        id.resize(2 * half);
+        std::memcpy(id.data() + half, id.data(), half);
+      }
       if (lit->nbytes == id.size() && std::memcmp(lit->data, id.data(), id.size()) == 0) init = kNoValue;
     }
     L.bind(i, reduce_window(L, *kind, i, init));
@@ -244,13 +292,16 @@ JAXONNX_PLUGIN("lax_window", "0.1.0") {
       .emits({"Pad", "Slice", "Add", "Cast"})
       .summary("Pad with 0, then Add the strided Slices of each window offset");
   plugin.primitive("reduce_window_max", [](Lowering& L) { lower_fixed(L, Kind::Max); })
-      .emits({"Pad", "Slice", "Max", "Cast"})
+      .emits({"Pad", "Slice", "Max", "Cast",
+              "Gather", "Greater", "Equal", "And", "Or", "Unsqueeze", "Where"})  // complex: lexicographic
       .summary("Pad with -inf/min, then Max of the strided Slices of each window offset");
   plugin.primitive("reduce_window_min", [](Lowering& L) { lower_fixed(L, Kind::Min); })
-      .emits({"Pad", "Slice", "Min", "Cast"})
+      .emits({"Pad", "Slice", "Min", "Cast",
+              "Gather", "Less", "Equal", "And", "Or", "Unsqueeze", "Where"})  // complex: lexicographic
       .summary("Pad with +inf/max, then Min of the strided Slices of each window offset");
   plugin.primitive("reduce_window", lower_generic)
       .emits({"Pad", "Slice", "Add", "Mul", "Max", "Min", "And", "Or", "Xor", "BitwiseAnd",
-              "BitwiseOr", "BitwiseXor", "Cast"})
+              "BitwiseOr", "BitwiseXor", "Cast",
+              "Gather", "Greater", "Less", "Equal", "Unsqueeze", "Where"})  // complex: lexicographic
       .summary("when its body is add/mul/max/min/and/or/xor per operand");
 }

@@ -383,16 +383,26 @@ Z3 = [jax.ShapeDtypeStruct((3,), np.complex64)]
 
 
 def test_unlowered_complex_operand_is_refused_naming_plugin_and_dtype():
-    # A plugin that does not handle complex operands: the host refuses its
-    # complex-typed node, naming plugin, primitive and aval.
+    # What no plugin lowers for complex operands fails naming plugin,
+    # primitive and aval.
     with pytest.raises(jaxonnx.ConversionError,
-                       match=r"plugin 'lax_cumulative' failed to lower 'cumprod' \(inputs: complex64\[3\]\).*"
-                             r"declared complex64\[3\], but complex values are carried as float32\[3,2\]"):
-        jaxonnx.to_onnx(jnp.cumprod, Z3)
-    with pytest.raises(jaxonnx.ConversionError, match=r"'tanh'.*complex64.*lax_elementwise"):
-        jaxonnx.to_onnx(jnp.tanh, Z3)
-    with pytest.raises(jaxonnx.ConversionError, match=r"'gather'.*complex64.*not lowered by lax_gather"):
-        jaxonnx.to_onnx(lambda z: z[jnp.array([0, 2])], Z3)
+                       match=r"plugin 'lax_reduction' failed to lower 'reduce' \(inputs: complex64\[3\], complex64\[\]\)"
+                             r".*'max' body over complex operands"):
+        jaxonnx.to_onnx(lambda z: lax.reduce(z, np.complex64(5), lax.max, (0,)), Z3)
+    with pytest.raises(jaxonnx.ConversionError,
+                       match=r"plugin 'lax_conv' failed to lower 'conv_general_dilated' \(inputs: complex64\[1,1,3\]"):
+        jaxonnx.to_onnx(lambda z: jnp.convolve(z, z), Z3)
+    with pytest.raises(jaxonnx.ConversionError, match=r"'argmax'.*complex64.*JAX itself cannot evaluate it"):
+        jaxonnx.to_onnx(jnp.argmax, Z3)
+    with pytest.raises(jaxonnx.ConversionError, match=r"'reduce_window'.*complex64.*only add, max and min windows"):
+        jaxonnx.to_onnx(lambda z: lax.reduce_window(z, 1 + 0j, lax.mul, (2,), (1,), "VALID"), Z3)
+    with pytest.raises(jaxonnx.ConversionError, match=r"'clamp'.*complex64.*order for it is unspecified"):
+        jaxonnx.to_onnx(lambda z: lax.clamp(0j, z, 1 + 1j), Z3)
+    with pytest.raises(jaxonnx.ConversionError, match=r"'scatter-min'.*complex64.*not lowered by lax_scatter"):
+        jaxonnx.to_onnx(lambda z: z.at[0].min(1j), Z3)
+    with pytest.raises(jaxonnx.ConversionError, match=r"'cumlogsumexp'.*complex64.*takes a floating operand"):
+        jaxonnx.to_onnx(lambda z: lax.cumlogsumexp(z), Z3)
     with pytest.raises(jaxonnx.ConversionError, match=r"'fft' .*fft_lengths.* symbolic dim expression 'B'"):
         jaxonnx.to_onnx(lambda z: jnp.fft.fft(z, axis=0),
                         [jax.ShapeDtypeStruct(jax.export.symbolic_shape("B, 4"), np.complex64)])
+

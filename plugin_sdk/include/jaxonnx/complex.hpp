@@ -161,13 +161,29 @@ inline Value abs(Lowering& L, const Parts& z, const Aval& p) {
   return L.op("Where", {edge, hi, r}, p);
 }
 
+// A zero imaginary part where b is 0: a real result stays real even when
+// its modulus overflows (inf * sin 0 would be NaN), as in XLA.
+inline Value real_if_zero(Lowering& L, Value b, Value im, const Aval& p) {
+  Value zero = L.op("Equal", {b, scalar(L, p.dtype, 0)}, p.with_dtype(dtype::boolean));
+  return L.op("Where", {zero, b, im}, p);
+}
+
 // exp(a + bi) = e^a (cos b + i sin b)
 inline Parts exp(Lowering& L, const Parts& z, const Aval& p) {
   Value e = L.op("Exp", {z.re}, p);
-  return {L.op("Mul", {e, L.op("Cos", {z.im}, p)}, p), L.op("Mul", {e, L.op("Sin", {z.im}, p)}, p)};
+  return {L.op("Mul", {e, L.op("Cos", {z.im}, p)}, p),
+          real_if_zero(L, z.im, L.op("Mul", {e, L.op("Sin", {z.im}, p)}, p), p)};
 }
 
-// atan2(y, x) in (-pi, pi]. float32: Atan of min(|x|,|y|)/max(|x|,|y|) and the
+// y < 0 or y is -0 (1/-0 = -inf); false for NaN.
+inline Value signbit(Lowering& L, Value y, const Aval& p) {
+  Aval mask = p.with_dtype(dtype::boolean);
+  Value zero = scalar(L, p.dtype, 0);
+  return L.op("Or", {L.op("Less", {y, zero}, mask),
+                     L.op("Less", {L.op("Div", {scalar(L, p.dtype, 1), y}, p), zero}, mask)}, mask);
+}
+
+// atan2(y, x) in [-pi, pi], with y's sign (-0 included, as JAX's log). float32: Atan of min(|x|,|y|)/max(|x|,|y|) and the
 // octant. float64 (onnxruntime has no float64 Atan): that float32 angle t0 of
 // the scaled point (x, y)/max, refined once by the exact identity
 // atan2(y, x) = t0 + atan2(y cos t0 - x sin t0, x cos t0 + y sin t0); the
@@ -183,7 +199,7 @@ inline Value atan2_f32(Lowering& L, Value y, Value x, const Aval& p) {
   Value r = L.op("Atan", {t}, p);
   r = L.op("Where", {L.op("Greater", {ay, ax}, mask), L.op("Sub", {scalar(L, p.dtype, kPi / 2), r}, p), r}, p);
   r = L.op("Where", {L.op("Less", {x, scalar(L, p.dtype, 0)}, mask), L.op("Sub", {scalar(L, p.dtype, kPi), r}, p), r}, p);
-  return L.op("Where", {L.op("Less", {y, scalar(L, p.dtype, 0)}, mask), L.op("Neg", {r}, p), r}, p);
+  return L.op("Where", {signbit(L, y, p), L.op("Neg", {r}, p), r}, p);
 }
 inline Value atan2(Lowering& L, Value y, Value x, const Aval& p) {
   if (p.dtype != dtype::f64) return atan2_f32(L, y, x, p);
@@ -209,7 +225,10 @@ inline Value atan2(Lowering& L, Value y, Value x, const Aval& p) {
   Value num = L.op("Sub", {L.op("Mul", {ys, c}, p), L.op("Mul", {xs, s}, p)}, p);
   Value den = L.op("Add", {L.op("Mul", {xs, c}, p), L.op("Mul", {ys, s}, p)}, p);
   Value refined = L.op("Add", {t0, L.op("Div", {num, den}, p)}, p);
-  return L.op("Where", {hi_zero, t0, refined}, p);  // (0, 0): 0 exactly
+  Value r = L.op("Where", {hi_zero, t0, refined}, p);  // (0, 0): 0 exactly
+  // y's sign (the scaled point may have lost a -0 in a Where).
+  return L.op("Mul", {L.op("Abs", {r}, p),
+                      L.op("Where", {signbit(L, y, p), scalar(L, p.dtype, -1), scalar(L, p.dtype, 1)}, p)}, p);
 }
 
 // log z = log|z| + i arg z (principal branch).
@@ -219,15 +238,16 @@ inline Parts log(Lowering& L, const Parts& z, const Aval& p) {
 
 // The principal square root: with t = sqrt((|a| + |z|)/2), a >= 0 gives
 // t + (b / 2t)i, a < 0 gives |b|/2t + copysign(t, b)i (no cancellation);
-// z = 0 gives 0.
-inline Parts sqrt(Lowering& L, const Parts& z, const Aval& p) {
+// z = 0 gives 0. JAX's sqrt puts b = -0 on the upper side of the cut (as
+// +0); `signed_zero` puts it on the lower side, as C99's csqrt.
+inline Parts sqrt(Lowering& L, const Parts& z, const Aval& p, bool signed_zero = false) {
   Aval mask = p.with_dtype(dtype::boolean);
   Value zero = scalar(L, p.dtype, 0);
   Value m = abs(L, z, p);
   Value t = L.op("Sqrt", {L.op("Mul", {scalar(L, p.dtype, 0.5), L.op("Add", {L.op("Abs", {z.re}, p), m}, p)}, p)}, p);
   Value half = L.op("Div", {z.im, L.op("Add", {t, t}, p)}, p);
   Value ahalf = L.op("Abs", {half}, p);
-  Value neg_b = L.op("Less", {z.im, zero}, mask);
+  Value neg_b = signed_zero ? signbit(L, z.im, p) : L.op("Less", {z.im, zero}, mask);
   Value signed_t = L.op("Where", {neg_b, L.op("Neg", {t}, p), t}, p);
   Value a_pos = L.op("GreaterOrEqual", {z.re, zero}, mask);
   Value re = L.op("Where", {a_pos, t, ahalf}, p);
