@@ -85,8 +85,11 @@ inline E fsqrt(const E& x) { return mk(*x.L, "Sqrt", {x.v}, x.a); }
 inline E fmax(const E& x, const E& y) { return bin("Max", x, y, x.a.dtype); }
 inline E fmin(const E& x, const E& y) { return bin("Min", x, y, x.a.dtype); }
 inline E as(const E& x, int32_t dt) { return {x.L, cast(*x.L, x.v, x.a, dt), x.a.with_dtype(dt)}; }
-// Fortran SIGN(1, x): +1 for x >= 0, else -1.
-inline E sign1(const E& x) { return sel(ge(x, 0.0), lit(x, 1.0), lit(x, -1.0)); }
+// Fortran SIGN(1, x) as gfortran gives it: -1 for x < 0 and for -0.0.
+inline E sign1(const E& x) {
+  E neg = lt(x, 0.0) || (eq(x, 0.0) && lt(1.0 / x, 0.0));
+  return sel(neg, lit(x, -1.0), lit(x, 1.0));
+}
 
 // x with `axis` taken at the dynamic int64 scalar i (the axis disappears).
 inline E take(const E& x, const E& i, int64_t axis) {
@@ -143,6 +146,15 @@ struct Ctx {
   E clamp(const E& k) const { return fmax(fmin(k, i(n - 1)), i(0)); }
 };
 
+// sqrt(sum(x * x)) over `axis` (all of a vector): dnrm2/snrm2. OpenBLAS's
+// snrm2 accumulates in double, so float32 does too (its rounding decides
+// dgebal's factors and dlarfg's reflectors, and so the iteration's path).
+inline E nrm2(const E& x, int64_t axis = 0) {
+  if (x.a.dtype != dtype::f32) return fsqrt(reduce("ReduceSum", x * x, axis));
+  E d = as(x, dtype::f64);
+  return as(fsqrt(reduce("ReduceSum", d * d, axis)), dtype::f32);
+}
+
 // Fortran DLAPY2 (NaN checks left out): sqrt(x^2 + y^2) without overflow.
 inline E dlapy2(const E& x, const E& y) {
   E ax = fabs(x), ay = fabs(y);
@@ -185,6 +197,7 @@ struct Schur {
   E d;         // dgebal's scaling factors [n] (1 where not scaled)
   E invp;      // int64 [n]: row r of the original matrix is row invp[r] of the balanced one
   E failed;    // bool scalar: dlahqr ran out of iterations (LAPACK's info > 0)
+  E unscale;   // geev/gees scaled A by 1 / unscale (its norm was extreme); 1 else
 };
 Schur real_schur(Ctx& K, const E& A, bool scale);
 

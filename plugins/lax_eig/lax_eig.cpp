@@ -98,7 +98,7 @@ void lower_eig(Lowering& L) {
     Schur S = real_schur(K, A, true);
     auto [wr, wi] = eigenvalues(K, S.T);
     Aval wa = Aval(w.dtype, {n});
-    std::vector<E> r = {{&L, complex::pack(L, nan_if(S.failed, wr).v, nan_if(S.failed, wi).v, wa),
+    std::vector<E> r = {{&L, complex::pack(L, nan_if(S.failed, wr * S.unscale).v, nan_if(S.failed, wi * S.unscale).v, wa),
                          complex::packed(wa)}};
     if (right) {
       auto [vr, vi] = right_eigenvectors(K, S, wr, wi);
@@ -119,7 +119,7 @@ void lower_schur(Lowering& L) {
   batched(L, n, outs, [&](Ctx& K, const E& A) {
     // gees balances by permutation only, and undoes it on Z's rows.
     Schur S = real_schur(K, A, false);
-    std::vector<E> r = {nan_if(S.failed, S.T)};
+    std::vector<E> r = {nan_if(S.failed, S.T * S.unscale)};
     if (vectors) r.push_back(nan_if(S.failed, mk(L, "Gather", {S.Z.v, S.invp.v}, S.Z.a, {Attr::i("axis", 0)})));
     return r;
   });

@@ -21,9 +21,10 @@
 // whose subdiagonal is negligible, the largest m that starts the sweep) are
 // evaluated for all positions at once and the largest qualifying index
 // taken with ReduceMax. dlarfg's rescaling of tiny vectors and dlanv2's of
-// extreme entries are left out; so is geev's scaling of matrices with a norm
-// outside [sqrt(safmin)/eps, its inverse].
+// extreme entries are left out.
 #include "expr.hpp"
+
+#include <cmath>
 
 namespace lax_eig {
 
@@ -120,8 +121,8 @@ void scale(Ctx& K, Balanced& B) {
     const E &A = s[0], &d = s[1], &i = s[2], &noconv = s[3];
     E inkl = ge(K.iv, lo) && le(K.iv, hi);
     E colv = take(A, i, 1), rowv = take(A, i, 0);
-    E c = fsqrt(reduce("ReduceSum", sel(inkl, colv * colv, 0.0), 0));
-    E r = fsqrt(reduce("ReduceSum", sel(inkl, rowv * rowv, 0.0), 0));
+    E c = nrm2(sel(inkl, colv, 0.0));
+    E r = nrm2(sel(inkl, rowv, 0.0));
     E skip0 = eq(c, 0.0) || eq(r, 0.0);
     E cs = sel(skip0, K.f(1.0), c), rs = sel(skip0, K.f(1.0), r);
     E e = doublings(cs, rs, true) - doublings(rs, cs, false);
@@ -158,7 +159,7 @@ std::pair<E, E> hessenberg(Ctx& K, const E& A0, const E& lo, const E& hi) {
     E i = lo + it, i1 = i + K.i(1);
     E alpha = at(A, i1, i);
     E x = sel(gt(K.iv, i1) && le(K.iv, hi), take(A, i, 1), 0.0);
-    E xnorm = fsqrt(reduce("ReduceSum", x * x, 0));
+    E xnorm = nrm2(x);
     E z = eq(xnorm, 0.0);
     E beta = -(sign1(alpha) * dlapy2(alpha, xnorm));
     E tau = sel(z, 0.0, (beta - alpha) / beta);
@@ -255,7 +256,7 @@ std::pair<E, E> sweep(Ctx& K, const E& H0, const E& Z0, const E& trips, const E&
     E b = sel(first, vm2, take(colk, k1, 0));
     E c = sel(nr3, sel(first, vm3, take(colk, k2, 0)), 0.0);
     // dlarfg(nr, a, (b, c))
-    E xn = sel(nr3, fsqrt(b * b + c * c), fabs(b));
+    E xn = sel(nr3, nrm2(mk(L, "Concat", {unsq(b, 0).v, unsq(c, 0).v}, b.a.with_shape({2}), {Attr::i("axis", 0)})), fabs(b));
     E z = eq(xn, 0.0);
     E beta = -(sign1(a) * dlapy2(a, xn));
     E t1 = sel(z, 0.0, (beta - a) / beta);
@@ -390,14 +391,24 @@ std::tuple<E, E, E> dlahqr(Ctx& K, const E& H0, const E& Z0, const E& lo, const 
 
 }  // namespace
 
-Schur real_schur(Ctx& K, const E& A, bool scaling) {
+Schur real_schur(Ctx& K, const E& A0, bool scaling) {
+  // geev/gees first scale a matrix whose largest entry is outside
+  // [sqrt(safmin) / ulp, its inverse] to that bound (dlascl: one multiplication
+  // by cscale / anrm for all but the most extreme norms).
+  double smlnum = std::sqrt(K.safmin()) / K.ulp(), bignum = 1.0 / smlnum;
+  E anrm = reduce("ReduceMax", reduce("ReduceMax", fabs(A0), 1), 0);
+  E lo_n = gt(anrm, 0.0) && lt(anrm, smlnum), hi_n = gt(anrm, bignum);
+  E cscale = sel(lo_n, K.f(smlnum), sel(hi_n, K.f(bignum), anrm));
+  E safe = sel(eq(anrm, 0.0), K.f(1.0), anrm);
+  E A = sel(lo_n || hi_n, A0 * (cscale / safe), A0);
+  E unscale = sel(lo_n || hi_n, safe / cscale, K.f(1.0));
   Balanced B = permute(K, A);
   if (scaling) scale(K, B);
   auto [H, Q] = hessenberg(K, B.A, B.lo, B.hi);
   auto [T, Z, failed] = dlahqr(K, H, Q, B.lo, B.hi);
   // invp[p[r]] = r
   E invp = mk(K.L, "ScatterElements", {K.iv.v, B.p.v, K.iv.v}, K.iv.a, {Attr::i("axis", 0)});
-  return {T, Z, B.d, invp, failed};
+  return {T, Z, B.d, invp, failed, unscale};
 }
 
 }  // namespace lax_eig
