@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lax_eig {
@@ -153,6 +154,39 @@ inline E nrm2(const E& x, int64_t axis = 0) {
   if (x.a.dtype != dtype::f32) return fsqrt(reduce("ReduceSum", x * x, axis));
   E d = as(x, dtype::f64);
   return as(fsqrt(reduce("ReduceSum", d * d, axis)), dtype::f32);
+}
+
+// dnrm2 of two float64 numbers as OpenBLAS's x86-64 kernel gives it: it
+// accumulates in x87 extended precision, so the result is (all but always)
+// sqrt(b^2 + c^2) correctly rounded. Emulated in double-double: exact
+// squares (Dekker's split), their exact sum, one Newton correction of the
+// square root. The reflectors of dlahqr's sweeps hang on these last bits:
+// with a plainly rounded norm the deflation order of some 16x16 symmetric
+// matrices already differs from LAPACK's.
+inline E hypot_rounded(const E& b, const E& c) {
+  auto split = [](const E& x) {
+    E t = x * 134217729.0;  // 2^27 + 1
+    E hi = t - (t - x);
+    return std::make_pair(hi, x - hi);
+  };
+  auto two_prod = [&](const E& x, const E& y) {
+    E p = x * y;
+    auto [xh, xl] = split(x);
+    auto [yh, yl] = split(y);
+    E e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl;
+    return std::make_pair(p, e);
+  };
+  auto [p1, e1] = two_prod(b, b);
+  auto [p2, e2] = two_prod(c, c);
+  E s = p1 + p2;
+  E z = s - p1;
+  E es = (p1 - (s - z)) + (p2 - z);
+  E lo = (e1 + e2) + es;
+  E r = fsqrt(s);
+  auto [rr, err] = two_prod(r, r);
+  E res = ((s - rr) - err) + lo;
+  E r_safe = sel(eq(r, 0.0), lit(r, 1.0), r);
+  return sel(eq(r, 0.0), r, r + res / (r_safe * 2.0));
 }
 
 // Fortran DLAPY2 (NaN checks left out): sqrt(x^2 + y^2) without overflow.

@@ -129,7 +129,7 @@ const std::initializer_list<const char*> kOps = {
     "Loop", "Reshape", "Shape", "Gather", "GatherElements", "ScatterElements", "Expand", "Add", "Sub", "Mul",
     "Div", "Neg", "Abs", "Sqrt", "Max", "Min", "Pow", "Log", "Ceil", "Mod", "Less", "LessOrEqual", "Greater",
     "GreaterOrEqual", "Equal", "Not", "And", "Or", "Where", "Cast", "ReduceSum", "ReduceMax", "ArgMax",
-    "MatMul", "Unsqueeze", "Concat", "Identity"};
+    "MatMul", "Unsqueeze", "Concat"};
 
 }  // namespace
 

@@ -256,7 +256,8 @@ std::pair<E, E> sweep(Ctx& K, const E& H0, const E& Z0, const E& trips, const E&
     E b = sel(first, vm2, take(colk, k1, 0));
     E c = sel(nr3, sel(first, vm3, take(colk, k2, 0)), 0.0);
     // dlarfg(nr, a, (b, c))
-    E xn = sel(nr3, nrm2(mk(L, "Concat", {unsq(b, 0).v, unsq(c, 0).v}, b.a.with_shape({2}), {Attr::i("axis", 0)})), fabs(b));
+    E bc = mk(L, "Concat", {unsq(b, 0).v, unsq(c, 0).v}, b.a.with_shape({2}), {Attr::i("axis", 0)});
+    E xn = sel(nr3, K.dt == dtype::f64 ? hypot_rounded(b, c) : nrm2(bc), fabs(b));
     E z = eq(xn, 0.0);
     E beta = -(sign1(a) * dlapy2(a, xn));
     E t1 = sel(z, 0.0, (beta - a) / beta);
