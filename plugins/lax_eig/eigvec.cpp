@@ -22,7 +22,7 @@
 // each column scaled to unit 2-norm and, for a complex one, rotated so that
 // its largest-magnitude component (the first of them) is real with the sign
 // of its real part: dlartg + drot as dgeev does.
-#include "expr.hpp"
+#include "lapack.hpp"
 
 #include <jaxonnx/complex.hpp>
 

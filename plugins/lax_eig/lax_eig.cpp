@@ -19,7 +19,7 @@
 //
 // Not lowered (a ConversionError says so): complex matrices, left
 // eigenvectors (compute_left_eigenvectors=True), schur with sort_eig_vals.
-#include "expr.hpp"
+#include "lapack.hpp"
 
 #include <jaxonnx/complex.hpp>
 

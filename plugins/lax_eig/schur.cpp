@@ -22,17 +22,13 @@
 // evaluated for all positions at once and the largest qualifying index
 // taken with ReduceMax. dlarfg's rescaling of tiny vectors and dlanv2's of
 // extreme entries are left out.
-#include "expr.hpp"
+#include "lapack.hpp"
 
 #include <cmath>
 
 namespace lax_eig {
 
-namespace {
-
 // v[clamp(r + s)] for every r: v shifted by s positions (edges repeat).
-}  // namespace
-
 E shift(Ctx& K, const E& v, int64_t s) {
   std::vector<int64_t> ix;
   for (int64_t r = 0; r < K.n; ++r) ix.push_back(std::min(std::max(r + s, int64_t{0}), K.n - 1));
