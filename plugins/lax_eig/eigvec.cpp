@@ -1,11 +1,12 @@
-// Eigenvalues and geev's right eigenvectors from the real Schur form.
+// Eigenvalues and geev's eigenvectors from the real Schur form.
 //
 // Eigenvalues: wr is T's diagonal; a nonzero subdiagonal T(j+1, j) marks a
 // standardized 2x2 block (equal diagonal, b c < 0) whose pair is
 // wr +- i sqrt|b| sqrt|c|, positive imaginary part first: what dlanv2 and
 // dhseqr return.
 //
-// Eigenvectors (dtrevc3 'R', 'B', then dgebak and dgeev's normalization):
+// Right eigenvectors (dtrevc3 'R', 'B', then dgebak and dgeev's normalization;
+// left ones the same way on the transposed form, see left_eigenvectors):
 // every eigenvector is solved at once, as a column of X with T X = X diag(w)
 // in complex arithmetic, one Loop step per row j from the bottom up (a 2x2
 // block of T takes two rows in one step). Column c starts as dtrevc3 starts
@@ -44,21 +45,12 @@ complex::Parts parts(const E& re, const E& im) { return {re.v, im.v}; }
 E re_of(const complex::Parts& z, const Aval& a, Lowering& L) { return {&L, z.re, a}; }
 E im_of(const complex::Parts& z, const Aval& a, Lowering& L) { return {&L, z.im, a}; }
 
-}  // namespace
-
-std::pair<E, E> right_eigenvectors(Ctx& K, const Schur& S, const E& wr, const E& wi) {
+// Solves T X = X diag(wr + i wi) for the rows of each column c above top[c]
+// (rows top[c] .. are X0's, below them zeros), bottom up: dtrevc3's back
+// substitution for every eigenvector at once.
+std::pair<E, E> back_substitute(Ctx& K, const E& T, const E& wr, const E& wi, const E& top, const E& Xre,
+                                const E& Xim) {
   Lowering& L = K.L;
-  const E& T = S.T;
-  E first = gt(wi, 0.0), second = lt(wi, 0.0), cplx = ne(wi, 0.0);
-  E top = sel(second, K.iv - K.i(1), K.iv);  // the row of x's leading entry
-  E tcc1 = diag(K, T, 1), tc1c = shift(K, diag(K, T, -1), 1);  // T(c, c+1), T(c+1, c)
-  E big = ge(fabs(tcc1), fabs(tc1c));
-  E af = sel(big, K.f(1.0), -wi / tc1c);
-  E bf = sel(big, wi / tcc1, K.f(1.0));
-  E alpha = sel(first, af, sel(second, shift(K, af, -1), K.f(1.0)));
-  E beta = sel(first, bf, sel(second, -shift(K, bf, -1), K.f(0.0)));
-  E Xre = sel(eq(K.ir, unsq(top, 0)), unsq(alpha, 0), 0.0);
-  E Xim = sel(eq(K.ir, unsq(top + K.i(1), 0)) && unsq(cplx, 0), unsq(beta, 0), 0.0);
   double ulp = K.ulp();
   E smin = fmax(ulp * (fabs(wr) + fabs(wi)), K.f(K.safmin() * (double(K.n) / ulp)));
   Aval va = K.vec();
@@ -121,8 +113,14 @@ std::pair<E, E> right_eigenvectors(Ctx& K, const Schur& S, const E& wr, const E&
     xi2 = xi2 * inv;
     return std::make_pair(lit(L, dtype::boolean, 1), std::vector<E>{xr2, xi2, !skip && blk});
   });
-  // Back-transform, undo the balancing.
-  E Vre = matmul(S.Z, out[0]) * unsq(S.d, 1), Vim = matmul(S.Z, out[1]) * unsq(S.d, 1);
+  return {out[0], out[1]};
+}
+
+// geev's end: back-transform Y (Schur coordinates) by Z, scale the rows by
+// `rows` and undo dgebal's permutation (dgebak), then normalize each column.
+std::pair<E, E> finish(Ctx& K, const Schur& S, const E& Yre, const E& Yim, const E& rows, const E& cplx) {
+  Lowering& L = K.L;
+  E Vre = matmul(S.Z, Yre) * unsq(rows, 1), Vim = matmul(S.Z, Yim) * unsq(rows, 1);
   Vre = mk(L, "Gather", {Vre.v, S.invp.v}, Vre.a, {Attr::i("axis", 0)});
   Vim = mk(L, "Gather", {Vim.v, S.invp.v}, Vim.a, {Attr::i("axis", 0)});
   // Unit 2-norm.
@@ -139,11 +137,64 @@ std::pair<E, E> right_eigenvectors(Ctx& K, const Schur& S, const E& wr, const E&
   E cs = fabs(f) / dn;
   E r = sign1(f) * dn;
   E sn = g / r;
-  E rot = unsq(cplx, 0);
+  E rot = unsq(cplx, 0);  // real columns stay as they are
   E Rre = sel(rot, cs * Vre + sn * Vim, Vre);
   E Rim = sel(rot, cs * Vim - sn * Vre, Vim);
   Rim = sel(eq(K.ir, kmax) && rot, 0.0, Rim);
   return {Rre, Rim};
+}
+
+}  // namespace
+
+std::pair<E, E> right_eigenvectors(Ctx& K, const Schur& S, const E& wr, const E& wi) {
+  const E& T = S.T;
+  E first = gt(wi, 0.0), second = lt(wi, 0.0), cplx = ne(wi, 0.0);
+  E top = sel(second, K.iv - K.i(1), K.iv);  // the row of x's leading entry
+  E tcc1 = diag(K, T, 1), tc1c = shift(K, diag(K, T, -1), 1);  // T(c, c+1), T(c+1, c)
+  E big = ge(fabs(tcc1), fabs(tc1c));
+  E af = sel(big, K.f(1.0), -wi / tc1c);
+  E bf = sel(big, wi / tcc1, K.f(1.0));
+  E alpha = sel(first, af, sel(second, shift(K, af, -1), K.f(1.0)));
+  E beta = sel(first, bf, sel(second, -shift(K, bf, -1), K.f(0.0)));
+  E Xre = sel(eq(K.ir, unsq(top, 0)), unsq(alpha, 0), 0.0);
+  E Xim = sel(eq(K.ir, unsq(top + K.i(1), 0)) && unsq(cplx, 0), unsq(beta, 0), 0.0);
+  auto [Yre, Yim] = back_substitute(K, T, wr, wi, top, Xre, Xim);
+  return finish(K, S, Yre, Yim, S.d, cplx);
+}
+
+// u^H A = w u^H: y = Z^T u solves T^T y = conj(w) y, forward from the
+// eigenvalue's block. With R the row reversal, T' = R T^T R is upper
+// quasi-triangular and y' = R y solves T' y' = conj(w) y' bottom up, so the
+// same back substitution runs on T'. dtrevc3 'L' starts a real eigenvalue's
+// y(c) = 1 and a pair (p, p+1) (its first column) with y(p) = wi / T(p, p+1),
+// y(p+1) = i when |T(p, p+1)| >= |T(p+1, p)|, else y(p) = 1,
+// y(p+1) = -i wi / T(p+1, p); dgebak divides the rows by dgebal's factors.
+std::pair<E, E> left_eigenvectors(Ctx& K, const Schur& S, const E& wr, const E& wi) {
+  Lowering& L = K.L;
+  const E& T = S.T;
+  int64_t n = K.n;
+  std::vector<int64_t> r;
+  for (int64_t i = 0; i < n; ++i) r.push_back(n - 1 - i);
+  Value rev = L.constant(r, {n});
+  E Tt = mk(L, "Transpose", {T.v}, T.a, {Attr::ints("perm", {1, 0})});
+  E Tr = mk(L, "Gather", {mk(L, "Gather", {Tt.v, rev}, T.a, {Attr::i("axis", 0)}).v, rev}, T.a, {Attr::i("axis", 1)});
+  E first = gt(wi, 0.0), second = lt(wi, 0.0), cplx = ne(wi, 0.0);
+  E tcc1 = diag(K, T, 1), tc1c = shift(K, diag(K, T, -1), 1);  // T(c, c+1), T(c+1, c)
+  E big = ge(fabs(tcc1), fabs(tc1c));
+  E af = sel(big, wi / tcc1, K.f(1.0));
+  E bf = sel(big, K.f(1.0), -wi / tc1c);
+  E alpha = sel(first, af, sel(second, shift(K, af, -1), K.f(1.0)));
+  E beta = sel(first, bf, sel(second, -shift(K, bf, -1), K.f(0.0)));
+  // The block's first row p in the reversed rows: n-1-p (alpha), n-2-p (beta).
+  E p = sel(second, K.iv - K.i(1), K.iv);
+  E rowA = K.i(n - 1) - p;
+  E top = sel(cplx, rowA - K.i(1), rowA);
+  E Xre = sel(eq(K.ir, unsq(rowA, 0)), unsq(alpha, 0), 0.0);
+  E Xim = sel(eq(K.ir, unsq(rowA - K.i(1), 0)) && unsq(cplx, 0), unsq(beta, 0), 0.0);
+  auto [Yre, Yim] = back_substitute(K, Tr, wr, -wi, top, Xre, Xim);
+  Yre = mk(L, "Gather", {Yre.v, rev}, Yre.a, {Attr::i("axis", 0)});
+  Yim = mk(L, "Gather", {Yim.v, rev}, Yim.a, {Attr::i("axis", 0)});
+  return finish(K, S, Yre, Yim, 1.0 / S.d, cplx);
 }
 
 }  // namespace lax_eig

@@ -79,5 +79,7 @@ std::pair<E, E> eigenvalues(Ctx& K, const E& T);
 // geev's right eigenvectors (re, im [n, n]) from the Schur form: dtrevc3's
 // back substitution, back-transformed, dgebak, geev's normalization.
 std::pair<E, E> right_eigenvectors(Ctx& K, const Schur& S, const E& wr, const E& wi);
+// geev's left eigenvectors (u^H A = w u^H), the same way (dtrevc3 'L').
+std::pair<E, E> left_eigenvectors(Ctx& K, const Schur& S, const E& wr, const E& wi);
 
 }  // namespace lax_eig

@@ -17,8 +17,8 @@
 // When dlahqr runs out of iterations (LAPACK's info > 0; JAX then gives NaN)
 // every output of that matrix is NaN.
 //
-// Not lowered (a ConversionError says so): complex matrices, left
-// eigenvectors (compute_left_eigenvectors=True), schur with sort_eig_vals.
+// Not lowered (a ConversionError says so): complex matrices, schur with
+// sort_eig_vals.
 #include "lapack.hpp"
 
 #include <jaxonnx/complex.hpp>
@@ -88,11 +88,9 @@ bool flag(Lowering& L, const char* name, bool dflt) {
 void lower_eig(Lowering& L) {
   int64_t n = require_square(L, L.in_aval(0));
   bool left = flag(L, "compute_left_eigenvectors", true), right = flag(L, "compute_right_eigenvectors", true);
-  if (left)
-    L.fail("eig: left eigenvectors (compute_left_eigenvectors=True) are not supported; "
-           "jnp.linalg.eig and eigvals do not ask for them");
   std::vector<size_t> outs = {0};
-  if (right) outs.push_back(1);
+  if (left) outs.push_back(outs.size());
+  if (right) outs.push_back(outs.size());
   Aval w = L.out_aval(0);
   batched(L, n, outs, [&](Ctx& K, const E& A) {
     Schur S = real_schur(K, A, true);
@@ -100,11 +98,13 @@ void lower_eig(Lowering& L) {
     Aval wa = Aval(w.dtype, {n});
     std::vector<E> r = {{&L, complex::pack(L, nan_if(S.failed, wr * S.unscale).v, nan_if(S.failed, wi * S.unscale).v, wa),
                          complex::packed(wa)}};
-    if (right) {
-      auto [vr, vi] = right_eigenvectors(K, S, wr, wi);
-      Aval va = Aval(w.dtype, {n, n});
-      r.push_back({&L, complex::pack(L, nan_if(S.failed, vr).v, nan_if(S.failed, vi).v, va), complex::packed(va)});
-    }
+    Aval va = Aval(w.dtype, {n, n});
+    auto vectors = [&](std::pair<E, E> v) {
+      r.push_back({&L, complex::pack(L, nan_if(S.failed, v.first).v, nan_if(S.failed, v.second).v, va),
+                   complex::packed(va)});
+    };
+    if (left) vectors(left_eigenvectors(K, S, wr, wi));
+    if (right) vectors(right_eigenvectors(K, S, wr, wi));
     return r;
   });
 }
@@ -129,7 +129,7 @@ const std::initializer_list<const char*> kOps = {
     "Loop", "Reshape", "Shape", "Gather", "GatherElements", "ScatterElements", "Expand", "Add", "Sub", "Mul",
     "Div", "Neg", "Abs", "Sqrt", "Max", "Min", "Pow", "Log", "Ceil", "Mod", "Less", "LessOrEqual", "Greater",
     "GreaterOrEqual", "Equal", "Not", "And", "Or", "Where", "Cast", "ReduceSum", "ReduceMax", "ArgMax",
-    "MatMul", "Unsqueeze", "Concat"};
+    "MatMul", "Unsqueeze", "Concat", "Transpose"};
 
 }  // namespace
 
@@ -139,7 +139,7 @@ JAXONNX_PLUGIN("lax_eig", "0.1.0") {
       .emits_shape_ops()
       .doc(onnx_doc("Loop"))
       .summary("LAPACK geev's path in Loops (dgebal, dgehd2, dlahqr double-shift QR, dtrevc3, dgebak): "
-               "geev's eigenvalue order and eigenvector normalization; real input; no left eigenvectors");
+               "geev's eigenvalue order and eigenvector normalization (left and right); real input");
   plugin.primitive("schur", lower_schur)
       .emits(kOps)
       .emits_shape_ops()

@@ -7,8 +7,8 @@ What is compared, and why (docs/api.md#eig-and-schur says the same to users):
   small sizes). Where it is not (clusters of real eigenvalues in larger matrices:
   a one-ulp change of the input reorders JAX's own eigenvalues of ~25% of random
   16x16 symmetric float64 matrices), the sorted spectrum is compared.
-- eigenvectors: geev's normalization exactly (unit 2-norm, largest component
-  real) on triangular matrices; elsewhere up to the sign of each column, which
+- eigenvectors, right and left: geev's normalization exactly (unit 2-norm,
+  largest component real) on triangular matrices; elsewhere up to the sign of each column, which
   in LAPACK hangs on rounding too (a one-ulp input change flips some column of
   ~20% of random 16x16 matrices), so the program multiplies each column by the
   sign of its largest component's real part before comparing; A V = V diag(w).
@@ -189,6 +189,18 @@ def test_eig_static_unbatched():
     run(jnp.linalg.eigvals, (6, 6), matrices("mixed"), variants=VARIANTS[::2])
 
 
+def eig_all_canon(a):
+    w, vl, vr = lax.linalg.eig(a)
+    return w, canon_columns(vl), canon_columns(vr)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+def test_eig_left_eigenvectors(n):
+    """lax.linalg.eig's default: w, left (u^H A = w u^H) and right eigenvectors."""
+    run(eig_all_canon, batch(n), matrices("mixed"))
+    run(lambda a: lax.linalg.eig(a, compute_right_eigenvectors=False), batch(n), matrices("lower"))
+
+
 def test_eig_primitive_right_only_and_none():
     run(lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False)[0], batch(5), matrices("mixed"))
     run(lambda a: lax.linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False),
@@ -245,8 +257,6 @@ def test_refusals():
     with pytest.raises(jaxonnx.ConversionError, match="eig of a complex matrix"):
         jaxonnx.to_onnx(jnp.linalg.eigvals, [spec])
     real = jax.ShapeDtypeStruct((4, 4), np.float32)
-    with pytest.raises(jaxonnx.ConversionError, match="left eigenvectors"):
-        jaxonnx.to_onnx(lambda a: lax.linalg.eig(a)[1], [real])
     with pytest.raises(jaxonnx.ConversionError, match="schur.*sort_eig_vals"):
         jaxonnx.to_onnx(lambda a: lax.linalg.schur(a, sort_eig_vals=True), [real])
     sym = jax.ShapeDtypeStruct(jax.export.symbolic_shape("n, n"), np.float32)
