@@ -3,9 +3,11 @@
 // geev and gees compute them on CPU, which is what JAX calls: the same
 // eigenvalue order (the diagonal of the real Schur form as dlahqr converges,
 // the positive imaginary part of a pair first) and geev's eigenvector
-// normalization (unit 2-norm, largest component real). schur.cpp holds the
-// Schur form (dgebal, dgehd2, dlahqr), eigvec.cpp the eigenvalues and
-// eigenvectors (dtrevc3, dgebak, geev's normalization).
+// normalization (unit 2-norm, largest component real), left and right.
+// schur.cpp holds the Schur form (dgebal, dgehd2, dlahqr), eigvec.cpp the
+// eigenvalues and eigenvectors (dtrevc3, dgebak, geev's normalization),
+// lapack.hpp what they share, expr.hpp the expression layer they are
+// written in.
 //
 // Batch dims, symbolic ones included, run as an outer ONNX Loop over the
 // flattened batch (its per-matrix results are the Loop's scan outputs): the
