@@ -37,8 +37,7 @@
 // Only float32/float64 operands are accepted (complex is not an ONNX type
 // jaxonnx emits). eigh, svd, qr, geqrf, householder_product, ormqr,
 // hessenberg, tridiagonal, tridiagonal_solve and cholesky_update are Loops in
-// plugins/lax_linalg_iter; anything else (schur, ...) has no plugin, so
-// conversion fails naming the primitive.
+// plugins/lax_linalg_iter; eig and schur are plugins/lax_eig.
 #include "common.hpp"
 
 #include <string>

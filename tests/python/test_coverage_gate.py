@@ -215,6 +215,9 @@ CORPUS = {
     "complex_arithmetic": (lambda x: (jnp.abs(jnp.exp(1j * x) * (x + 2j)), jnp.angle(x - 1j),
                                       jnp.real(jnp.fft.ifft(jnp.fft.fft(x) * jnp.conj(jnp.fft.fft(x))))),
                            [("B", 8)]),
+    # Stability of x' = (A - 3 I) x and of x[k+1] = A x[k] (issue: eig): eigvals.
+    "stability_eigvals": (lambda a: (jnp.max(jnp.linalg.eigvals(a - 3 * jnp.eye(4)).real, axis=-1),
+                                     jnp.max(jnp.abs(jnp.linalg.eigvals(a)), axis=-1)), [("B", 4, 4)]),
     "unstack_platform": (lambda x: (*jnp.unstack(x, axis=-1),
                                     lax.platform_dependent(x, cpu=jnp.sin, default=jnp.cos)),
                          [("B", 3)]),
