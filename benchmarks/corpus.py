@@ -5,8 +5,8 @@ benchmark (issue 16's goal is >= 98%).
 
 The programs are generated (benchmarks/corpus_programs.py): the public functions
 of jax.numpy (and .linalg, .fft), jax.nn, jax.scipy.{special, linalg, signal,
-stats.*} and jax.lax under canned argument patterns, kept when jax.jit runs
-them; flax.nnx / flax.linen / equinox layers; compositions (grad, vmap, scan,
+stats.*}, jax.lax and jax.random (threefry and rbg keys) under canned argument
+patterns, kept when jax.jit runs them; flax.nnx / flax.linen / equinox layers; compositions (grad, vmap, scan,
 while_loop, cond, ...); the repo's examples. Each program is converted in four
 variants, float32 and float64 (jax_enable_x64 on while tracing), with a static
 batch (3) and a symbolic one ("B", run at 3 and 2), run in onnxruntime and

@@ -6,7 +6,8 @@ for it, in order. For the public functions of a module those are the function
 under canned argument patterns (one float array; two; an array and an axis; an
 int array; a matrix; ...), every input with a leading batch dim "B"; the corpus
 keeps the first attempt that jax.jit itself runs (that is JAX's program, not
-ours to judge). Layers of flax.nnx, flax.linen and equinox are built with
+ours to judge). jax.random's functions draw from a key literal (threefry2x32 and
+rbg). Layers of flax.nnx, flax.linen and equinox are built with
 default-ish constructors; compositions put a few everyday functions under
 jax.grad, vmap, scan, while_loop, cond, ...; the repo's examples come as they
 are (small sizes). The order of candidates is fixed: sources in SOURCES order,
@@ -174,6 +175,21 @@ STATS = [
     _p("u", [UNIT]),
 ] + ARRAY
 
+
+def _random_patterns(impl):
+    """jax.random's draws from a key literal of the program (`impl`: threefry2x32 or rbg)."""
+    k = lambda: jax.random.key(7, impl=impl)  # noqa: E731
+    pos2 = Input((B, 5), "pos")
+    return [
+        _p("key, x.shape", [X], lambda f: lambda x: f(k(), x.shape)),
+        _p("key, x.shape, 0, 10", [X], lambda f: lambda x: f(k(), x.shape, 0, 10)),
+        _p("key, u, x.shape", [UNIT], lambda f: lambda p: f(k(), p, p.shape)),
+        _p("key, x", [X], lambda f: lambda x: f(k(), x)),
+        _p("key, a", [POS], lambda f: lambda a: f(k(), a)),
+        _p("key, a, b", [POS, pos2], lambda f: lambda a, b: f(k(), a, b)),
+    ]
+
+
 # Not programs to compare: JAX's own results differ between calls.
 EXCLUDE = {"lax.rng_uniform"}
 
@@ -213,6 +229,8 @@ def _function_sources():
            ("scipy.signal", jax.scipy.signal, ARRAY, "scipy.signal")]
     out += [(p, m, STATS, "scipy.stats") for p, m in _stats_modules()]
     out.append(("lax", lax, ARRAY, "lax"))
+    out.append(("random", jax.random, _random_patterns("threefry2x32"), "jax.random"))
+    out.append(("random_rbg", jax.random, _random_patterns("rbg"), "jax.random (rbg keys)"))
     return out
 
 
@@ -415,7 +433,8 @@ def _example(name):
 # ---------------------------------------------------------------- candidates --
 
 SOURCES = ("jnp", "jnp.linalg", "jnp.fft", "jax.nn", "scipy.special", "scipy.linalg", "scipy.signal",
-           "scipy.stats", "lax", "nnx", "linen", "equinox", "compose", "examples")
+           "scipy.stats", "lax", "jax.random", "jax.random (rbg keys)", "nnx", "linen", "equinox", "compose",
+           "examples")
 
 
 def candidates():
