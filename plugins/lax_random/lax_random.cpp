@@ -5,7 +5,10 @@
 // Keys: the importer hands a key<fry> array of shape S to plugins as its key
 // data, uint32 of shape S + (2,). random_wrap / random_unwrap are therefore
 // identities (no node), and a key input of the model is the uint32[..., 2] of
-// jax.random.key_data(key) (or a raw jax.random.PRNGKey).
+// jax.random.key_data(key) (or a raw jax.random.PRNGKey). rbg and unsafe_rbg
+// keys (uint32[..., 4]) never reach these lowerings: jaxonnx._keys replaces
+// their random_* primitives by JAX's implementation on the key data, which
+// binds threefry2x32, iota_2x32_shape and rng_bit_generator (lowered here).
 //
 // threefry2x32 (Salmon et al., Random123): 20 rounds of
 //   x0 += x1; x1 = rotl(x1, r) ^ x0
@@ -156,6 +159,18 @@ void lower_split(Lowering& L) {
   L.bind(0, stack2(L, b1, b2, L.out_aval(0)));
 }
 
+// iota_2x32_shape(; shape): the (hi, lo) words of the 64-bit iota over `shape`
+// (JAX's threefry split and bits bind it; rbg keys reach it through them).
+void lower_iota_2x32_shape(Lowering& L) {
+  Shape shape = shape_param(L);
+  auto [hi, lo] = iota_2x32(L, shape);
+  for (auto [i, w] : {std::pair<size_t, U32>{0, hi}, {1, lo}}) {
+    Value v = w.v;
+    if (w.s != shape) v = L.op("Expand", {v, shape_value(L, shape)}, u32_aval(shape));  // a constant 0 word
+    L.bind(i, v);
+  }
+}
+
 // random_fold_in(keys, msgs): threefry(key, (0, uint32(msg))) as the new key.
 void lower_fold_in(Lowering& L) {
   Aval ma = L.in_aval(1);
@@ -197,6 +212,10 @@ JAXONNX_PLUGIN("lax_random", "1.0.0") {
       .emits({"Gather", "Unsqueeze", "Cast", "Expand", "Concat"})
       .emits_shape_ops()
       .doc("threefry2x32(key, (0, uint32(data))) as new key data");
+  plugin.primitive("iota_2x32_shape", lower_iota_2x32_shape)
+      .emits({"Range", "Reshape", "Squeeze", "Cast", "Div", "Mul", "Expand"})
+      .emits_shape_ops()
+      .doc("the 64-bit row-major iota over a shape as (hi, lo) uint32 words");
   plugin.primitive("random_gamma", lax_random::lower_random_gamma)
       .emits(kHash)
       .emits({"Gather", "Unsqueeze", "Range", "Reshape", "Squeeze", "Cast", "Div", "Mul", "Expand", "Sub", "Sqrt",
@@ -206,7 +225,7 @@ JAXONNX_PLUGIN("lax_random", "1.0.0") {
       .doc("Marsaglia-Tsang rejection sampling over threefry draws, JAX's _gamma_one per element, as nested Loops");
   plugin.primitive("rng_bit_generator", lax_random::lower_rng_bit_generator)
       .emits(kHash)
-      .emits({"Gather", "Cast", "Less", "Mul", "Unsqueeze", "Concat", "Reshape", "Slice"})
+      .emits({"Gather", "Cast", "Less", "Mul", "Unsqueeze", "Concat", "Reshape", "Slice", "Range", "Squeeze"})
       .emits_shape_ops()
       .doc("XLA's CPU RngBitGenerator (Philox-4x32-10 by default, or threefry2x32), bit for bit");
   plugin.primitive("rng_uniform", lax_random::lower_rng_uniform)

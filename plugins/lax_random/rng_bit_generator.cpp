@@ -13,8 +13,10 @@
 //   largest, halved); output pair (y0, y1) of half index q gives elements
 //   2q and 2q + 1 along that dim. 64-bit outputs: counters over the whole
 //   shape, y0 | y1 << 32. New s1 = s1 + counters used.
-// 8/16-bit outputs keep the low bits of the 32-bit ones, as XLA. The shape
-// must be static.
+// 8/16-bit outputs keep the low bits of the 32-bit ones, as XLA. PHILOX
+// takes symbolic shapes (the block count is computed at run time: rbg keys
+// draw jax.random values of shape (B, ...) with it); THREE_FRY's half shape
+// depends on the dims' parity, so its shape must be static.
 #include <jaxonnx/plugin.hpp>
 
 #include "threefry.hpp"
@@ -68,15 +70,21 @@ std::vector<Value> philox(Lowering& L, std::vector<Value> x, Value k0, Value k1,
   return x;
 }
 
+// A dim times k (symbolic dims as an expression).
+Dim times(const Dim& d, int64_t k) {
+  return d.is_static() ? Dim(d.value * k) : Dim::sym(std::to_string(k) + "*(" + d.symbol + ")");
+}
+
 // The words of v [m, 1] ... interleaved: [m, k] -> [m * k], then cut to n.
-Value interleave(Lowering& L, const std::vector<Value>& parts, int64_t m, int64_t n, int32_t dt) {
+Value interleave(Lowering& L, const std::vector<Value>& parts, const Dim& m, const Dim& n, int32_t dt) {
   std::vector<Value> cols;
   for (Value p : parts) cols.push_back(L.op("Unsqueeze", {p, i64s(L, {1})}, Aval(dt, {m, 1})));
   int64_t k = static_cast<int64_t>(parts.size());
+  Dim mk = times(m, k);
   Value c = L.op("Concat", cols, Aval(dt, {m, k}), {Attr::i("axis", 1)});
-  Value flat = L.op("Reshape", {c, i64s(L, {m * k})}, Aval(dt, {m * k}));
-  if (m * k == n) return flat;
-  return L.op("Slice", {flat, i64s(L, {0}), i64s(L, {n}), i64s(L, {0})}, Aval(dt, {n}));
+  Value flat = L.op("Reshape", {c, i64s(L, {-1})}, Aval(dt, {mk}));
+  if (mk == n) return flat;
+  return L.op("Slice", {flat, i64s(L, {0}), dim_value(L, n), i64s(L, {0})}, Aval(dt, {n}));
 }
 
 }  // namespace
@@ -85,15 +93,14 @@ void lower_rng_bit_generator(Lowering& L) {
   Aval ka = L.in_aval(0);
   Aval out = L.out_aval(1);
   Shape shape = out.shape;
-  for (const Dim& d : shape)
-    if (!d.is_static())
-      L.fail("rng_bit_generator: the output shape " + shape_str(shape) + " must be static");
-  int64_t n = 1;
-  for (const Dim& d : shape) n *= d.value;
   // lax.RandomAlgorithm (XLA's enum): RNG_DEFAULT 0, RNG_THREE_FRY 1, RNG_PHILOX 2.
   int64_t alg = L.param("algorithm").as_int();
   bool philox_alg = alg == 0 || alg == 2, fry = alg == 1;
   if (!philox_alg && !fry) L.fail("rng_bit_generator: unknown algorithm " + std::to_string(alg));
+  Dim nd = product(shape);  // the element count
+  if (fry && !nd.is_static())
+    L.fail("rng_bit_generator: with RNG_THREE_FRY the output shape " + shape_str(shape) + " must be static");
+  int64_t n = nd.is_static() ? nd.value : -1;
   // The state as two uint64 scalars s0, s1 (uint32[4] or uint64[2]).
   Value key = L.input(0);
   Aval s64(dtype::u64, {}), s32(dtype::u32, {});
@@ -121,19 +128,29 @@ void lower_rng_bit_generator(Lowering& L) {
     if (wide) bits = cast(L, bits, Aval(dtype::u32, {0}), dtype::u64);
     used = u64c(L, 0);
   } else if (philox_alg) {
-    int64_t words = wide ? 2 * n : n, nv = (words + 3) / 4;
+    Dim words = wide ? times(nd, 2) : nd;
+    Dim nv = words.is_static() ? Dim((words.value + 3) / 4) : Dim::sym("floordiv(" + words.symbol + " + 3, 4)");
     Aval v64(dtype::u64, {nv}), v32(dtype::u32, {nv});
-    std::vector<uint64_t> iota;
-    for (int64_t i = 0; i < nv; ++i) iota.push_back(static_cast<uint64_t>(i));
-    Value lo = L.op("Add", {s1, L.constant(iota, {nv})}, v64);
+    Value iota;  // the block indices 0 .. nv-1
+    if (nv.is_static()) {
+      std::vector<uint64_t> v;
+      for (int64_t i = 0; i < nv.value; ++i) v.push_back(static_cast<uint64_t>(i));
+      iota = L.constant(v, {nv.value});
+    } else {
+      Value count = L.op("Squeeze", {dim_value(L, nv)}, Aval(dtype::i64, {}));
+      Value r = L.op("Range", {scalar(L, dtype::i64, 0), count, scalar(L, dtype::i64, 1)}, Aval(dtype::i64, {nv}));
+      iota = cast(L, r, Aval(dtype::i64, {nv}), dtype::u64);
+    }
+    Value lo = L.op("Add", {s1, iota}, v64);
     Value carry = cast(L, L.op("Less", {lo, s1}, v64.with_dtype(dtype::boolean)), v64.with_dtype(dtype::boolean), dtype::u64);
     Value hi = L.op("Add", {s0, carry}, v64);
     auto [c0, c1] = split64(L, lo, v64);
     auto [c2, c3] = split64(L, hi, v64);
     std::vector<Value> y = philox(L, {c0, c1, c2, c3}, k0, k1, v32);
-    if (wide) bits = interleave(L, {join64(L, y[0], y[1], v32), join64(L, y[2], y[3], v32)}, nv, n, dtype::u64);
-    else bits = interleave(L, y, nv, n, dtype::u32);
-    used = u64c(L, static_cast<uint64_t>(nv));
+    if (wide) bits = interleave(L, {join64(L, y[0], y[1], v32), join64(L, y[2], y[3], v32)}, nv, nd, dtype::u64);
+    else bits = interleave(L, y, nv, nd, dtype::u32);
+    if (nv.is_static()) used = u64c(L, static_cast<uint64_t>(nv.value));
+    else used = cast(L, L.op("Squeeze", {dim_value(L, nv)}, Aval(dtype::i64, {})), Aval(dtype::i64, {}), dtype::u64);
   } else {
     // Counters over the half shape (32-bit) or the whole shape (64-bit).
     int64_t r = static_cast<int64_t>(shape.size());

@@ -1,6 +1,7 @@
 // lax_reduction: reduce_sum / reduce_prod / reduce_max / reduce_min /
 // reduce_and / reduce_or / reduce_xor / argmax / argmin as ONNX ReduceSum /
-// ReduceProd / ReduceMax / ReduceMin / ArgMax / ArgMin.
+// ReduceProd / ReduceMax / ReduceMin / ArgMax / ArgMin; psum / pmax / pmin
+// over positional axes as the reductions they are.
 //
 // From opset 18 every Reduce* op takes its axes as an int64 input tensor; JAX
 // drops the reduced axes, so keepdims=0. An empty axes tuple is the identity
@@ -293,6 +294,20 @@ void lower_reduction(Lowering& L, ReduceFn fn) {
   L.bind(0, axes.empty() ? x : fn(L, x, in, axes, L.out_aval(0)));
 }
 
+// psum / pmax / pmin over positional axes (lax.psum(x, 1) outside any mapped
+// axis, which JAX evaluates as reduce_sum / reduce_max / reduce_min). A named
+// axis is a collective across devices (pmap, shard_map): nothing to lower.
+void lower_collective(Lowering& L, ReduceFn fn) {
+  Param axes = L.param("axes");
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i].kind() != JXO_PARAM_INT)
+      L.fail("a collective over a named axis" +
+             (axes[i].kind() == JXO_PARAM_STRING ? " ('" + axes[i].as_string() + "')" : std::string()) +
+             " needs a device mesh (pmap, shard_map); only positional (integer) axes convert");
+  if (!L.param("axis_index_groups").is_none()) L.fail("param 'axis_index_groups' must be None");
+  lower_reduction(L, fn);
+}
+
 // ----------------------------------------------------------------- reduce --
 
 // The generic reduce(operands..., inits..., jaxpr, dimensions). Lowered when
@@ -419,6 +434,16 @@ JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
                       : name == std::string("reduce_or") ? "ReduceMax"
                                                          : "ReduceSum"));
   }
+  const char* kCollective = "over positional (integer) axes only, as reduce_sum / reduce_max / reduce_min";
+  plugin.primitive("psum", [](Lowering& L) { lower_collective(L, sum); })
+      .emits({"ReduceSum", "CumSum", "Gather", "Cast"})
+      .summary(kCollective);
+  plugin.primitive("pmax", [](Lowering& L) { lower_collective(L, max); })
+      .emits({"ReduceMax", "IsNaN", "Where", "Cast"})
+      .summary(kCollective);
+  plugin.primitive("pmin", [](Lowering& L) { lower_collective(L, min); })
+      .emits({"ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast"})
+      .summary(kCollective);
   plugin.primitive("reduce", lower_reduce)
       .emits({"ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "CumSum", "Gather", "Pad",
               "Slice", "Mul", "Concat", "Neg", "Cast", "IsNaN", "Where", "Mod", "Unsqueeze",

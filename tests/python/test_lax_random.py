@@ -1,5 +1,6 @@
 """lax_random plugin: random_seed / random_wrap / random_unwrap / random_bits /
-random_split / random_fold_in / threefry2x32, bit-exact with JAX's threefry.
+random_split / random_fold_in / threefry2x32, bit-exact with JAX's threefry; rbg and
+unsafe_rbg keys (their implementation on rng_bit_generator and threefry2x32).
 
 Keys enter the models as inputs: raw uint32[2] keys (jax.random.PRNGKey) and
 typed keys (jax.random.key; the model input is their uint32[2] key data).
@@ -40,19 +41,21 @@ def check_raw_key(fn, x_shape, x64=False, **kw):
                  make_inputs=keys_and_normals, **kw)
 
 
-def check_typed_key(fn, x_shape, x64=False, seeds=(0, 42), batches=ONE_BATCH, opset=23, tol=None):
-    """fn(typed key, x): the model takes the key's uint32[2] key data."""
+def check_typed_key(fn, x_shape, x64=False, seeds=(0, 42), batches=ONE_BATCH, opset=23, tol=None,
+                    impl="threefry2x32"):
+    """fn(typed key, x): the model takes the key's key data (uint32[2] for threefry2x32,
+    uint32[4] for rbg and unsafe_rbg)."""
     dt = np.float64 if x64 else np.float32
     ctx = jax.enable_x64(True) if x64 else contextlib.nullcontext()
     fn = jax.jit(fn)
     with ctx:
         spec_x, = symbolic_specs([x_shape], [dt])
-        model = jaxonnx.to_onnx(fn, [jax.random.key(0), spec_x], enable_double_precision=x64,
+        model = jaxonnx.to_onnx(fn, [jax.random.key(0, impl=impl), spec_x], enable_double_precision=x64,
                                 opset=opset)
     onnx.checker.check_model(model, full_check=True)
     key_in = model.graph.input[0].type.tensor_type
     assert key_in.elem_type == onnx.TensorProto.UINT32
-    assert [d.dim_value for d in key_in.shape.dim] == [2]
+    assert [d.dim_value for d in key_in.shape.dim] == [2 if impl == "threefry2x32" else 4]
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in sess.get_inputs()]
     rng = np.random.default_rng(1)
@@ -60,7 +63,7 @@ def check_typed_key(fn, x_shape, x64=False, seeds=(0, 42), batches=ONE_BATCH, op
         for b in batches if any(isinstance(d, str) for d in x_shape) else batches[:1]:
             x = rng.standard_normal(tuple(b if isinstance(d, str) else d for d in x_shape)).astype(dt)
             with ctx:
-                key = jax.random.key(seed)
+                key = jax.random.key(seed, impl=impl)
                 want = [np.asarray(e) for e in jax.tree_util.tree_leaves(fn(key, x))]
                 data = np.asarray(jax.random.key_data(key))
             got = sess.run(None, dict(zip(names, [data, x])))
@@ -194,6 +197,83 @@ def test_legacy_threefry_refused():
             jaxonnx.to_onnx(lambda k, x: jax.random.uniform(k, x.shape), [jax.random.key(0), (3,)])
 
 
+# ------------------------------------------------------ rbg and unsafe_rbg keys --
+# Their random_* primitives become JAX's implementation on the uint32[4] key data:
+# threefry2x32 (split and fold_in of rbg), rng_bit_generator (bits; split and fold_in
+# of unsafe_rbg), iota_2x32_shape, all bit for bit with XLA.
+
+RBG_IMPLS = ["rbg", "unsafe_rbg"]
+
+
+def rbg_draws(impl, fdt):
+    closed = jax.random.key(11, impl=impl)  # a key literal of the program
+
+    def fn(k, x):
+        a, b = jax.random.split(k)
+        ks = jax.random.split(b, (2, 3))
+        made = jax.random.key((x[0, 0] * 1000).astype(jnp.int32), impl=impl)  # a seed known at run time
+        wide = jnp.uint64 if fdt == jnp.float64 else jnp.uint32
+        return (jax.random.bits(k, x.shape, jnp.uint8), jax.random.bits(a, (3,), jnp.uint16),
+                jax.random.bits(b, x.shape, wide), jax.random.bits(k, ()),
+                jax.random.uniform(k, x.shape, fdt, minval=-1.0, maxval=2.0), jax.random.normal(a, x.shape, fdt),
+                jax.random.randint(a, x.shape, -5, 100), jax.random.permutation(b, 9),
+                jax.random.permutation(k, x[0]), jax.random.categorical(k, x, axis=-1),
+                jax.random.key_data(jax.random.split(b, 4)), jax.random.key_data(jax.random.fold_in(k, 2**31 + 9)),
+                jax.random.key_data(jax.vmap(jax.vmap(jax.random.fold_in), (0, None))(ks, jnp.arange(3) - 1)),
+                jax.vmap(lambda kk: jax.random.bits(kk, (2,)))(ks[0]),  # batched keys
+                x + jax.random.normal(closed, x.shape, fdt),
+                jax.random.key_data(made), jax.random.uniform(made, x.shape, fdt))
+    return fn
+
+
+@pytest.mark.parametrize("impl", RBG_IMPLS)
+@pytest.mark.parametrize("x64", [False, True], ids=["f32", "f64"])
+def test_rbg_typed_key_distributions(impl, x64):
+    """bits / uniform / normal / randint / permutation / categorical / split / fold_in on a
+    typed rbg key input, keys made from a seed and closed-over keys, symbolic and static batch.
+    Integers and keys are bit for bit; floats exact but for erf_inv's rounding (normal)."""
+    fn = rbg_draws(impl, jnp.float64 if x64 else jnp.float32)
+    tol = 1e-12 if x64 else 1e-6
+    with jax.enable_x64(x64):
+        check_typed_key(fn, ("B", 5), x64=x64, seeds=(0, 2**31 + 5), batches=(1, 6), tol=tol, impl=impl)
+        check_typed_key(fn, (3, 4), x64=x64, seeds=(7,), tol=tol, impl=impl)
+
+
+@pytest.mark.parametrize("impl", RBG_IMPLS)
+def test_rbg_key_data_inputs(impl):
+    """Batched rbg key data (uint32[B, 4]) wrapped in the program, through helpers.check;
+    gamma (JAX maps _gamma_one over non-threefry keys with a scan) to rounding."""
+    def fn(kd, x):
+        ks = jax.random.wrap_key_data(kd, impl=impl)
+        return (jax.vmap(lambda k: jax.random.uniform(k, (3,)))(ks),
+                jax.random.key_data(jax.vmap(lambda k: jax.random.split(k, 3))(ks)),
+                jax.random.key_data(jax.vmap(jax.random.fold_in)(ks, jnp.arange(kd.shape[0]))),
+                jax.random.gamma(ks[0], jnp.abs(x) + 0.1))
+    check(jax.jit(fn), [("B", 4), (2, 3)], [np.uint32, np.float32], make_inputs=keys_and_normals,
+          batches=(1, 5), rtol=2e-5, atol=2e-5)
+
+
+def test_rbg_default_impl_raw_keys():
+    """jax_default_prng_impl='rbg': jax.random.PRNGKey gives raw uint32[4] keys; also a
+    split under the legacy threefry split (rbg splits through threefry2x32 either way)."""
+    def fn(k, x):
+        a, b = jax.random.split(k)
+        return (jax.random.uniform(a, x.shape), jax.random.normal(b, x.shape), jax.random.split(k, 3),
+                jax.random.fold_in(k, 3), jax.random.PRNGKey(7), jax.random.randint(k, x.shape, 0, 10))
+    with jax.default_prng_impl("rbg"):
+        check(jax.jit(fn), [(4,), ("B", 3)], [np.uint32, np.float32], make_inputs=keys_and_normals,
+              batches=ONE_BATCH, rtol=1e-6, atol=1e-6)
+        with jax.threefry_partitionable(False):
+            check(jax.jit(lambda k: jax.random.split(k, (2, 3))), [(4,)], [np.uint32],
+                  make_inputs=keys_and_normals)
+
+
+def test_unsupported_key_impl_is_refused():
+    with pytest.raises(jaxonnx.ConversionError, match="'random_bits' on PRNG keys of the 'philox4x32' "
+                       r"implementation at .*test_lax_random.py:\d+.*only rbg, threefry2x32, unsafe_rbg"):
+        jaxonnx.to_onnx(lambda k, x: jax.random.uniform(k, x.shape), [jax.random.key(0, impl="philox4x32"), (3,)])
+
+
 # ------------------------------------------------------------ random_gamma --
 
 def test_loggamma_f64_opset18():
@@ -256,10 +336,26 @@ def test_rng_bit_generator(alg, x64):
                 np.testing.assert_array_equal(g, w)
 
 
-def test_rng_bit_generator_symbolic_shape_is_refused():
+@pytest.mark.parametrize("x64", [False, True], ids=["32bit", "64bit"])
+def test_rng_bit_generator_symbolic_shape(x64):
+    # Philox over a block count known at run time: element counts that are and are not
+    # multiples of 4, 64-bit words, and the state advanced by the blocks used.
+    dts = [np.uint64, np.uint32] if x64 else [np.uint32, np.uint8]
+
+    def fn(k, x):
+        k, a = jax.lax.rng_bit_generator(k, x.shape, dtype=dts[0])
+        k, b = jax.lax.rng_bit_generator(k, (x.shape[0], 2), dtype=dts[1],
+                                         algorithm=jax.lax.RandomAlgorithm.RNG_PHILOX)
+        return k, a, b
+    check(fn, [(4,), ("B", 3)], [np.uint32, np.float32], x64=x64, make_inputs=keys_and_normals,
+          batches=(1, 2, 4, 7))
+
+
+def test_rng_bit_generator_symbolic_three_fry_is_refused():
     specs = symbolic_specs([(4,), ("B", 3)], [np.uint32, np.float32])
-    with pytest.raises(jaxonnx.ConversionError, match="rng_bit_generator.*must be static"):
-        jaxonnx.to_onnx(lambda k, x: jax.lax.rng_bit_generator(k, x.shape)[1], specs)
+    with pytest.raises(jaxonnx.ConversionError, match="rng_bit_generator.*RNG_THREE_FRY.*must be static"):
+        jaxonnx.to_onnx(lambda k, x: jax.lax.rng_bit_generator(
+            k, x.shape, algorithm=jax.lax.RandomAlgorithm.RNG_THREE_FRY)[1], specs)
 
 
 # ------------------------------------------------------------- rng_uniform --

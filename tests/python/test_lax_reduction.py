@@ -93,6 +93,20 @@ def test_reduce_sum_with_nan(dtype, x64):
     check(reduce("reduce_sum", (1,)), [("B", 5)], [dtype], x64=x64, make_inputs=with_nans)
 
 
+# ------------------------------------------- psum / pmax / pmin, positional --
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("shape", [(2, 3, 4), ("B", 3, 4)], ids=str)
+def test_collectives_over_positional_axes(shape, dtype, x64):
+    # lax.psum(x, 1) outside a mapped axis is a reduction; NaNs propagate. (JAX's own pmean
+    # fails on positional axes.)
+    def fn(x):
+        return (lax.psum(x, 1), lax.pmax(x, (0, 2)), lax.pmin(x, 2), lax.psum((x > 0).astype(jnp.int32), 0),
+                lax.pmax(x, ()))
+    model = check(fn, [shape], [dtype], x64=x64, make_inputs=with_nans)
+    assert {"ReduceSum", "ReduceMax", "ReduceMin"} <= set(op_types(model))
+
+
 # -------------------------------------------------------------------- bool --
 
 @pytest.mark.parametrize("opset", [18, 19, 20, 23])
