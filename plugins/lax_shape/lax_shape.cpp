@@ -85,12 +85,25 @@ void lower_broadcast_in_dim(Lowering& L) {
 // (an empty batch) must mean 0, not "copy input dim i". A static 0 size needs
 // allowzero=1 too, which forbids the 0 and -1 codes, so then every symbolic
 // dim takes its runtime value.
+//
+// With `dimensions` (jnp.column_stack, dstack and vmapped convolutions emit
+// it) the operand is first transposed to that order, as lax defines it.
 void lower_reshape(Lowering& L) {
-  if (L.has_param("dimensions") && !L.param("dimensions").is_none())
-    L.fail("reshape with dimensions != None (a transposing reshape) is not supported");
   Aval in = complex::packed(L.in_aval(0));
   Aval out = complex::packed(L.out_aval(0));
   Value x = L.input(0);
+  if (L.has_param("dimensions") && !L.param("dimensions").is_none()) {
+    std::vector<int64_t> perm = L.param("dimensions").as_ints();
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+    if (!identity) {
+      if (complex::is(L.in_aval(0).dtype)) perm.push_back(static_cast<int64_t>(perm.size()));
+      Shape t;
+      for (int64_t p : perm) t.push_back(in.shape[static_cast<size_t>(p)]);
+      in = in.with_shape(t);
+      x = L.op("Transpose", {x}, in, {Attr::ints("perm", perm)});
+    }
+  }
   if (in.shape == out.shape) {
     L.bind(0, x);
     return;
@@ -192,7 +205,7 @@ JAXONNX_PLUGIN("lax_shape", "0.1.0") {
       .emits_shape_ops()
       .doc(onnx_doc("Expand"));
   plugin.primitive("reshape", lower_reshape)
-      .emits({"Reshape"})
+      .emits({"Reshape", "Transpose"})
       .emits_shape_ops()
       .doc(onnx_doc("Reshape"));
   plugin.primitive("squeeze", lower_squeeze).emits({"Squeeze"}).doc(onnx_doc("Squeeze"));

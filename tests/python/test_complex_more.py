@@ -273,3 +273,10 @@ MORE = {
 def test_more_primitives(name, dtype):
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == "complex64" and name == "fftshift_roll" else {}
     run(MORE[name], [c(("B", 4), dtype)], dtype, **tol)
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+def test_transposing_reshape_and_column_stack(dtype):
+    # reshape with `dimensions` transposes the logical axes, not the packed one.
+    f = lambda x: (lax.reshape(x, (x.shape[1], 2), dimensions=(1, 0)), jnp.column_stack([x[0], x[1]]))  # noqa: E731
+    run(f, [c((2, "B"), dtype)], dtype)

@@ -270,3 +270,17 @@ def test_dim_as_value_of_an_expression(x64):
 ], ids=["copied_batch", "minus_one", "two_symbols"])
 def test_reshape_of_an_empty_batch(fn, shape, x64):
     check(fn, [shape], x64=x64, batches=(0, 1, 3))
+
+
+# reshape with `dimensions`: the operand is transposed to that order first
+# (jnp.column_stack and dstack emit it).
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("fn,shapes", [
+    (lambda x: lax.reshape(x, (x.shape[0] * 3, 4), dimensions=(0, 2, 1)), [("B", 4, 3)]),
+    (lambda x: lax.reshape(x, (12, x.shape[0]), dimensions=(1, 2, 0)), [("B", 3, 4)]),
+    (lambda x: jnp.column_stack([x, x[:, 0]]), [(5, "B")]),
+    (lambda x, y: jnp.dstack([x, y]), [("B", 3), ("B", 3)]),
+], ids=["perm021", "perm120", "column_stack", "dstack"])
+def test_transposing_reshape(fn, shapes, dtype, x64):
+    model = check(fn, shapes, [dtype] * len(shapes), x64=x64)
+    assert "Transpose" in op_types(model) or "Concat" in op_types(model)
