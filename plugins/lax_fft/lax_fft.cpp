@@ -16,7 +16,9 @@
 //    they only add an imaginary part to the result.
 // Multi-axis transforms (fft_lengths of 1-3 trailing axes) apply the 1-D
 // transform axis by axis (rfft: the last axis first, one-sided; irfft: the
-// last axis last). Opset 20 takes DFT's axis as an input, 18-19 (DFT-17) as an
+// last axis last). A symbolic axis is transformed as it comes (DFT reads its
+// length; float32 then computes in float64, the length being possibly not a
+// power of two); irfft's output lengths must be static. Opset 20 takes DFT's axis as an input, 18-19 (DFT-17) as an
 // attribute.
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
@@ -68,25 +70,31 @@ Value slice_axis(Lowering& L, Value x, int64_t start, int64_t end, int64_t step,
 
 void lower_fft(Lowering& L) {
   const int64_t type = fft_type(L);
-  const std::vector<int64_t> lengths = L.param("fft_lengths").as_ints();
   const Aval in = L.in_aval(0), out = L.out_aval(0);
-  const int64_t rank = in.rank(), k = static_cast<int64_t>(lengths.size());
+  const int64_t rank = in.rank(), k = static_cast<int64_t>(L.param("fft_lengths").size());
   if (k < 1 || k > 3 || rank < k)
     L.fail("fft over " + std::to_string(k) + " axes of a rank-" + std::to_string(rank) + " operand");
   const int32_t t = complex::part_dtype(type == kRfft ? complex::of_part(in.dtype) : in.dtype);
   if (t != dtype::f32 && t != dtype::f64)
     L.fail(std::string("fft of a ") + dtype::name(in.dtype) + " operand is not lowered");
-  for (int64_t i = 0; i < k; ++i)
-    if (!in.shape[static_cast<size_t>(rank - k + i)].is_static() && type != kIrfft)
-      L.fail("fft over a symbolic axis is not lowered (the transform length must be static)");
-  // float32 lengths that are not powers of two compute in float64 (see top).
+  // The transform lengths: the input's axes (symbolic ones too: DFT reads the
+  // length from its input), but irfft's output lengths, static ones only.
+  Shape lengths;
+  if (type == kIrfft) {
+    for (int64_t n : L.param("fft_lengths").as_ints()) lengths.push_back(Dim(n));
+  } else {
+    for (int64_t i = 0; i < k; ++i) lengths.push_back(in.shape[static_cast<size_t>(rank - k + i)]);
+  }
+  // float32 lengths that are not (or not known to be) powers of two compute
+  // in float64 (see top).
   int32_t w = t;
-  for (int64_t n : lengths) if (!power_of_two(n)) w = dtype::f64;
+  for (const Dim& n : lengths) if (!n.is_static() || !power_of_two(n.value)) w = dtype::f64;
 
   Shape s = in.shape;  // the logical shape as the transforms go
   auto packed_as = [&](const Shape& shape) { return Aval(w, complex::packed_shape(shape)); };
   Value x = L.input(0);
-  double scale = 1;  // 1 / (product of the inverse-transformed lengths)
+  double scale = 1;  // 1 / (product of the static inverse-transformed lengths)
+  std::vector<Value> runtime_lengths;  // and of these, computed at run time
   const int64_t last = rank - 1;
   if (type == kRfft) {
     // Real (..., n) as (..., n, 1), one-sided along the last axis.
@@ -94,7 +102,7 @@ void lower_fft(Lowering& L) {
     Shape col = s;
     col.push_back(Dim(1));
     x = L.op("Unsqueeze", {x, i64s(L, {-1})}, Aval(w, col));
-    s[static_cast<size_t>(last)] = Dim(lengths.back() / 2 + 1);
+    s[static_cast<size_t>(last)] = out.shape[static_cast<size_t>(last)];  // n // 2 + 1
     x = dft(L, x, last, true, packed_as(s));
     for (int64_t ax = rank - k; ax < last; ++ax) x = dft(L, x, ax, false, packed_as(s));
   } else {
@@ -103,12 +111,16 @@ void lower_fft(Lowering& L) {
     const int64_t full_axes_end = type == kIrfft ? last : rank;
     for (int64_t ax = rank - k; ax < full_axes_end; ++ax) {
       x = dft(L, x, ax, false, packed_as(s));
-      if (type != kFft) scale /= static_cast<double>(lengths[static_cast<size_t>(ax - (rank - k))]);
+      if (type != kFft) {
+        const Dim& n = lengths[static_cast<size_t>(ax - (rank - k))];
+        if (n.is_static()) scale /= static_cast<double>(n.value);
+        else runtime_lengths.push_back(dim_value(L, n));
+      }
     }
     if (type == kIrfft) {
       // Hermitian extension of the (conjugated) half spectrum, then a full
       // forward transform whose real part is n * irfft.
-      const int64_t n = lengths.back(), half = n / 2 + 1;
+      const int64_t n = lengths.back().value, half = n / 2 + 1;
       const Dim& h = s[static_cast<size_t>(last)];
       if (!h.is_static() || h.value < half)
         L.fail("irfft of length " + std::to_string(n) + " needs " + std::to_string(half) +
@@ -132,7 +144,11 @@ void lower_fft(Lowering& L) {
       L.bind(0, cast(L, r, Aval(w, s), out.dtype));
       return;
     }
-    if (type == kIfft) x = scale_parts(L, x, packed_as(s), scale, -scale);  // conj, 1/N
+    if (type == kIfft) {
+      x = scale_parts(L, x, packed_as(s), scale, -scale);  // conj, 1/N
+      for (Value n : runtime_lengths)
+        x = L.op("Div", {x, cast(L, n, Aval(dtype::i64, {1}), w)}, packed_as(s));
+    }
   }
   L.bind(0, cast(L, x, packed_as(s), complex::part_dtype(out.dtype)));
 }
@@ -141,7 +157,8 @@ void lower_fft(Lowering& L) {
 
 JAXONNX_PLUGIN("lax_fft", "0.1.0") {
   plugin.primitive("fft", lower_fft)
-      .emits({"DFT", "Mul", "Cast", "Unsqueeze", "Slice", "Concat", "Gather"})
+      .emits({"DFT", "Mul", "Div", "Cast", "Unsqueeze", "Slice", "Concat", "Gather"})
+      .emits_shape_ops()
       .doc(onnx_doc("DFT"))
       .summary("DFT on the packed form over the last 1-3 axes; inverses as conjugated forward "
                "transforms, irfft by Hermitian extension; float32 non-power-of-two lengths in float64");

@@ -238,6 +238,16 @@ def test_fft(name, dtype):
                    for a in n.attribute if a.name == "inverse")
 
 
+@pytest.mark.parametrize("dtype", CPLX)
+def test_fft_over_a_symbolic_length(dtype):
+    # Variable-length signals: the transformed axis itself is symbolic (runs at
+    # lengths 1 and 7: float32 computes in float64, the length being unknown).
+    def f(z, x):
+        return jnp.fft.fft(z), jnp.fft.ifft(z), jnp.fft.fft2(z), jnp.fft.ifft2(z), jnp.fft.rfft(x), jnp.fft.rfft2(x)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == "complex64" else {}
+    run(f, [c(("B", "T"), dtype), r(("B", "T"), dtype)], dtype, **tol)
+
+
 @pytest.mark.parametrize("opset", [18, 19, 20, 23])
 def test_fft_across_opsets(opset):
     check(lambda x: jnp.fft.irfft(jnp.fft.rfft(x) * 2), [("B", 8)],
