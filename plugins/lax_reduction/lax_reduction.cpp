@@ -405,17 +405,24 @@ void lower_arg(Lowering& L, const char* op) {
 
 }  // namespace
 
+// The ops each reduction emits, shared by reduce_X and its collective pX.
+constexpr std::initializer_list<const char*> kSumOps = {"ReduceSum", "CumSum", "Pad", "Gather", "Cast"};
+constexpr std::initializer_list<const char*> kMaxOps = {
+    "ReduceMax", "IsNaN", "Where", "Cast",
+    "Gather", "Equal", "Squeeze", "Unsqueeze", "Concat"};  // complex: lexicographic
+constexpr std::initializer_list<const char*> kMinOps = {
+    "ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast",
+    "Gather", "Equal", "Squeeze", "Unsqueeze", "Concat"};
+
 JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
   plugin.primitive("reduce_sum", [](Lowering& L) { lower_reduction(L, sum); })
-      .emits({"ReduceSum", "CumSum", "Pad", "Gather", "Cast"})
+      .emits(kSumOps)
       .doc(onnx_doc("ReduceSum"));
   plugin.primitive("reduce_max", [](Lowering& L) { lower_reduction(L, max); })
-      .emits({"ReduceMax", "IsNaN", "Where", "Cast",
-              "Gather", "Equal", "Squeeze", "Unsqueeze", "Concat"})  // complex: lexicographic
+      .emits(kMaxOps)
       .doc(onnx_doc("ReduceMax"));
   plugin.primitive("reduce_min", [](Lowering& L) { lower_reduction(L, min); })
-      .emits({"ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast",
-              "Gather", "Equal", "Squeeze", "Unsqueeze", "Concat"})  // complex: lexicographic
+      .emits(kMinOps)
       .doc(onnx_doc("ReduceMin"));
   plugin.primitive("reduce_prod", [](Lowering& L) { lower_reduction(L, prod); })
       .emits({"ReduceProd", "Pad", "Slice", "Mul", "Gather", "Concat", "Neg", "Cast",
@@ -436,13 +443,13 @@ JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
   }
   const char* kCollective = "over positional (integer) axes only, as reduce_sum / reduce_max / reduce_min";
   plugin.primitive("psum", [](Lowering& L) { lower_collective(L, sum); })
-      .emits({"ReduceSum", "CumSum", "Gather", "Cast"})
+      .emits(kSumOps)
       .summary(kCollective);
   plugin.primitive("pmax", [](Lowering& L) { lower_collective(L, max); })
-      .emits({"ReduceMax", "IsNaN", "Where", "Cast"})
+      .emits(kMaxOps)
       .summary(kCollective);
   plugin.primitive("pmin", [](Lowering& L) { lower_collective(L, min); })
-      .emits({"ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast"})
+      .emits(kMinOps)
       .summary(kCollective);
   plugin.primitive("reduce", lower_reduce)
       .emits({"ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "CumSum", "Gather", "Pad",

@@ -412,7 +412,4 @@ def test_unlowered_complex_operand_is_refused_naming_plugin_and_dtype():
         jaxonnx.to_onnx(lambda z: z.at[0].min(1j), Z3)
     with pytest.raises(jaxonnx.ConversionError, match=r"'cumlogsumexp'.*complex64.*takes a floating operand"):
         jaxonnx.to_onnx(lambda z: lax.cumlogsumexp(z), Z3)
-    with pytest.raises(jaxonnx.ConversionError, match=r"'fft' .*fft_lengths.* symbolic dim expression 'B'"):
-        jaxonnx.to_onnx(lambda z: jnp.fft.fft(z, axis=0),
-                        [jax.ShapeDtypeStruct(jax.export.symbolic_shape("B, 4"), np.complex64)])
 
