@@ -302,6 +302,27 @@ void lower_eigh(Lowering& L) {
   L.bind(1, ws.v);
 }
 
+// One-sided Jacobi on the n columns of W [..., m, n]: the singular values
+// sorted descending and, with `uv`, the matching left vectors (W's rotated
+// columns over their norms) and right vectors (the accumulated rotations).
+struct SortedSvd {
+  TV s, u, v;
+};
+SortedSvd one_sided_jacobi(Lowering& L, const TV& W, const Dim& n, bool uv) {
+  const int64_t r = W.a.rank();
+  Aval va = W.a.with_shape(batch_then(W.a, {n, n}));
+  TV V0{expand_to(L, eye(L, W.a.dtype, n, n), va), va};
+  auto [U, V] = jacobi(L, W, V0, false);
+  TV s = nd(L, "Sqrt", {reduce(L, "ReduceSum", nd(L, "Mul", {U.v, U.v}, U.a), r - 2, false).v},
+            U.a.with_shape(batch_then(U.a, {n})));
+  auto [ss, idx] = sort_last(L, s, true);
+  if (!uv) return {ss, {kNoValue, {}}, {kNoValue, {}}};
+  TV Us = gather_cols(L, U, idx);
+  TV Vs = gather_cols(L, V, idx);
+  Us = nd(L, "Div", {Us.v, safe_row(L, ss)}, Us.a);
+  return {ss, Us, Vs};
+}
+
 void lower_svd(Lowering& L) {
   TV A{L.input(0), L.in_aval(0)};
   require_float(L, A.a, 2);
@@ -309,7 +330,6 @@ void lower_svd(Lowering& L) {
   bool uv = L.param("compute_uv").as_bool();
   int64_t r = A.a.rank();
   Dim m = dim(A.a, 2), n = dim(A.a, 1);
-  int32_t dt = A.a.dtype;
   if (!all_static({m, n})) {
     // Jacobi on the n columns works for any m; the n singular values are
     // cut to min(m, n) at run time.
@@ -317,18 +337,10 @@ void lower_svd(Lowering& L) {
       L.fail("svd: full_matrices=True needs static matrix dims or a square matrix (one symbol); " + A.a.str() +
              " has a symbolic one (full_matrices=False works)");
     subset(L, dim_min(m, n));  // symbolic: refuses subset_by_index
-    Aval va = A.a.with_shape(batch_then(A.a, {n, n}));
-    TV V0{expand_to(L, eye(L, dt, n, n), va), va};
-    auto [U, V] = jacobi(L, A, V0, false);
-    TV s = nd(L, "Sqrt", {reduce(L, "ReduceSum", nd(L, "Mul", {U.v, U.v}, U.a), r - 2, false).v},
-              U.a.with_shape(batch_then(U.a, {n})));
-    auto [ss, idx] = sort_last(L, s, true);
+    auto [ss, Us, Vs] = one_sided_jacobi(L, A, n, uv);
     Dim k = L.out_aval(0).shape.back();
     L.bind(0, (k == n ? ss : slice_to(L, ss, r - 2, k)).v);
     if (!uv) return;
-    TV Us = gather_cols(L, U, idx);
-    Us = nd(L, "Div", {Us.v, safe_row(L, ss)}, Us.a);
-    TV Vs = gather_cols(L, V, idx);
     L.bind(1, (k == n ? Us : slice_to(L, Us, r - 1, k)).v);
     L.bind(2, transpose_last(L, k == n ? Vs : slice_to(L, Vs, r - 1, k)).v);
     return;
@@ -344,18 +356,10 @@ void lower_svd(Lowering& L) {
     Qf = q;
     W = slice_to(L, R, r - 2, N);
   }
-  Aval va = W.a.with_shape(batch_then(W.a, {N, N}));
-  TV V0{expand_to(L, eye(L, dt, N, N), va), va};
-  auto [U, V] = jacobi(L, W, V0, false);
-  TV s = nd(L, "Sqrt", {reduce(L, "ReduceSum", nd(L, "Mul", {U.v, U.v}, U.a), r - 2, false).v},
-            U.a.with_shape(batch_then(U.a, {N})));
-  auto [ss, idx] = sort_last(L, s, true);
+  auto [ss, Us, Vs] = one_sided_jacobi(L, W, N, uv);
   TV sout = lo >= 0 ? slice_to(L, ss, r - 2, hi, lo) : ss;
   L.bind(0, sout.v);
   if (!uv) return;
-  TV Us = gather_cols(L, U, idx);
-  TV Vs = gather_cols(L, V, idx);
-  Us = nd(L, "Div", {Us.v, safe_row(L, ss)}, Us.a);
   if (via_qr) {
     // u = Q diag(Ur, I): its first N columns are Q[:, :N] Ur.
     TV q1 = slice_to(L, Qf, r - 1, N);
