@@ -58,7 +58,8 @@ def main() -> int:
         print(f"{r['name']:<24}{r['nodes']:>6}{r['bytes'] / 1024:>8.1f} KiB{r['seconds'] * 1e3:>9.0f}ms"
               f"   {errs}{'' if r['ok'] else '   MISMATCH'}")
     print("(first run: building the model, or compiling the plugin, and converting once; "
-          "every model is checked with onnx.checker full_check)")
+          "every model is checked with onnx.checker full_check, and run at each of "
+          "onnxruntime's graph optimization levels)")
     ok = all(r.get("ok") for r in rows)
     print("\nall examples match JAX in onnxruntime" if ok else "\nsome examples FAILED")
     return 0 if ok else 1

@@ -131,19 +131,18 @@ Value extreme(Lowering& L, int32_t t, bool smallest) {
 Value shifted(Lowering& L, Value x, const Aval& a, const Params& p, Value axes, int64_t k, Value identity) {
   const Dim n = a.shape[static_cast<size_t>(p.axis)];
   const int64_t s = int64_t{1} << k;
-  Value m, pads, neg_m;
+  Value m, neg_m, padded;
+  const Aval grown = Aval::of_unknown_shape(a.dtype);
   if (n.is_static()) {
     m = i64s(L, {s});
-    pads = i64s(L, p.reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
     neg_m = i64s(L, {-s});
+    padded = pad_axis(L, x, a.rank(), p.axis, p.reverse ? 0 : s, p.reverse ? s : 0, identity, grown);
   } else {
     m = L.op("Min", {i64s(L, {s}), dim_value(L, n)}, Aval(dtype::i64, {1}));
     Value zero = i64s(L, {0});
-    pads = L.op("Concat", {p.reverse ? zero : m, p.reverse ? m : zero}, Aval(dtype::i64, {2}),
-                {Attr::i("axis", 0)});
     neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
+    padded = pad_axis_by(L, x, a.rank(), p.axis, p.reverse ? zero : m, p.reverse ? m : zero, identity, grown);
   }
-  Value padded = L.op("Pad", {x, pads, identity, axes}, Aval::of_unknown_shape(a.dtype), {Attr::s("mode", "constant")});
   return p.reverse ? L.op("Slice", {padded, m, i64s(L, {INT64_MAX}), axes}, a)
                    : L.op("Slice", {padded, i64s(L, {0}), neg_m, axes}, a);
 }

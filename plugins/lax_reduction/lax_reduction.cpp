@@ -130,8 +130,7 @@ Value reduce_by_scan(Lowering& L, const char* op, Value x, const Aval& in, std::
       Shape padded = cur.shape;
       padded[static_cast<size_t>(a)] = Dim::sym(n.symbol + " + 1");
       double identity = std::string(op) == "ReduceProd" ? 1.0 : 0.0;
-      x = L.op("Pad", {x, i64s(L, {1, 0}), scalar(L, cur.dtype, identity), i64s(L, {a})},
-               cur.with_shape(padded));
+      x = pad_axis(L, x, cur.rank(), a, 1, 0, scalar(L, cur.dtype, identity), cur.with_shape(padded));
     }
     Aval next = cur.with_shape(reduced_shape(cur.shape, {a}));
     x = L.op("Gather", {x, scalar(L, dtype::i64, -1)}, next, {Attr::i("axis", a)});

@@ -176,10 +176,9 @@ Value windowed(Lowering& L, const Combine& combine, Value x, Aval cur, Value pad
       int64_t end = hi < 0 ? hi : INT64_MAX;
       x = L.op("Slice", {x, i64s(L, {start}), i64s(L, {end}), axes}, Aval::of_unknown_shape(cur.dtype));
     }
-    if (lo > 0 || hi > 0) {
-      x = L.op("Pad", {x, i64s(L, {lo > 0 ? lo : 0, hi > 0 ? hi : 0}), pad, axes},
-               Aval::of_unknown_shape(cur.dtype), {Attr::s("mode", "constant")});
-    }
+    if (lo > 0 || hi > 0)
+      x = pad_axis(L, x, cur.rank(), int64_t(d), lo > 0 ? lo : 0, hi > 0 ? hi : 0, pad,
+                   Aval::of_unknown_shape(cur.dtype));
     cur.shape[d] = out_shape[d];
     const int64_t eff = (kd - 1) * dil + 1;
     Value acc = kNoValue;

@@ -4,22 +4,32 @@
 //
 // JAX's layout is (batch, seq, heads, head_dim); Attention's 3-D form takes
 // (batch, seq, heads * head_dim) with q_num_heads/kv_num_heads, so the
-// operands are reshaped (no data movement) rather than transposed. The mask is
-// a boolean (true = attend) broadcastable to (batch, heads, q_seq, kv_seq),
-// as in both. The equation carries `reference`, the original call traced,
-// inlined where Attention does not fit (opset < 23, not float32, dynamic head
-// sizes, a non-boolean or non-4-D mask).
+// operands are reshaped (no data movement) rather than transposed. The
+// equation carries `reference`, the original call traced, inlined where
+// Attention does not fit (opset < 23, not float32, dynamic head sizes, a mask
+// or bias that is not 4-D).
 //
+// Masks: JAX replaces a blocked logit by finfo.min, so a query row the mask
+// blocks entirely is the mean of the values. Attention's boolean mask blocks
+// with -inf, and onnxruntime (1.31, CPU) gives such a row zeros. So the mask
+// reaches Attention as an additive float mask, Where(mask, 0, -1e30): a
+// blocked logit becomes logit - 1e30, which rounds to -1e30 for any logit
+// below 3.8e22 in magnitude, so a partly blocked row gets exp(...) = 0 there
+// as in JAX and a fully blocked row equal logits: the mean of the values.
+// Not finfo.min itself: onnxruntime also zeroes a row whose every logit is
+// the float's lowest value (tests/python/test_attention_masks.py keeps a
+// check that fails if that changes). A bias (T5's relative positions,
+// ALiBi) is added to the mask, as JAX adds it to the scaled logits.
+
 // onnxruntime's Attention refuses a batch, query length or key length of 0,
 // which JAX defines (an empty result; zeros when no key). A symbolic one is
 // therefore checked at run time: an If returns ConstantOfShape(0) when one is
 // 0 (about 2.5 us per call on CPU), else runs Attention; a static 0 inlines
 // the reference.
 //
-// Numerics: agrees with JAX to float rounding whenever a query row attends to
-// at least one key. A row the mask blocks entirely differs: JAX gives the mean
-// of the values (every logit is the same large negative number), Attention a
-// NaN row. The mask form is therefore not bound with crisp="exact".
+// Numerics: agrees with JAX to float rounding on finite inputs, masked rows
+// included. An infinite logit at a blocked position stays infinite in the sum
+// where JAX replaces it, so the mask form is not bound with crisp="exact".
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -42,10 +52,12 @@ void lower_attention(Lowering& L) {
   if (fits)
     for (const Aval* a : {&q, &k, &v})
       fits = fits && a->shape[2].is_static() && a->shape[3].is_static();
-  const bool masked = L.num_inputs() == 4;
-  if (fits && masked) {
-    Aval m = L.in_aval(3);
-    fits = m.dtype == dtype::boolean && m.rank() == 4;
+  // Operands after q, k, v: the bias and the mask, in that order, each when bound.
+  const bool has_bias = L.param("has_bias").as_bool(), has_mask = L.param("has_mask").as_bool();
+  for (size_t i = 3; i < L.num_inputs(); ++i) {
+    Aval m = L.in_aval(i);
+    const bool is_mask = has_mask && i + 1 == L.num_inputs();
+    fits = fits && m.rank() == 4 && m.dtype == (is_mask ? dtype::boolean : q.dtype);
   }
   std::vector<Dim> sizes = {q.shape[0], q.shape[1], k.shape[0], k.shape[1]};
   if (fits)
@@ -60,7 +72,28 @@ void lower_attention(Lowering& L) {
     return L.op("Reshape", {L.input(i), i64s(L, {0, 0, width})}, a.with_shape({a.shape[0], a.shape[1], width}));
   };
   std::vector<Value> ins = {merge(0, q), merge(1, k), merge(2, v)};
-  if (masked) ins.push_back(L.input(3));
+  if (has_bias || has_mask) {
+    // The additive mask (see the header): bias + Where(mask, 0, -1e30).
+    Value additive = kNoValue;
+    if (has_mask) {
+      Aval m = L.in_aval(L.num_inputs() - 1);
+      additive = L.op("Where", {L.input(L.num_inputs() - 1), scalar(L, q.dtype, 0.0),
+                                scalar(L, q.dtype, -1e30)},
+                      m.with_dtype(q.dtype));
+    }
+    if (has_bias) {
+      Aval b = L.in_aval(3);
+      if (additive == kNoValue) {
+        additive = L.input(3);
+      } else {
+        Aval m = L.aval_of(additive);
+        Shape s(4);
+        for (size_t d = 0; d < 4; ++d) s[d] = b.shape[d] == Dim(1) ? m.shape[d] : b.shape[d];
+        additive = L.op("Add", {L.input(3), additive}, b.with_shape(s));
+      }
+    }
+    ins.push_back(additive);
+  }
   std::vector<Attr> attrs = {Attr::i("q_num_heads", heads), Attr::i("kv_num_heads", kv_heads),
                              Attr::i("is_causal", L.param("is_causal").as_bool() ? 1 : 0)};
   if (!L.param("scale").is_none()) attrs.push_back(Attr::f("scale", L.param("scale").as_float()));
@@ -90,14 +123,21 @@ void lower_attention(Lowering& L) {
   L.bind(0, L.op("Reshape", {y, i64s(L, {0, 0, out.shape[2].value, out.shape[3].value})}, out));
 }
 
-Binding attention(bool masked) {
+// One spec per combination of the optional bias and mask: a primitive's
+// operands are fixed, and the params tell the lowering which it has.
+Binding attention(bool bias, bool mask) {
   Binding b("jax.nn.dot_product_attention");
   b.operand("query").operand("key").operand("value");
-  if (masked) b.operand("mask").when("mask is not None").when("not is_causal").when("not jaxonnx_exact");
+  if (bias) b.operand("bias").when("bias is not None");
+  else b.when("bias is None");
+  // An infinite logit at a blocked position stays infinite in the sum (JAX
+  // replaces it): not bound with crisp="exact".
+  if (mask) b.operand("mask").when("mask is not None").when("not is_causal").when("not jaxonnx_exact");
   else b.when("mask is None");
   b.param("scale", "scale")
       .param("is_causal", "is_causal")
-      .when("bias is None")
+      .param("has_bias", bias ? "True" : "False")
+      .param("has_mask", mask ? "True" : "False")
       .when("query.ndim == 4")
       .when("query_seq_lengths is None")
       .when("key_value_seq_lengths is None")
@@ -111,11 +151,15 @@ Binding attention(bool masked) {
 
 JAXONNX_PLUGIN("nn_attention", "0.1.0") {
   plugin.primitive("jaxonnx.nn.dot_product_attention", lower_attention)
-      .emits({"Attention", "Reshape", "If", "ConstantOfShape", "Shape", "Concat", "ReduceMin", "Equal"})
+      .emits({"Attention", "Reshape", "Where", "Add", "If", "ConstantOfShape", "Shape", "Concat",
+              "ReduceMin", "Equal"})
       .doc(onnx_doc("Attention"))
-      .summary("jax.nn.dot_product_attention (4-D, no bias) as Attention (opset 23); "
-               "a fully masked row gives NaN (JAX: the mean of the values), so the "
-               "mask form is not bound with crisp=\"exact\"")
-      .binds(attention(false))
-      .binds(attention(true));
+      .summary("jax.nn.dot_product_attention (4-D) as Attention (opset 23); a boolean mask "
+               "(with any bias) becomes one additive mask, so fully masked rows are the mean "
+               "of the values as in JAX; an infinite logit at a masked position stays infinite, "
+               "so the mask form is not bound with crisp=\"exact\"")
+      .binds(attention(false, false))
+      .binds(attention(false, true))
+      .binds(attention(true, false))
+      .binds(attention(true, true));
 }

@@ -36,6 +36,10 @@ def add_parser(sub) -> None:
                    help="write weights of 1 KiB or more to OUTPUT.data (always done past 2 GB)")
     p.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
                    help="an extra plugin folder (repeatable)")
+    p.add_argument("--verify", action="store_true",
+                   help="run the model in onnxruntime on random inputs (symbolic dims at 1 and "
+                        "two larger sizes) and compare with JAX; a mismatch is an error naming "
+                        "the first equation that diverges, and nothing is written")
     p.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the .onnx file written")
     p.set_defaults(run=run)
 
@@ -98,7 +102,8 @@ def run(args) -> int:
         jaxonnx.to_onnx(fn, specs, model_name=args.model_name, opset=args.opset,
                         enable_double_precision=x64, return_mode="file", output_path=args.output,
                         plugin_dirs=args.plugin_dir or None, optimize=not args.no_optimize,
-                        external_data=True if args.external_data else None)
+                        external_data=True if args.external_data else None,
+                        verify=args.verify)
     except jaxonnx.ConversionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

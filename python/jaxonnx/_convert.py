@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 
 import jax
 import numpy as np
 import onnx
 
 from jaxonnx import (_bindings, _callbacks, _core, _functions, _keys, _layout, _opset, _output,
-                     _plugins, _progress, _record, _source, _specs, _supported, _trace)
+                     _plugins, _progress, _record, _source, _specs, _supported, _trace, _verify)
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "ir", "bytes", "file")
@@ -67,10 +68,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             return_mode="proto", output_path=None, inputs_as_nchw=None, outputs_as_nchw=None,
             input_names=None, output_names=None, export_mode="standard",
             normalization_mode="auto", plugin_dirs=None, optimize=True, plugin_overrides=None,
-            inline_functions=False, external_data=None, crisp=True, fuse=True):
+            inline_functions=False, external_data=None, crisp=True, fuse=True, verify=False):
     """Converts `fn` to an ONNX model. jax2onnx 0.17.1's signature and meanings,
     plus plugin_dirs, optimize, plugin_overrides, inline_functions,
-    external_data, crisp, fuse and return_mode="bytes".
+    external_data, crisp, fuse, verify and return_mode="bytes".
 
     fn: a callable (a function, a flax nnx module or a bound method of one)
         taking one positional argument per entry of `inputs`. An nnx module is
@@ -141,6 +142,13 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         chain -> Softmax, layer norm -> LayerNormalization, ...). They agree
         with JAX within float rounding on finite inputs; docs/coverage.md lists
         where they differ on NaN/inf. False keeps the exact decompositions.
+    verify: after converting, run the model in onnxruntime on random inputs,
+        with every symbolic dim at 1 and at two larger sizes, and compare each
+        output with fn's (float rounding: rtol 1e-4 for float32, 1e-9 for
+        float64, atol scaled by the output's magnitude; integers exact). A
+        mismatch raises ConversionError naming the output, the error and,
+        through first_divergence, the first equation that diverges; nothing
+        is written. Off by default (it runs fn three times).
 
     With $JAXONNX_ENABLE_STACKTRACE_METADATA=1 (or jax2onnx's variable) every
     node carries its provenance as metadata_props: pkg.jaxonnx.primitive,
@@ -213,6 +221,11 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         if lowered_opset != opset:
             data = _opset.relabel(data, int(opset))
     progress.converted(data, data_files, inline=external is _output.INLINE)
+    if verify:
+        plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),
+                                  bool(enable_double_precision), int(opset), plugin_dirs,
+                                  plugin_overrides)
+        _verified(plan, data, data_files, external)
 
     if return_mode == "file":
         _output.write_model(output_path, data, data_files, data_folder, progress.written)
@@ -229,6 +242,18 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         return data
     model = onnx.load_from_string(data)
     return _onnx_ir().from_proto(model) if return_mode == "ir" else model
+
+
+def _verified(plan, data, data_files, external):
+    """verify_conversion on the model as converted, its external data included."""
+    if not data_files:
+        return _verify.verify_conversion(plan, data)
+    if external is _output.INLINE:
+        return _verify.verify_conversion(plan, _output.model_proto(data, data_files).SerializeToString())
+    with tempfile.TemporaryDirectory() as folder:  # onnxruntime reads external data from files
+        path = os.path.join(folder, "model.onnx")
+        _output.write_model(path, data, data_files, folder)
+        _verify.verify_conversion(plan, path)
 
 
 def _onnx_ir():

@@ -1,5 +1,6 @@
 """Checking a model against JAX: allclose (jax2onnx's, same signature and
-answers) and first_divergence (which equation's lowering went wrong)."""
+answers), first_divergence (which equation's lowering went wrong) and
+to_onnx(verify=True) (verify_conversion)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxonnx import _core, _keys, _plugins, _source, _specs, _trace
+from jaxonnx import _bindings, _core, _functions, _keys, _plugins, _source, _specs, _trace
 from jaxonnx._core import ConversionError
 from jaxonnx._layout import TO_NCHW, TO_NHWC
 
@@ -26,11 +27,14 @@ def _arrays(inputs):
     return [np.asarray(x) for x in inputs]
 
 
-def _session(model):
+def _session(model, optimized=False):
+    """A one-thread CPU session: graph optimizations off (allclose checks the
+    model as written, as jax2onnx's does), or at onnxruntime's default level
+    (verify checks the model as a user runs it)."""
     import onnxruntime as ort
     options = ort.SessionOptions()
-    # ORT's fusions do not all take float64; the check is of the model as written.
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if not optimized:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.intra_op_num_threads = 1
     if not isinstance(model, (str, bytes, os.PathLike)):
         model = model.SerializeToString()
@@ -157,7 +161,8 @@ def _probe(closed):
 
 
 def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
-                     enable_double_precision=False, opset=23, plugin_dirs=None):
+                     enable_double_precision=False, opset=23, plugin_dirs=None,
+                     plugin_overrides=None, crisp=True):
     """Converts fn with every value of its top-level equations as a model
     output (unoptimized, so each is its equation's own lowering), runs that in
     onnxruntime and the same equations in JAX, and returns the first equation
@@ -166,15 +171,19 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
     sub-program (jit, scan, cond) counts as one.
 
     inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
+    crisp: as in to_onnx, so the equations are the ones to_onnx lowers (a
+        crisp op such as jaxonnx.nn.layer_norm is one equation).
     """
     xs = _arrays(inputs)
     params = dict(input_params or {})
     with jax.enable_x64(bool(enable_double_precision)), jax.default_matmul_precision("float32"):
         specs = _specs.normalize_inputs(xs, enable_double_precision)
         param_specs = _specs.normalize_params(params, enable_double_precision)
-        closed = _keys.physical_keys(_trace.trace(fn, specs, param_specs, list(params)))
+        registry = _plugins.registry(plugin_dirs, plugin_overrides)
+        with _functions.tracing(), _bindings.window(registry, crisp):
+            closed = _trace.trace(fn, specs, param_specs, list(params))
+        closed = _keys.physical_keys(closed)
         where, probe = _probe(closed)
-        registry = _plugins.registry(plugin_dirs)
         data = _core.convert(registry, probe, max(int(opset), _core.MIN_OPSET), "first_divergence",
                              [f"in_{i}" for i in range(len(xs))] + list(params),
                              [f"eqn{k}_out{j}" for k, j in where], _source.describe, "", False, "")
@@ -191,3 +200,146 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
             return Divergence(k, name, owners.get(name, ""), _source.describe(eqn.source_info), j,
                               why, np.asarray(e), np.asarray(g))
     return None
+
+
+# ------------------------------------------------------------ to_onnx(verify=True)
+
+def _symbols(specs):
+    """The symbolic dims' names over every spec, in order of appearance."""
+    out = []
+    for spec in specs:
+        for d in spec.shape:
+            if not isinstance(d, (int, np.integer)):
+                out += [v for v in sorted(d.get_vars()) if v not in out]
+    return out
+
+
+def _assignments(symbols):
+    """Sizes the symbols take in turn: every one 1, then two distinct sets
+    (2, 3, 4, ... and 5, 6, 7, ...), so a mixed-up symbol shows."""
+    if not symbols:
+        return [{}]
+    return [{s: 1 for s in symbols}, {s: 2 + i for i, s in enumerate(symbols)},
+            {s: 5 + i for i, s in enumerate(symbols)}]
+
+
+def _concrete_shape(shape, env):
+    dims = tuple(int(d) if isinstance(d, (int, np.integer)) else int(d._evaluate(env)) for d in shape)
+    return dims if all(d >= 0 for d in dims) else None
+
+
+def _sample(spec, shape, rng):
+    """A random value of `spec`'s dtype with `shape`, as the function takes it:
+    floats standard normal, integers small, booleans random, keys from random
+    key data."""
+    layout = _keys.key_data_layout(spec.dtype)
+    if layout is not None:
+        data = rng.integers(0, 2**32, size=shape + layout[1], dtype=np.uint64).astype(np.uint32)
+        return jax.random.wrap_key_data(data, impl=spec.dtype._impl)
+    dtype = np.dtype(spec.dtype)
+    if dtype.kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -20), min(info.max, 20) + 1, size=shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _model_value(x):
+    """What the model takes for a value the function takes (key data for keys)."""
+    return np.asarray(jax.random.key_data(x)) if _keys.is_key(getattr(x, "dtype", None)) else x
+
+
+def _tolerances(expected):
+    """(rtol, atol) of verify for a float output: rounding, atol scaled by the
+    output's largest finite magnitude."""
+    dtype = expected.dtype
+    finite = np.abs(expected[np.isfinite(expected)]) if expected.size else expected
+    scale = max(1.0, float(finite.max())) if finite.size else 1.0
+    if dtype in (np.float64, np.complex128):
+        return 1e-9, 1e-9 * scale
+    if dtype.itemsize <= 2:  # float16, bfloat16
+        return 1e-2, 1e-2 * scale
+    return 1e-4, 1e-4 * scale
+
+
+class VerifyPlan(NamedTuple):
+    """What to_onnx knows of a conversion that verify needs."""
+    fn: object
+    specs: list            # the positional inputs as fn takes them (NHWC)
+    params: dict           # input_params: name -> the user's example value
+    nchw_in: tuple
+    nchw_out: tuple
+    x64: bool
+    opset: int
+    plugin_dirs: object
+    plugin_overrides: object
+
+
+def verify_conversion(plan: VerifyPlan, model) -> None:
+    """Runs `model` (bytes or a path) in onnxruntime on random inputs at each
+    assignment of the symbolic dims (all 1, then two more) and compares every
+    output with fn's; a mismatch raises ConversionError naming the output, the
+    error and the first equation that diverges (first_divergence)."""
+    from jaxonnx import _nnx
+
+    try:
+        session = _session(model, optimized=True)
+    except Exception as e:  # onnxruntime's own error types
+        raise ConversionError(f"verify: onnxruntime cannot load the model: {e}") from None
+    symbols = _symbols(plan.specs)
+    out_names = [o.name for o in session.get_outputs()]
+    checked = 0
+    for k, env in enumerate(_assignments(symbols)):
+        shapes = [_concrete_shape(s.shape, env) for s in plan.specs]
+        if any(s is None for s in shapes):
+            continue
+        rng = np.random.default_rng(k)
+        xs = [_sample(spec, shape, rng) for spec, shape in zip(plan.specs, shapes)]
+        where = ", ".join(f"{s}={v}" for s, v in env.items()) or "the static shapes"
+        with jax.enable_x64(plan.x64), jax.default_matmul_precision("float32"):
+            try:  # a private copy: calling it must not advance the user's Rngs or statistics
+                expected = jax.tree.leaves((_nnx.private_copy(plan.fn) or plan.fn)(*xs, **plan.params))
+            except Exception:  # fn is not defined at these sizes (JAX says so): not a model error
+                continue
+            model_xs = [np.transpose(_model_value(x), TO_NCHW) if i in plan.nchw_in
+                        else _model_value(x) for i, x in enumerate(xs)]
+            try:
+                got = session.run(None, _feeds(session, model_xs, plan.params))
+            except Exception as e:
+                raise ConversionError(f"verify: onnxruntime failed to run the model at {where}: "
+                                      f"{e}") from None
+        checked += 1
+        if len(expected) != len(got):
+            raise ConversionError(f"verify: the model has {len(got)} outputs, fn gives "
+                                  f"{len(expected)}")
+        for i, (e, g) in enumerate(zip(expected, got)):
+            if i in plan.nchw_out and g.ndim == 4:
+                g = np.transpose(g, TO_NHWC)
+            e = _packed(np.asarray(_model_value(e)))
+            rtol, atol = _tolerances(e) if e.dtype.kind == "f" else (0, 0)
+            why = _compare(e, g, rtol, atol)
+            if why:
+                raise ConversionError(
+                    f"verify: output {i} ({out_names[i]!r}) differs from JAX at {where}: {why}; "
+                    f"{_cause(plan, xs)}")
+    if not checked:
+        raise ConversionError("verify: fn could not be evaluated in JAX at any size tried "
+                              f"({', '.join(symbols)} = 1, 2 and 5)")
+
+
+def _cause(plan, xs):
+    """Where the difference comes from, as far as first_divergence tells."""
+    try:
+        found = first_divergence(plan.fn, xs, plan.params, enable_double_precision=plan.x64,
+                                 opset=plan.opset, plugin_dirs=plan.plugin_dirs,
+                                 plugin_overrides=plan.plugin_overrides)
+    except Exception as e:  # the diagnosis must not hide the finding
+        return f"locating the equation failed ({type(e).__name__}: {e})"
+    if found is None:
+        return ("every equation agrees when lowered without the optimizer, so a rewrite rule "
+                "or pass changed it: convert with fuse=False, then optimize=False, to narrow it "
+                "down, and please report it")
+    return f"the first equation that diverges is {found}"

@@ -25,6 +25,7 @@ import dataclasses
 import os
 import re
 import struct
+import zlib
 from typing import Any, Callable, Sequence
 
 import jax
@@ -35,7 +36,7 @@ from jax import export
 import jaxonnx
 from jaxonnx import _core
 
-__all__ = ["check", "expect_graph", "check_plugin", "Testcase", "Variant", "Case", "expand",
+__all__ = ["check", "expect_graph", "check_plugin", "ort_levels", "ort_session", "ORT_LEVELS", "Testcase", "Variant", "Case", "expand",
            "VARIANTS", "BATCHES", "STATIC_BATCH"]
 
 # Concrete sizes a symbolic dim takes when the model runs, and the size it takes
@@ -148,6 +149,55 @@ def _assert_close(got, expected, what, rtol=None, atol=None):
         np.testing.assert_array_equal(got, expected, err_msg=what)
 
 
+# ------------------------------------------------------- onnxruntime levels
+
+# onnxruntime's graph optimization levels, by the names $JAXONNX_TEST_ORT_LEVELS takes.
+ORT_LEVELS = ("disabled", "basic", "extended", "all")
+ORT_LEVELS_ENV_VAR = "JAXONNX_TEST_ORT_LEVELS"
+
+
+def ort_levels(key: str = "") -> tuple[list[str], str]:
+    """The onnxruntime optimization levels a check runs at: (the levels of the
+    optimized model, the level of the raw lowering).
+
+    $JAXONNX_TEST_ORT_LEVELS: "every" (the default: the optimized model at all
+    four levels, the raw one with none), "fast" (the optimized model at "all",
+    the default session's level; the raw one at a level picked by `key` among
+    the other three, so a suite of many checks covers every level at no extra
+    cost), or a comma-separated list of ORT_LEVELS for the optimized model.
+    """
+    value = os.environ.get(ORT_LEVELS_ENV_VAR, "every").strip()
+    if value == "every":
+        return list(ORT_LEVELS), "disabled"
+    if value == "fast":
+        return ["all"], ORT_LEVELS[zlib.crc32(key.encode()) % 3]
+    levels = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [v for v in levels if v not in ORT_LEVELS]
+    if unknown or not levels:
+        raise ValueError(f"${ORT_LEVELS_ENV_VAR}={value!r}: use 'every', 'fast' or a comma list "
+                         f"of {ORT_LEVELS}")
+    return levels, "disabled"
+
+
+def ort_session(model, level: str = "all"):
+    """An onnxruntime CPU session of `model` (bytes or ModelProto) at `level` (ORT_LEVELS)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = {
+        "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
+    data = model if isinstance(model, bytes) else model.SerializeToString()
+    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+
+def _test_key():
+    """The running pytest test's id (pytest sets it), else ""."""
+    return os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+
+
 # ---------------------------------------------------------------- check
 
 def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overrides=None,
@@ -158,7 +208,8 @@ def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overr
 
     - onnx.checker.check_model(full_check=True) passes;
     - onnxruntime's outputs match JAX's (dtype, shape, values within float rounding;
-      integers exact), at each of `batches` for a symbolic dim;
+      integers exact), at each of `batches` for a symbolic dim, at each graph
+      optimization level of onnxruntime (ort_levels: $JAXONNX_TEST_ORT_LEVELS);
     - the optimized model gives the raw lowering's (optimize=False) results;
     - converting twice gives byte-identical models.
 
@@ -174,8 +225,6 @@ def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overr
     """
     if variants is None:
         variants = [v for v in VARIANTS if not v.symbolic or _has_symbol(input_specs)]
-    import onnxruntime as ort
-
     models = {}
     for variant in variants:
         shapes, dtypes = _resolve(input_specs, variant)
@@ -193,9 +242,10 @@ def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overr
         model = onnx.load_from_string(data)
         onnx.checker.check_model(model, full_check=True)
         onnx.checker.check_model(onnx.load_from_string(raw), full_check=True)
-        sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
-        raw_sess = ort.InferenceSession(raw, providers=["CPUExecutionProvider"])
-        names = [i.name for i in sess.get_inputs()]
+        levels, raw_level = ort_levels(f"{_test_key()} {variant}")
+        sessions = {level: ort_session(data, level) for level in levels}
+        raw_sess = ort_session(raw, raw_level)
+        names = [i.name for i in raw_sess.get_inputs()]
         rng = np.random.default_rng(0)
         gen = make_inputs or random_input
         for batch in (batches if variant.symbolic else (STATIC_BATCH,)):
@@ -203,15 +253,16 @@ def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overr
             with _x64(x64):
                 expected = jax.tree_util.tree_leaves(fn(*args))
             feed = dict(zip(names, map(packed, args)))  # complex inputs go in packed
-            got = sess.run(None, feed)
             unoptimized = raw_sess.run(None, feed)
             expected = [packed(e) for e in expected]
-            assert len(got) == len(expected), \
-                f"{variant}: the model has {len(got)} outputs, JAX gives {len(expected)}"
-            for k, (g, u, e) in enumerate(zip(got, unoptimized, expected)):
-                _assert_close(g, e, f"{variant} batch {batch} output {k} vs JAX", rtol, atol)
-                _assert_close(g, u, f"{variant} batch {batch} output {k} optimized vs raw",
-                              rtol, atol)
+            for level, sess in sessions.items():
+                got = sess.run(None, feed)
+                assert len(got) == len(expected), \
+                    f"{variant}: the model has {len(got)} outputs, JAX gives {len(expected)}"
+                where = f"{variant} batch {batch} onnxruntime level {level!r}"
+                for k, (g, u, e) in enumerate(zip(got, unoptimized, expected)):
+                    _assert_close(g, e, f"{where} output {k} vs JAX", rtol, atol)
+                    _assert_close(g, u, f"{where} output {k} optimized vs raw", rtol, atol)
         if expect:
             expect_graph(model, expect, **(expect_options or {}))
         models[variant] = model

@@ -7,10 +7,10 @@ import contextlib
 import jax
 import numpy as np
 import onnx
-import onnxruntime as ort
 from jax import export
 
 import jaxonnx
+from jaxonnx.testing import _test_key, ort_levels, ort_session
 from jaxonnx.testing import random_input  # noqa: F401  (tests import it from here)
 
 # Concrete sizes the symbolic batch takes when the model runs.
@@ -50,7 +50,8 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
 
     The model is also converted with optimize=False, and both must give the
     same outputs: that is how every test program checks that the optimizer
-    never changes a result.
+    never changes a result. The optimized model runs at onnxruntime's graph
+    optimization levels (jaxonnx.testing.ort_levels).
 
     shapes: one shape per input; ints or strings ("B") for symbolic dims.
     dtypes: one dtype per input (default float32, or float64 when x64).
@@ -66,9 +67,12 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
         model = jaxonnx.to_onnx(fn, specs, enable_double_precision=x64, opset=opset)
         raw = jaxonnx.to_onnx(fn, specs, enable_double_precision=x64, opset=opset, optimize=False)
     onnx.checker.check_model(model, full_check=True)
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    raw_sess = ort.InferenceSession(raw.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [i.name for i in sess.get_inputs()]
+    # onnxruntime's optimization levels (jaxonnx.testing.ort_levels; the suite
+    # runs "fast", JAXONNX_TEST_ORT_LEVELS=every runs each model at all four).
+    levels, raw_level = ort_levels(f"{_test_key()} {shapes} {dtypes} {x64} {opset}")
+    sessions = {level: ort_session(model, level) for level in levels}
+    raw_sess = ort_session(raw, raw_level)
+    names = [i.name for i in raw_sess.get_inputs()]
     rng = np.random.default_rng(0)
     symbolic = any(isinstance(d, str) for s in shapes for d in s)
     for batch in (batches if symbolic else batches[:1]):
@@ -76,20 +80,22 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
         args = [gen(_concrete(s, batch), d, rng) for s, d in zip(shapes, dtypes)]
         with (jax.enable_x64(True) if x64 else contextlib.nullcontext()):
             expected = jax.tree_util.tree_leaves(fn(*args))
-        got = sess.run(None, dict(zip(names, args)))
         unoptimized = raw_sess.run(None, dict(zip(names, args)))
-        assert len(got) == len(expected), (len(got), len(expected))
-        for g, u in zip(got, unoptimized):
-            assert_same_result(g, u)
-        for g, e in zip(got, expected):
-            e = np.asarray(e)
-            assert g.dtype == e.dtype, f"dtype {g.dtype} != JAX {e.dtype}"
-            assert g.shape == e.shape, f"shape {g.shape} != JAX {e.shape}"
-            r, a = _tolerance(e.dtype)
-            if np.issubdtype(e.dtype, np.floating):
-                np.testing.assert_allclose(g, e, rtol=rtol or r, atol=atol or a, equal_nan=True)
-            else:
-                np.testing.assert_array_equal(g, e)
+        for level, sess in sessions.items():
+            got = sess.run(None, dict(zip(names, args)))
+            assert len(got) == len(expected), (len(got), len(expected))
+            for g, u in zip(got, unoptimized):
+                assert_same_result(g, u)
+            for g, e in zip(got, expected):
+                e = np.asarray(e)
+                assert g.dtype == e.dtype, f"level {level!r}: dtype {g.dtype} != JAX {e.dtype}"
+                assert g.shape == e.shape, f"level {level!r}: shape {g.shape} != JAX {e.shape}"
+                r, a = _tolerance(e.dtype)
+                if np.issubdtype(e.dtype, np.floating):
+                    np.testing.assert_allclose(g, e, rtol=rtol or r, atol=atol or a, equal_nan=True,
+                                               err_msg=f"onnxruntime level {level!r}")
+                else:
+                    np.testing.assert_array_equal(g, e, err_msg=f"onnxruntime level {level!r}")
     return model
 
 

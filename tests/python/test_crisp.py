@@ -360,7 +360,66 @@ def test_dot_product_attention_with_a_mask():
     assert "Attention" in all_op_types(model)
     exact = jaxonnx.to_onnx(fn, symbolic_specs([("B", 5, 2, 8)] * 3, [np.float32] * 3),
                             crisp="exact")
-    assert "Attention" not in all_op_types(exact)  # a fully masked row: NaN in ONNX
+    assert "Attention" not in all_op_types(exact)  # an infinite logit at a blocked position
+
+
+def _masks_with_blocked_rows(shape, dtype, rng):
+    """Random bool masks whose last query row and first batch are blocked entirely
+    (JAX: the mean of the values); other operands standard normal."""
+    if np.dtype(dtype) != np.bool_:
+        return rng.standard_normal(size=shape).astype(dtype)
+    m = rng.integers(0, 2, size=shape).astype(np.bool_)
+    if m.size:
+        m[..., -1, :] = False
+        m[0] = False
+    return m
+
+
+# (operand shapes after q, k, v; how fn calls dot_product_attention with them)
+_MASKED = {
+    "padding mask (B,1,T,S)": ([("B", 1, "T", "S")], lambda q, k, v, m: dict(mask=m)),
+    "per-head mask (B,H,T,S)": ([("B", 2, "T", "S")], lambda q, k, v, m: dict(mask=m)),
+    "bias": ([("B", 2, "T", "S")], lambda q, k, v, b: dict(bias=b)),
+    "bias and mask": ([("B", 2, "T", "S"), ("B", 1, "T", "S")],
+                      lambda q, k, v, b, m: dict(bias=b, mask=m)),
+}
+
+
+@pytest.mark.parametrize("case", list(_MASKED), ids=str)
+def test_masked_attention_agrees_on_every_row(case):
+    # Rows the mask blocks entirely are the mean of the values in JAX (logits
+    # replaced by finfo.min); Attention gets JAX's additive mask, so they agree.
+    extra, kwargs = _MASKED[case]
+    fn = lambda q, k, v, *ms: jax.nn.dot_product_attention(q, k, v, **kwargs(q, k, v, *ms))  # noqa: E731
+    dtypes = [np.float32] * 3 + [np.bool_ if "mask" in case and i == len(extra) - 1 else np.float32
+                                 for i in range(len(extra))]
+    model = check(fn, [("B", "T", 2, 8), ("B", "S", 2, 8), ("B", "S", 2, 8)] + extra, dtypes,
+                  make_inputs=_masks_with_blocked_rows,
+                  batches=[dict(B=2, T=5, S=7), dict(B=3, T=1, S=1), dict(B=1, T=4, S=1)])
+    assert "Attention" in all_op_types(model)
+
+
+def test_multi_head_attention_with_a_padding_mask():
+    # The issue's program: nnx attention over padded sequences, B and T symbolic;
+    # the padded query rows (and a sequence that is all padding) match JAX too.
+    class Encoder(nnx.Module):
+        def __init__(self, rngs):
+            self.attn = nnx.MultiHeadAttention(4, 16, decode=False, rngs=rngs)
+
+        def __call__(self, x, valid):
+            return self.attn(x, mask=nnx.make_attention_mask(valid, valid))
+
+    m = Encoder(nnx.Rngs(0))
+
+    def inputs(shape, dtype, rng):
+        if np.dtype(dtype) != np.bool_:
+            return rng.standard_normal(size=shape).astype(dtype)
+        lengths = np.arange(shape[0]) % (shape[1] + 1)  # 0 (all padding), 1, 2, ...
+        return np.arange(shape[1])[None, :] < lengths[:, None]
+
+    model = check(m, [("B", "T", 16), ("B", "T")], [np.float32, np.bool_], make_inputs=inputs,
+                  batches=[dict(B=4, T=5), dict(B=1, T=1)])
+    assert "Attention" in all_op_types(model)
 
 
 def test_dot_product_attention_below_opset_23_and_under_vmap():
@@ -470,7 +529,8 @@ def test_embed_below_opset_23_and_in_the_gpt():
     import _common
     gpt = importlib.import_module("gpt")
     model = jaxonnx.to_onnx(gpt.make_model(small=True), _common.specs(gpt.inputs(small=True)))
-    expect_graph(model, ["Clip -> Gather -> Add"], counts={"Gather": 1, "Clip": 1}, absent=["Where"])
+    # One Where: the causal mask as Attention's additive mask (not the exact Embed's row test).
+    expect_graph(model, ["Clip -> Gather -> Add"], counts={"Gather": 1, "Clip": 1, "Where": 1})
 
 
 # ------------------------------------------------------------------ LSTM cell

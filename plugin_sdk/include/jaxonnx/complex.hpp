@@ -96,8 +96,7 @@ inline Value from_real(Lowering& L, Value x, const Aval& x_aval, const Aval& a) 
   Shape one = p.shape;
   one.push_back(Dim(1));
   Value col = L.op("Unsqueeze", {x, i64s(L, {-1})}, Aval(p.dtype, one));
-  return L.op("Pad", {col, i64s(L, {0, 1}), scalar(L, p.dtype, 0), i64s(L, {-1})}, packed(a),
-              {Attr::s("mode", "constant")});
+  return pad_axis(L, col, static_cast<int64_t>(one.size()), -1, 0, 1, scalar(L, p.dtype, 0), packed(a));
 }
 // Operand i of the equation as complex aval `a`: its packed value, or a real
 // operand promoted (JAX promotes first, but a weak-typed literal may differ).

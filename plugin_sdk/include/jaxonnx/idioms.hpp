@@ -187,6 +187,35 @@ inline Value shape_value(Lowering& L, const Shape& shape) {
               {Attr::i("axis", 0)});
 }
 
+// `x` (of rank `rank`) padded along one `axis` by `lo` and `hi` elements
+// (int64 values of shape [1] in pad_axis_by, integers in pad_axis) with the
+// scalar `value`, giving `out`. The pads are full rank with no `axes` input: onnxruntime 1.32's
+// transpose optimizer permutes a Pad's pads as if full rank, ignoring `axes`
+// (opset 18), and the session fails ("Gather: indices element out of data
+// bounds") once a Transpose meets such a Pad. Constant lo/hi give one
+// constant; runtime ones a Concat.
+inline Value pad_axis_by(Lowering& L, Value x, int64_t rank, int64_t axis, Value lo, Value hi,
+                         Value value, const Aval& out) {
+  if (axis < 0) axis += rank;
+  std::vector<Value> parts;
+  auto zeros = [&](int64_t n) { if (n > 0) parts.push_back(i64s(L, std::vector<int64_t>(n, 0))); };
+  zeros(axis);
+  parts.push_back(lo);
+  zeros(rank - 1);
+  parts.push_back(hi);
+  zeros(rank - 1 - axis);
+  Value pads = L.op("Concat", parts, Aval(dtype::i64, {2 * rank}), {Attr::i("axis", 0)});
+  return L.op("Pad", {x, pads, value}, out, {Attr::s("mode", "constant")});
+}
+inline Value pad_axis(Lowering& L, Value x, int64_t rank, int64_t axis, int64_t lo, int64_t hi,
+                      Value value, const Aval& out) {
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
+  pads[static_cast<size_t>(axis)] = lo;
+  pads[static_cast<size_t>(rank + axis)] = hi;
+  return L.op("Pad", {x, i64s(L, pads), value}, out, {Attr::s("mode", "constant")});
+}
+
 // Inclusive scan of `x` (aval `a`) along `axis` with the associative
 // binary ONNX op `op` (e.g. "Mul", "Max"), whose identity is `identity` (a
 // scalar of a.dtype): x = op(x, x shifted by 1, 2, 4, ...) (Hillis-Steele;
@@ -198,24 +227,23 @@ inline Value inclusive_scan(Lowering& L, const char* op, Value x, const Aval& a,
   int64_t steps = 32;
   if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
   Value axes = i64s(L, {axis});
+  const int64_t rank = a.rank();
   for (int64_t k = 0; k < steps; ++k) {
     // Shift by m = min(2^k, n) toward the scan direction (m, not 2^k, so the
     // padded tensor stays within 2n).
     const int64_t s = int64_t{1} << k;
-    Value m, pads, neg_m;
+    Value m, neg_m, padded;
+    const Aval grown = Aval::of_unknown_shape(a.dtype);
     if (n.is_static()) {
       m = i64s(L, {s});
-      pads = i64s(L, reverse ? std::vector<int64_t>{0, s} : std::vector<int64_t>{s, 0});
       neg_m = i64s(L, {-s});
+      padded = pad_axis(L, x, rank, axis, reverse ? 0 : s, reverse ? s : 0, identity, grown);
     } else {
       m = L.op("Min", {i64s(L, {s}), dim_value(L, n)}, Aval(dtype::i64, {1}));
       Value zero = i64s(L, {0});
-      pads = L.op("Concat", {reverse ? zero : m, reverse ? m : zero}, Aval(dtype::i64, {2}),
-                  {Attr::i("axis", 0)});
       neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
+      padded = pad_axis_by(L, x, rank, axis, reverse ? zero : m, reverse ? m : zero, identity, grown);
     }
-    Value padded = L.op("Pad", {x, pads, identity, axes}, Aval::of_unknown_shape(a.dtype),
-                        {Attr::s("mode", "constant")});
     Value shifted = reverse ? L.op("Slice", {padded, m, i64s(L, {INT64_MAX}), axes}, a)
                             : L.op("Slice", {padded, i64s(L, {0}), neg_m, axes}, a);
     x = L.op(op, {x, shifted}, a);

@@ -1,0 +1,98 @@
+"""Where onnxruntime is at fault and jaxonnx works around it.
+
+Each workaround has two tests: one that shows onnxruntime's behaviour on a
+hand-made model (when it fails, onnxruntime changed: the workaround may go),
+and one that fails if the workaround is removed from the lowering.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from helpers import all_op_types, check
+
+LEVELS = [ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+          ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED, ort.GraphOptimizationLevel.ORT_ENABLE_ALL]
+
+
+def _session(model, level=ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = level
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=23):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+# ----------------------------------------------- Pad with `axes` after a Transpose
+
+def test_onnxruntime_transpose_optimizer_mishandles_pad_axes():
+    # onnxruntime 1.31.1 and 1.32.0: the transpose optimizer (basic level and
+    # up) pushes a Transpose through a Pad whose `axes` input (opset 18) is
+    # given, and permutes the pads as if they were full rank: the session
+    # fails in an inserted Gather. Hence plugin_sdk's pad_axis: full-rank pads.
+    f = TensorProto.FLOAT
+    model = _model(
+        [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+         helper.make_node("Pad", ["t", "pads", "v", "axes"], ["p"], mode="constant"),
+         helper.make_node("Relu", ["p"], ["r"]),
+         helper.make_node("Transpose", ["r"], ["y"], perm=[0, 3, 1, 2])],
+        [helper.make_tensor_value_info("x", f, ["B", 3, 4, 5])],
+        [helper.make_tensor_value_info("y", f, None)],
+        [numpy_helper.from_array(np.array([1, 1], np.int64), "pads"),
+         numpy_helper.from_array(np.array(-np.inf, np.float32), "v"),
+         numpy_helper.from_array(np.array([1], np.int64), "axes")], opset=18)
+    x = np.ones((2, 3, 4, 5), np.float32)
+    assert _session(model, LEVELS[0]).run(None, {"x": x})[0].shape == (2, 3, 6, 5)
+    with pytest.raises(Exception, match="out of data bounds"):
+        _session(model).run(None, {"x": x})
+
+
+def _pooled_between_transposes(x):
+    # A padded max window on an NHWC view of an NCHW tensor (a ResNet stem
+    # written channels-last): Transpose, Pad, Slices and Max, Transpose back.
+    y = jnp.transpose(x, (0, 2, 3, 1))
+    y = jax.lax.reduce_window(y, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1),
+                              ((0, 0), (1, 1), (1, 1), (0, 0)))
+    return jnp.transpose(jnp.cumsum(y, axis=1), (0, 3, 1, 2))
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=lambda lv: lv.name)
+def test_padded_windows_between_transposes_run_at_every_level(level):
+    model = check(_pooled_between_transposes, [("B", 3, 8, "W")],
+                  batches=[dict(B=2, W=8), dict(B=1, W=3)])
+    for graph_pad in (n for n in model.graph.node if n.op_type == "Pad"):
+        assert len(graph_pad.input) == 3, "a Pad with `axes`: see pad_axis in idioms.hpp"
+    x = np.random.default_rng(0).standard_normal((2, 3, 8, 5)).astype(np.float32)
+    got = _session(model, level).run(None, {model.graph.input[0].name: x})[0]
+    np.testing.assert_allclose(got, np.asarray(_pooled_between_transposes(x)), rtol=1e-5, atol=1e-5)
+    assert "Pad" in all_op_types(model)
+
+
+# ------------------------------------------------ Attention rows of lowest logits
+
+def test_onnxruntime_zeroes_attention_rows_of_lowest_logits():
+    # Why nn_attention's additive mask is -1e30 and not finfo.min: onnxruntime
+    # 1.31.1's CPU Attention gives zeros for a row whose every logit is the
+    # float's lowest value, where JAX gives the mean of the values.
+    # (test_crisp.py's masked-attention tests fail if the mask goes back.)
+    f = TensorProto.FLOAT
+    model = _model(
+        [helper.make_node("Attention", ["q", "k", "v", "m"], ["y"], q_num_heads=1, kv_num_heads=1)],
+        [helper.make_tensor_value_info(n, f, None) for n in "qkvm"],
+        [helper.make_tensor_value_info("y", f, None)])
+    sess = _session(model)
+    q, k, v = np.random.default_rng(0).standard_normal((3, 1, 3, 4)).astype(np.float32)
+    lowest = np.full((3, 3), np.finfo(np.float32).min, np.float32)
+    np.testing.assert_array_equal(sess.run(None, dict(q=q, k=k, v=v, m=lowest))[0], 0)
+    y = sess.run(None, dict(q=q, k=k, v=v, m=np.full((3, 3), -1e30, np.float32)))[0]
+    np.testing.assert_allclose(y[0], np.broadcast_to(v[0].mean(0), (3, 4)), rtol=1e-6)
