@@ -9,7 +9,8 @@
 // -inf, sum with 0), then combine the k strided Slices x[j*dil :: stride]
 // (one per window offset j) elementwise with Add/Mul/Max/Min/... Exact for
 // max/min/integers, static and symbolic extents alike (slice ends are
-// counted from the end, so no extent is needed).
+// counted from the end, so no extent is needed). A padding that depends on a
+// symbolic extent ("SAME" over a variable-size image) is computed at run time.
 //
 // Why not ONNX MaxPool/AveragePool: onnxruntime's MaxPool pads (and starts
 // every window) with -FLT_MAX, not -inf, so a window of -inf/padding yields
@@ -54,7 +55,9 @@ enum class Kind { Add, Mul, Max, Min, And, Or, Xor };
 
 struct Window {
   std::vector<int64_t> dims, strides, dilation;
-  std::vector<std::pair<int64_t, int64_t>> padding;
+  // A pad is symbolic when it depends on a symbolic extent ("SAME" windows
+  // over a variable-size image): it is then computed at run time.
+  std::vector<std::pair<Dim, Dim>> padding;
 };
 
 Window window_params(Lowering& L, int64_t rank) {
@@ -62,7 +65,7 @@ Window window_params(Lowering& L, int64_t rank) {
   w.dims = L.param("window_dimensions").as_ints();
   w.strides = L.param("window_strides").as_ints();
   w.dilation = L.param("window_dilation").as_ints();
-  for (const Param& p : L.param("padding").items()) w.padding.push_back({p[0].as_int(), p[1].as_int()});
+  for (const Param& p : L.param("padding").items()) w.padding.push_back({p[0].as_dim(), p[1].as_dim()});
   std::vector<int64_t> base = L.param("base_dilation").as_ints();
   for (int64_t b : base)
     if (b != 1) L.fail(std::string(L.primitive()) + ": base_dilation > 1 is not supported (got " +
@@ -167,18 +170,25 @@ Value windowed(Lowering& L, const Combine& combine, Value x, Aval cur, Value pad
   const size_t rank = w.dims.size();  // a complex operand's parts axis is not windowed
   for (size_t d = 0; d < rank; ++d) {
     const int64_t kd = w.dims[d], s = w.strides[d], dil = w.dilation[d];
-    auto [lo, hi] = w.padding[d];
-    if (kd == 1 && s == 1 && lo == 0 && hi == 0) continue;
+    const auto& [lo_dim, hi_dim] = w.padding[d];
+    if (kd == 1 && s == 1 && lo_dim == Dim(0) && hi_dim == Dim(0)) continue;
     Value axes = i64s(L, {int64_t(d)});
-    // Negative padding crops.
-    if (lo < 0 || hi < 0) {
-      int64_t start = lo < 0 ? -lo : 0;
-      int64_t end = hi < 0 ? hi : INT64_MAX;
-      x = L.op("Slice", {x, i64s(L, {start}), i64s(L, {end}), axes}, Aval::of_unknown_shape(cur.dtype));
+    if (!lo_dim.is_static() || !hi_dim.is_static()) {
+      // Runtime pads; a negative one crops, as ONNX Pad does.
+      x = pad_axis_by(L, x, cur.rank(), int64_t(d), dim_value(L, lo_dim), dim_value(L, hi_dim), pad,
+                      Aval::of_unknown_shape(cur.dtype));
+    } else {
+      const int64_t lo = lo_dim.value, hi = hi_dim.value;
+      // Negative padding crops.
+      if (lo < 0 || hi < 0) {
+        int64_t start = lo < 0 ? -lo : 0;
+        int64_t end = hi < 0 ? hi : INT64_MAX;
+        x = L.op("Slice", {x, i64s(L, {start}), i64s(L, {end}), axes}, Aval::of_unknown_shape(cur.dtype));
+      }
+      if (lo > 0 || hi > 0)
+        x = pad_axis(L, x, cur.rank(), int64_t(d), lo > 0 ? lo : 0, hi > 0 ? hi : 0, pad,
+                     Aval::of_unknown_shape(cur.dtype));
     }
-    if (lo > 0 || hi > 0)
-      x = pad_axis(L, x, cur.rank(), int64_t(d), lo > 0 ? lo : 0, hi > 0 ? hi : 0, pad,
-                   Aval::of_unknown_shape(cur.dtype));
     cur.shape[d] = out_shape[d];
     const int64_t eff = (kd - 1) * dil + 1;
     Value acc = kNoValue;
@@ -288,19 +298,23 @@ void lower_generic(Lowering& L) {
 
 JAXONNX_PLUGIN("lax_window", "0.1.0") {
   plugin.primitive("reduce_window_sum", [](Lowering& L) { lower_fixed(L, Kind::Add); })
-      .emits({"Pad", "Slice", "Add", "Cast"})
+      .emits({"Pad", "Slice", "Add", "Cast", "Concat"})
+      .emits_shape_ops()  // a padding that depends on a symbolic extent
       .summary("Pad with 0, then Add the strided Slices of each window offset");
   plugin.primitive("reduce_window_max", [](Lowering& L) { lower_fixed(L, Kind::Max); })
       .emits({"Pad", "Slice", "Max", "Cast",
               "Gather", "Greater", "Equal", "And", "Or", "Unsqueeze", "Where"})  // complex: lexicographic
+      .emits_shape_ops()
       .summary("Pad with -inf/min, then Max of the strided Slices of each window offset");
   plugin.primitive("reduce_window_min", [](Lowering& L) { lower_fixed(L, Kind::Min); })
       .emits({"Pad", "Slice", "Min", "Cast",
               "Gather", "Less", "Equal", "And", "Or", "Unsqueeze", "Where"})  // complex: lexicographic
+      .emits_shape_ops()
       .summary("Pad with +inf/max, then Min of the strided Slices of each window offset");
   plugin.primitive("reduce_window", lower_generic)
       .emits({"Pad", "Slice", "Add", "Mul", "Max", "Min", "And", "Or", "Xor", "BitwiseAnd",
               "BitwiseOr", "BitwiseXor", "Cast",
               "Gather", "Greater", "Less", "Equal", "Unsqueeze", "Where"})  // complex: lexicographic
+      .emits_shape_ops()
       .summary("when its body is add/mul/max/min/and/or/xor per operand");
 }

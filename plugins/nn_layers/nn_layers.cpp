@@ -200,13 +200,15 @@ void lower_pool(Lowering& L, bool max) {
   if (static_cast<int64_t>(strides.size()) != n) return lower_reference(L);
   // ONNX pads: all the starts, then all the ends.
   std::vector<int64_t> pads(static_cast<size_t>(2 * n), 0);
+  bool same_upper = false;  // JAX's SAME over a symbolic extent: ONNX computes the pads
   Param padding = L.param("padding");
   if (padding.kind() == JXO_PARAM_STRING) {
     std::string mode = padding.as_string();
     if (mode == "SAME") {
       for (int64_t i = 0; i < n; ++i) {
         const Dim& d = x.shape[static_cast<size_t>(i + 1)];
-        if (!d.is_static()) return lower_reference(L);
+        // JAX pads the odd element at the end, as SAME_UPPER does.
+        if (!d.is_static()) { same_upper = true; break; }
         int64_t s = strides[i], out = (d.value + s - 1) / s;
         int64_t total = std::max<int64_t>((out - 1) * s + window[i] - d.value, 0);
         pads[i] = total / 2;
@@ -229,8 +231,8 @@ void lower_pool(Lowering& L, bool max) {
   Value xt = transpose(L, L.input(0), x, in);
   Aval out = L.out_aval(0);
   Aval t_out = out.with_shape(permuted(out.shape, in));
-  std::vector<Attr> attrs = {Attr::ints("kernel_shape", window), Attr::ints("strides", strides),
-                             Attr::ints("pads", pads)};
+  std::vector<Attr> attrs = {Attr::ints("kernel_shape", window), Attr::ints("strides", strides)};
+  attrs.push_back(same_upper ? Attr::s("auto_pad", "SAME_UPPER") : Attr::ints("pads", pads));
   if (!max)
     attrs.push_back(Attr::i("count_include_pad", L.param("count_include_pad").as_bool() ? 1 : 0));
   Value y = L.op(max ? "MaxPool" : "AveragePool", {xt}, t_out, attrs);

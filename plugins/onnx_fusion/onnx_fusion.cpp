@@ -216,6 +216,129 @@ void matmul_add_to_gemm(Rewrite& R) {
   }
 }
 
+// --------------------------------------------------------------- Conv bias --
+
+// Add(Transpose(Conv(x, w)), c) with c a constant that varies only along the
+// Conv's channels (a flax or equinox Conv's bias, added after the transpose
+// back to channels-last) -> Transpose(Conv(x, w, c as [C])). onnxruntime folds
+// no Add a Transpose separates from its Conv; Conv's bias input is free.
+void conv_bias(Rewrite& R) {
+  const int64_t add = R.root();
+  for (int k = 0; k < 2; ++k) {
+    Value t = R.input(add, k), c = R.input(add, 1 - k);
+    const int64_t tr = R.def(t, "Transpose");
+    if (tr < 0 || !R.single_use(t)) continue;
+    Value y = R.input(tr, 0);
+    const int64_t conv = R.def(y, "Conv");
+    if (conv < 0 || !R.single_use(y) || R.num_inputs(conv) != 2 || R.attr(conv, "auto_pad")) continue;
+    const jxo_tensor* bias = R.constant(c);
+    const Aval tc = R.aval(c), ty = R.aval(t), out = R.aval(R.output(add)), yc = R.aval(y);
+    auto perm = R.attr_ints(tr, "perm");
+    const int64_t rank = ty.rank();
+    if (!bias || !float_type(out) || tc.dtype != out.dtype || yc.dtype != out.dtype || rank < 3 ||
+        tc.rank() < 1 || tc.rank() > rank || ty.shape != out.shape || !perm ||
+        static_cast<int64_t>(perm->size()) != rank || !yc.shape[1].is_static())
+      continue;
+    // c, aligned to the end, is 1 everywhere but on the axis holding the channels.
+    bool fits = true;
+    for (int64_t i = 0; i < tc.rank(); ++i) {
+      const int64_t axis = rank - tc.rank() + i;
+      fits = fits && tc.shape[i] == ((*perm)[axis] == 1 ? yc.shape[1] : Dim(1));
+    }
+    if (!fits) continue;
+    std::vector<Attr> attrs;
+    for (const char* name : {"kernel_shape", "strides", "dilations", "pads"})
+      if (auto v = R.attr_ints(conv, name)) attrs.push_back(Attr::ints(name, *v));
+    attrs.push_back(Attr::i("group", R.attr_int(conv, "group", 1)));
+    Value b = R.constant(bias->dtype, {yc.shape[1].value}, bias->data, bias->nbytes);
+    Value biased = R.op("Conv", {R.input(conv, 0), R.input(conv, 1), b}, yc, attrs);
+    R.replace(R.output(add), R.op("Transpose", {biased}, out, {Attr::ints("perm", *perm)}));
+    return;
+  }
+}
+
+// ------------------------------------------------- float64 scales at MatMul --
+
+// onnxruntime 1.31/1.32 (extended level and up) fuses a MatMul with a Mul or
+// Div by a one-element constant into FusedMatMul, whose alpha is a float32:
+// a float64 scale such as 1/sqrt(8) loses its low bits there, and float64
+// attention is off by float32 rounding. Such a scale is therefore given as a
+// constant of the MatMul side's last-axis length (equal values, the same
+// broadcast), which the fusion does not take. Exact: same values, same op.
+// (onnxruntime's main branch fuses only scales float32 holds exactly.)
+bool float32_holds(double x) { return static_cast<double>(static_cast<float>(x)) == x; }
+
+// Whether `v` is computed from constants alone (onnxruntime folds it into one).
+bool from_constants(Rewrite& R, Value v, int depth = 8) {
+  if (R.constant(v)) return true;
+  const int64_t p = R.producer(v);
+  if (p < 0 || depth == 0 || R.num_inputs(p) == 0) return false;
+  for (size_t i = 0; i < R.num_inputs(p); ++i)
+    if (!from_constants(R, R.input(p, i), depth - 1)) return false;
+  return true;
+}
+
+// Scale `c` as a vector of the other operand's last-axis length, when it is a
+// one-element float64 value onnxruntime would fold into a float32 alpha
+// losing bits (a constant float32 cannot hold, or one computed from constants
+// such as sqrt(8.0)); kNoValue otherwise.
+Value widened_scale(Rewrite& R, Value c, bool divisor, const Aval& other) {
+  const Aval ca = R.aval(c);
+  if (ca.dtype != dtype::f64 || ca.rank() < 0 || ca.rank() > 1 || (ca.rank() == 1 && ca.shape[0] != Dim(1)))
+    return kNoValue;
+  if (other.rank() < 1 || !other.shape.back().is_static() || other.shape.back().value < 2) return kNoValue;
+  const int64_t len = other.shape.back().value;
+  if (auto v = R.constant_values(c)) {
+    const double x = (*v)[0];
+    if (float32_holds(x) && float32_holds(divisor ? 1.0 / x : x)) return kNoValue;
+    std::vector<double> data(static_cast<size_t>(len), x);
+    return R.constant(dtype::f64, {len}, data.data(), data.size() * sizeof(double));
+  }
+  if (!from_constants(R, c)) return kNoValue;  // a runtime scale: onnxruntime does not fuse it
+  // Tile, not Expand: expand_into_broadcast would take an Expand away again.
+  Value flat = ca.rank() == 1 ? c : R.op("Reshape", {c, R.i64s({1})}, Aval(dtype::f64, {1}));
+  return R.op("Tile", {flat, R.i64s({len})}, Aval(dtype::f64, {len}));
+}
+
+// Mul/Div(MatMul(a, b), c): the scale after the product.
+void f64_scale_after_matmul(Rewrite& R) {
+  const int64_t n = R.root();
+  const bool div = R.is(n, "Div");
+  for (int k = 0; k < (div ? 1 : 2); ++k) {
+    Value x = R.input(n, k), c = R.input(n, 1 - k);
+    if (R.def(x, "MatMul") < 0) continue;
+    Value wide = widened_scale(R, c, div, R.aval(x));
+    if (wide == kNoValue) continue;
+    Value out = R.output(n);
+    R.replace(out, R.op(div ? "Div" : "Mul", k == 0 ? std::vector<Value>{x, wide} : std::vector<Value>{wide, x},
+                        R.aval(out)));
+    return;
+  }
+}
+
+// MatMul(Mul/Div(a, c), b): a scale before the product.
+void f64_scale_before_matmul(Rewrite& R) {
+  const int64_t mm = R.root();
+  std::vector<Value> ins = {R.input(mm, 0), R.input(mm, 1)};
+  bool changed = false;
+  for (Value& in : ins) {
+    for (const char* op : {"Mul", "Div"}) {
+      const int64_t s = R.def(in, op);
+      if (s < 0 || !R.single_use(in)) continue;
+      const bool div = std::string_view(op) == "Div";
+      for (int k = 0; k < (div ? 1 : 2); ++k) {
+        Value x = R.input(s, k), c = R.input(s, 1 - k);
+        Value wide = widened_scale(R, c, div, R.aval(x));
+        if (wide == kNoValue) continue;
+        in = R.op(op, k == 0 ? std::vector<Value>{x, wide} : std::vector<Value>{wide, x}, R.aval(in));
+        changed = true;
+        break;
+      }
+    }
+  }
+  if (changed) R.replace(R.output(mm), R.op("MatMul", ins, R.aval(R.output(mm))));
+}
+
 // ---------------------------------------------------------------- Max(x, 0) --
 
 void max0_to_relu(Rewrite& R) {
@@ -941,6 +1064,21 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
   plugin.rule("matmul_add_to_gemm", "Add", matmul_add_to_gemm)
       .emits({"Gemm"})
       .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm");
+  plugin.rule("conv_bias", "Add", conv_bias)
+      .emits({"Conv", "Transpose"})
+      .summary("Transpose(Conv(x, w)) + c, c constant along the channels only -> "
+               "Transpose(Conv(x, w, c)): the bias inside the Conv (a flax Conv's bias after the "
+               "transpose back to channels-last)");
+  for (const char* root : {"Mul", "Div"})
+    plugin.rule(std::string("f64_scale_after_matmul_") + root, root, f64_scale_after_matmul)
+        .emits({root, "Tile", "Reshape"})
+        .summary("a float64 MatMul times or over a one-element constant float32 cannot hold -> "
+                 "the same with the constant as a vector: onnxruntime 1.31/1.32 would fuse it "
+                 "into FusedMatMul's float32 alpha");
+  plugin.rule("f64_scale_before_matmul", "MatMul", f64_scale_before_matmul)
+      .emits({"MatMul", "Mul", "Div", "Tile", "Reshape"})
+      .summary("a float64 MatMul of an operand scaled by a one-element constant float32 cannot "
+               "hold -> the scale as a vector (see f64_scale_after_matmul)");
   plugin.rule("max0_to_relu", "Max", max0_to_relu)
       .emits({"Relu"})
       .summary("Max(x, 0) -> Relu. Signed zero: Relu(-0.0) is -0.0 where JAX gives 0.0; "

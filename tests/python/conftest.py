@@ -5,7 +5,7 @@ import os
 
 os.environ.setdefault("JAXONNX_VERIFY_IR", "1")
 # Model checks run the optimized model in a default session (level "all") and
-# the raw lowering at one of the other levels, picked per test
+# the raw lowering at "disabled" or "basic", picked per test
 # (jaxonnx.testing.ort_levels); JAXONNX_TEST_ORT_LEVELS=every runs each
 # optimized model at all four levels.
 os.environ.setdefault("JAXONNX_TEST_ORT_LEVELS", "fast")

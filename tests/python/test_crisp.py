@@ -207,6 +207,19 @@ def test_pool(pool, op, padding):
     assert op in op_types(model)
 
 
+@pytest.mark.parametrize("pool,op", [("max_pool", "MaxPool"), ("avg_pool", "AveragePool")])
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_same_pool_over_symbolic_extents(pool, op, count_include_pad):
+    # A fully convolutional net on variable-size images: SAME pads depend on H and W,
+    # so the pool asks ONNX for SAME_UPPER (JAX pads the odd element at the end too).
+    kwargs = {} if pool == "max_pool" else {"count_include_pad": count_include_pad}
+    fn = lambda x: getattr(nnx, pool)(x, (3, 3), strides=(2, 2), padding="SAME", **kwargs)  # noqa: E731
+    model = check(fn, [("B", "H", "W", 3)],
+                  batches=[dict(B=2, H=7, W=6), dict(B=1, H=1, W=1), dict(B=2, H=4, W=5)])
+    (node,) = [n for n in model.graph.node if n.op_type == op]
+    assert {a.name: a.s for a in node.attribute if a.name == "auto_pad"} == {"auto_pad": b"SAME_UPPER"}
+
+
 def test_avg_pool_without_padded_counts():
     fn = lambda x: nnx.avg_pool(x, (3, 3), padding="SAME", count_include_pad=False)  # noqa: E731
     assert "AveragePool" in op_types(check(fn, [("B", 5, 5, 2)]))

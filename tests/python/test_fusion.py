@@ -72,6 +72,39 @@ def test_fuse_false_keeps_the_decomposition():
 
 # ------------------------------------------------------------------- Relu --
 
+def test_conv_bias_moves_into_the_conv():
+    # nnx.Conv adds its bias after the transpose back to NHWC; inside the Conv
+    # it costs nothing and the transposes between two convs cancel.
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.c1 = nnx.Conv(3, 8, (3, 3), rngs=rngs)
+            self.c2 = nnx.Conv(8, 6, (3, 3), strides=2, feature_group_count=2, rngs=rngs)
+
+        def __call__(self, x):
+            return self.c2(nnx.relu(self.c1(x)))
+
+    net = Net(nnx.Rngs(0))
+    for b in (net.c1.bias, net.c2.bias):  # nonzero, so that their place is tested
+        b[...] = jax.random.normal(jax.random.key(1), b.shape)
+    model = check(net, [("B", 9, 8, 3)])
+    assert op_types(model) == ["Transpose", "Conv", "Relu", "Conv", "Transpose"]
+    assert all(len(n.input) == 3 for n in model.graph.node if n.op_type == "Conv")
+
+
+def test_conv_bias_refuses_a_bias_over_space_and_a_shared_conv():
+    w = jnp.asarray(np.random.default_rng(0).standard_normal((3, 3, 3, 4)), jnp.float32)
+
+    def conv(x):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    spatial = jnp.asarray(np.random.default_rng(1).standard_normal((6, 1, 1)), jnp.float32)
+    model = check(lambda x: conv(x) + spatial, [("B", 6, 5, 3)])  # varies along H: an Add stays
+    assert "Add" in op_types(model)
+    per_channel = jnp.arange(4.0, dtype=jnp.float32)
+    model = check(lambda x: (conv(x) + per_channel, conv(x) * 2.0), [("B", 6, 5, 3)])  # shared
+    assert all(len(n.input) == 2 for n in model.graph.node if n.op_type == "Conv")
+
+
 @pytest.mark.parametrize("x64", [False, True])
 def test_max0_becomes_relu(x64):
     assert op_types(check(jax.nn.relu, [("B", 5)], x64=x64)) == ["Relu"]

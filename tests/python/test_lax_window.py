@@ -61,6 +61,23 @@ def test_symbolic_spatial_dims():
     check(all_windows("sum", "max"), [("B", "H", 6, 3)])
 
 
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+def test_same_padding_over_symbolic_extents(dtype, x64):
+    # "SAME" over a variable-size image: JAX's padding is an expression of H and W
+    # (floordiv(...)), computed at run time; sizes 1, odd and even.
+    def fn(x):
+        outs = []
+        for window, stride in (((3, 3), (2, 2)), ((2, 2), (1, 1)), ((3, 2), (1, 2))):
+            dims, strides = (1, *window, 1), (1, *stride, 1)
+            outs.append(lax.reduce_window(x, -jnp.inf, lax.max, dims, strides, "SAME"))
+            outs.append(lax.reduce_window(x, 0.0, lax.add, dims, strides, "SAME"))
+        return outs
+
+    model = check(jax.jit(fn), [("B", "H", "W", 3)], [dtype], x64=x64,
+                  batches=[dict(B=2, H=7, W=6), dict(B=1, H=1, W=1), dict(B=3, H=4, W=9)])
+    assert "Pad" in op_types(model)
+
+
 def test_nan_and_inf_propagate():
     # Windows of NaN, of -inf/+inf only and of padding only (JAX: the identity, +-inf).
     model = check(all_windows("max", "min", "sum"), [("B", 6, 7, 3)], make_inputs=with_specials,

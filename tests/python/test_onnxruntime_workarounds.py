@@ -96,3 +96,43 @@ def test_onnxruntime_zeroes_attention_rows_of_lowest_logits():
     np.testing.assert_array_equal(sess.run(None, dict(q=q, k=k, v=v, m=lowest))[0], 0)
     y = sess.run(None, dict(q=q, k=k, v=v, m=np.full((3, 3), -1e30, np.float32)))[0]
     np.testing.assert_allclose(y[0], np.broadcast_to(v[0].mean(0), (3, 4)), rtol=1e-6)
+
+
+# ------------------------------------------------ float64 scales beside a MatMul
+
+def _scaled_attention_logits(q, k):
+    return jax.nn.softmax(jnp.einsum("btd,bsd->bts", q, k) / jnp.sqrt(8.0), axis=-1)
+
+
+def test_onnxruntime_fuses_float64_scales_into_a_float32_alpha():
+    # onnxruntime 1.31.1 (extended level and up): MatMul -> Div(sqrt 8) in
+    # float64 becomes FusedMatMul with a float32 alpha; the result is off by
+    # float32 rounding. Hence onnx_fusion's f64_scale_* rules.
+    d = TensorProto.DOUBLE
+    model = _model(
+        [helper.make_node("MatMul", ["a", "b"], ["p"]), helper.make_node("Div", ["p", "s"], ["y"])],
+        [helper.make_tensor_value_info("a", d, [2, 3]), helper.make_tensor_value_info("b", d, [3, 4])],
+        [helper.make_tensor_value_info("y", d, None)],
+        [numpy_helper.from_array(np.array(np.sqrt(8.0)), "s")])
+    rng = np.random.default_rng(0)
+    feeds = {"a": rng.standard_normal((2, 3)), "b": rng.standard_normal((3, 4))}
+    exact = feeds["a"] @ feeds["b"] / np.sqrt(8.0)
+    np.testing.assert_allclose(_session(model, LEVELS[0]).run(None, feeds)[0], exact, rtol=1e-14)
+    err = np.abs(_session(model).run(None, feeds)[0] - exact).max()
+    assert 1e-12 < err < 1e-6, err
+
+
+@pytest.mark.parametrize("level", LEVELS, ids=lambda lv: lv.name)
+def test_float64_attention_keeps_float64_precision_at_every_level(level):
+    with jax.enable_x64(True):
+        import jaxonnx
+        from helpers import symbolic_specs
+
+        model = jaxonnx.to_onnx(_scaled_attention_logits,
+                                symbolic_specs([("B", 5, 8), ("B", 6, 8)], [np.float64] * 2),
+                                enable_double_precision=True)
+        rng = np.random.default_rng(0)
+        q, k = rng.standard_normal((2, 5, 8)), rng.standard_normal((2, 6, 8))
+        expected = np.asarray(_scaled_attention_logits(q, k))
+    got = _session(model, level).run(None, {"in_0": q, "in_1": k})[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
