@@ -378,3 +378,17 @@ def test_transformer_block_fuses_its_parts():
 
     model = check(Block(nnx.Rngs(0)), [("B", 32)], rtol=1e-4, atol=1e-5)
     assert op_types(model) == ["LayerNormalization", "Gemm", "Gelu", "Gemm", "Add", "Softmax"]
+
+
+def test_normalizations_sharing_statistics_all_fuse():
+    # nnx's LayerNorm and RMSNorm and equinox's LayerNorm of one x share its
+    # sum and its squares: each fuses only once the others no longer read
+    # them, which happens after the sweep has passed the first. The pass
+    # sweeps again (the verifier, on in the suite, checks that no rule matches).
+    import equinox as eqx
+    ln = nnx.LayerNorm(8, dtype=jnp.float32, rngs=nnx.Rngs(0))
+    rms = nnx.RMSNorm(8, dtype=jnp.float32, rngs=nnx.Rngs(0))
+    eln = eqx.nn.LayerNorm(8)
+    fn = lambda x: (ln(x), rms(x), jax.vmap(eln)(x))  # noqa: E731
+    assert sorted(ops(fn, [("B", 8)], crisp=False)) == [
+        "LayerNormalization", "LayerNormalization", "RMSNormalization"]
