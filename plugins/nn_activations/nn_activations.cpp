@@ -36,6 +36,7 @@ struct Activation {
   std::vector<const char*> params;  // "name=expression" of the binding
   std::vector<Attr> (*attrs)(Lowering& L);
   const char* summary;
+  bool reexported = true;  // flax.nnx and flax.linen re-export it (not mish, in flax 0.12)
 };
 
 std::vector<Attr> no_attrs(Lowering&) { return {}; }
@@ -77,13 +78,14 @@ const std::vector<Activation>& activations() {
       {"hard_swish", "HardSwish", 14, false, {}, no_attrs,
        "jax.nn.hard_swish (x * relu6(x + 3) / 6) as HardSwish"},
       {"softplus", "Softplus", 1, false, {}, no_attrs, "jax.nn.softplus as Softplus"},
-      {"mish", "Mish", 18, false, {}, no_attrs, "jax.nn.mish as Mish"},
+      {"mish", "Mish", 18, false, {}, no_attrs, "jax.nn.mish as Mish", false},
   };
   return table;
 }
 
 // The modules that re-export jax.nn's functions under the same names.
-const char* const kNamespaces[] = {"jax.nn", "flax.nnx", "flax.linen"};
+const std::vector<const char*> kNamespaces = {"jax.nn", "flax.nnx", "flax.linen"};
+const std::vector<const char*> kJaxOnly = {"jax.nn"};
 
 void lower_activation(Lowering& L, const Activation& a) {
   Aval x = L.in_aval(0);
@@ -109,8 +111,8 @@ void lower_softmax(Lowering& L, const char* op) {
 // leading dims of x (true for elementwise ops and for a negative axis).
 void bind_everywhere(Plugin::PrimitiveRef& ref, const std::string& fn,
                      const std::vector<const char*>& params, const std::vector<const char*>& when,
-                     bool leading = true) {
-  for (const char* ns : kNamespaces) {
+                     bool leading = true, const std::vector<const char*>& namespaces = kNamespaces) {
+  for (const char* ns : namespaces) {
     Binding b(std::string(ns) + "." + fn);
     b.operand("x", leading);
     for (const char* p : params) {
@@ -132,7 +134,7 @@ JAXONNX_PLUGIN("nn_activations", "0.1.0") {
                    .emits({a.op})
                    .doc(onnx_doc(a.op))
                    .summary(a.summary);
-    bind_everywhere(ref, a.name, a.params, {});
+    bind_everywhere(ref, a.name, a.params, {}, true, a.reexported ? kNamespaces : kJaxOnly);
   }
   for (auto [name, op] : {std::pair{"softmax", "Softmax"}, std::pair{"log_softmax", "LogSoftmax"}}) {
     auto ref = plugin.primitive(std::string("jaxonnx.nn.") + name,
