@@ -168,23 +168,39 @@ void lower_batch_norm(Lowering& L) {
 // (channels, ...), usually under jax.vmap), x is channels first already: one
 // batch dim leading (x.rank() == example_rank + 1) is GroupNormalization's
 // layout; an unbatched call or more batch dims lower the reference.
+//
+// onnxruntime's GroupNormalization (its function body reshapes to (N, G, -1))
+// fails on a batch of 0, which JAX defines (an empty result): a symbolic
+// batch is checked at run time (an If giving the empty input itself, else the
+// op); a static 0 lowers the reference.
+Value group_normalization(Lowering& L, Value xt, const Aval& t_aval) {
+  std::vector<Attr> attrs = {Attr::i("num_groups", L.param("num_groups").as_int()),
+                             Attr::f("epsilon", L.param("epsilon").as_float())};
+  const Dim batch = t_aval.shape[0];
+  if (batch.is_static()) return L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval, attrs);
+  Value empty = L.op("Equal", {L.op("Squeeze", {dim_value(L, batch)}, Aval(dtype::i64, {})),
+                               scalar(L, dtype::i64, 0)},
+                     Aval(dtype::boolean, {}));
+  Subgraph then_g = L.begin_subgraph("group_norm_empty");
+  GraphRef t = then_g.end({xt});
+  Subgraph else_g = L.begin_subgraph("group_norm");
+  GraphRef e = else_g.end({L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval, attrs)});
+  return L.op_n("If", {empty}, {t_aval}, {Attr::graph("then_branch", t), Attr::graph("else_branch", e)})[0];
+}
+
 void lower_group_norm(Lowering& L) {
   Aval x = L.in_aval(0);
-  if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3)
+  if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3 ||
+      x.shape[0] == Dim(0))
     return lower_reference(L);
   if (L.has_param("example_rank")) {
     if (x.rank() != L.param("example_rank").as_int() + 1) return lower_reference(L);
-    return L.bind(0, L.op("GroupNormalization", {L.input(0), L.input(1), L.input(2)},
-                          L.out_aval(0),
-                          {Attr::i("num_groups", L.param("num_groups").as_int()),
-                           Attr::f("epsilon", L.param("epsilon").as_float())}));
+    return L.bind(0, group_normalization(L, L.input(0), L.out_aval(0)));
   }
   auto in = to_channels_first(x.rank());
   Value xt = transpose(L, L.input(0), x, in);
   Aval t_aval = x.with_shape(permuted(x.shape, in));
-  Value y = L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval,
-                 {Attr::i("num_groups", L.param("num_groups").as_int()),
-                  Attr::f("epsilon", L.param("epsilon").as_float())});
+  Value y = group_normalization(L, xt, t_aval);
   L.bind(0, transpose(L, y, t_aval, to_channels_last(x.rank())));
 }
 
@@ -575,10 +591,12 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .when("x.shape[0] == self.weight.shape[0]")
       .when("x.shape[0] % self.groups == 0");
   plugin.primitive("jaxonnx.nn.group_norm", lower_group_norm)
-      .emits({"GroupNormalization", "Transpose"})
+      .emits({"GroupNormalization", "Transpose", "If", "Equal", "Squeeze"})
+      .emits_shape_ops()
       .doc(onnx_doc("GroupNormalization"))
       .summary("flax nnx GroupNorm, equinox GroupNorm (one vmapped batch dim) as "
-               "GroupNormalization (opset 21)")
+               "GroupNormalization (opset 21; inside an If on a symbolic batch, which "
+               "onnxruntime's op refuses to be 0)")
       .binds(group_norm)
       .binds(eqx_group_norm);
 
