@@ -701,8 +701,17 @@ bool emit_norm(Rewrite& R, const Norm& n, Value bias, Value replaced) {
     if (!s) return false;
     b = *s;
   }
+  // ONNX's epsilon is a float32 attribute: in float64, an eps it rounds is
+  // kept exact by normalizing k * x, k = sqrt(eps32 / eps) (the op's
+  // statistics scale by k and k^2: it computes var + eps32 / k^2 == var + eps).
+  Value xin = n.x;
+  const float e32 = static_cast<float>(n.eps);
+  if (x.dtype == dtype::f64 && static_cast<double>(e32) != n.eps) {
+    if (!(e32 > 0) || !std::isfinite(e32)) return false;
+    xin = R.op("Mul", {n.x, R.scalar(dtype::f64, std::sqrt(static_cast<double>(e32) / n.eps))}, x);
+  }
   if (scale == kNoValue) scale = ones(R, x, n.axes);
-  std::vector<Value> ins = {n.x, scale};
+  std::vector<Value> ins = {xin, scale};
   if (b != kNoValue) ins.push_back(b);
   std::vector<Attr> attrs = {Attr::i("axis", n.axes.front()), Attr::f("epsilon", n.eps)};
   R.replace(replaced, R.op(op, ins, out, attrs));
@@ -955,15 +964,17 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
                "holding NaN or inf gives NaN, as in JAX");
   for (const char* root : {"Mul", "Div"})
     plugin.rule(std::string("normalization_") + root, root, normalization)
-        .emits({"LayerNormalization", "RMSNormalization"})
+        .emits({"LayerNormalization", "RMSNormalization", "Mul"})
         .min_opset(17)
         .summary("(x - mean) / sqrt(var + eps) * scale over trailing axes (var as mean((x - "
                  "mean)^2) or JAX's max(0, mean(x^2) - mean^2)) -> LayerNormalization (opset 17); "
                  "x / sqrt(mean(x^2) + eps) * scale -> RMSNormalization (opset 23). onnxruntime "
                  "computes var as mean((x - mean)^2): where JAX's fast form cancels "
-                 "catastrophically the fused op is the more accurate. NaN/inf rows give NaN, as in JAX");
+                 "catastrophically the fused op is the more accurate. float64: of x times a "
+                 "constant, which keeps an epsilon float32 would round exact. NaN/inf rows give "
+                 "NaN, as in JAX");
   plugin.rule("normalization_bias", "Add", normalization_bias)
-      .emits({"LayerNormalization"})
+      .emits({"LayerNormalization", "Mul"})
       .min_opset(17)
       .summary("a layer norm plus a per-feature bias -> LayerNormalization with B");
   plugin.rule("normalization_scale", "Mul", normalization_scale)

@@ -141,11 +141,39 @@ def test_layer_norm():
     assert op_types(check(no_bias, [("B", 8)])) == ["LayerNormalization"]
 
 
+def near_constant_rows(shape, dtype, rng):
+    # var ~ 1e-12, far below eps: the result is (x - mean) / sqrt(eps), where
+    # float32 rounding eps (ONNX's attribute type) would show at 1e-8 relative.
+    return (1 + 1e-6 * rng.standard_normal(size=shape)).astype(dtype)
+
+
 def test_layer_norm_float64():
     with jax.enable_x64(True):
-        m = nnx.LayerNorm(8, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
-    model = check(m, [("B", 8)], x64=True)
+        m = nnx.LayerNorm(8, param_dtype=jnp.float64, epsilon=1e-5, rngs=nnx.Rngs(0))
+        exact = nnx.LayerNorm(8, param_dtype=jnp.float64, epsilon=0.5, rngs=nnx.Rngs(0))
+    # eps as float64 holds it: LayerNormalization of k * x, k = sqrt(eps32 / eps).
+    model = check(m, [("B", 8)], x64=True, make_inputs=near_constant_rows, rtol=1e-12, atol=1e-12)
+    assert op_types(model) == ["Mul", "LayerNormalization"]
+    # An eps float32 holds exactly needs nothing more.
+    model = check(exact, [("B", 8)], x64=True, make_inputs=near_constant_rows, rtol=1e-12,
+                  atol=1e-12)
     assert op_types(model) == ["LayerNormalization"]
+
+
+def test_rms_and_batch_norm_float64_keep_epsilon_exact():
+    with jax.enable_x64(True):
+        rms = nnx.RMSNorm(8, param_dtype=jnp.float64, epsilon=1e-5, rngs=nnx.Rngs(0))
+        bn = nnx.BatchNorm(8, use_running_average=True, param_dtype=jnp.float64, epsilon=1e-5,
+                           rngs=nnx.Rngs(0))
+        # flax keeps the statistics float32 (the reference then lowers): float64 ones,
+        # and a zero variance: (x - mean) / sqrt(eps) exactly.
+        bn.mean.value = jnp.linspace(-1, 1, 8, dtype=jnp.float64)
+        bn.var.value = jnp.zeros(8, jnp.float64)
+    tiny = lambda s, d, r: 1e-6 * near_constant_rows(s, d, r)  # noqa: E731  (mean(x^2) << eps)
+    model = check(rms, [("B", 8)], x64=True, make_inputs=tiny, rtol=1e-12, atol=1e-18)
+    assert op_types(model) == ["Mul", "RMSNormalization"]
+    model = check(bn, [("B", 8)], x64=True, rtol=1e-12, atol=1e-12)
+    assert "Add" in op_types(model) and "BatchNormalization" in op_types(model)
 
 
 def test_rms_norm():
@@ -227,6 +255,7 @@ def test_exact_keeps_max_pool_nan_propagation():
     out = ort.InferenceSession(exact.SerializeToString()).run(None, {"in_0": x})[0]
     assert np.isnan(out).all() and np.isnan(np.asarray(fn(x))).all()
     assert "MaxPool" in op_types(jaxonnx.to_onnx(fn, spec))
+
 
 
 # ------------------------------------------------------------------ the window
