@@ -289,9 +289,13 @@ void softmax(Rewrite& R) {
   R.replace(R.output(div), R.op("Softmax", {xs->first}, out, {Attr::i("axis", xs->second)}));
 }
 
-// (x - max(x)) - log(sum(exp(x - max(x)))) -> LogSoftmax(x, axis).
+// (x - max(x)) - log(sum(exp(x - max(x)))) -> LogSoftmax(x, axis). Not in
+// float64: onnxruntime's float64 kernel gives a row holding +inf NaN there and
+// -inf elsewhere (JAX, and the float32 kernel: a row of NaN), and the rules
+// keep JAX's NaN and inf (crisp="exact" relies on it).
 void log_softmax(Rewrite& R) {
   int64_t sub = R.root();
+  if (R.aval(R.output(sub)).dtype == dtype::f64) return;
   Value d = R.input(sub, 0), l = R.input(sub, 1);
   int64_t lg = R.def(l, "Log");
   if (lg < 0 || R.reads(d) != 2 || !R.single_use(l)) return;
@@ -960,8 +964,9 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
                "the lowering's NaN guard) -> Softmax. A row holding NaN or inf gives NaN, as in JAX");
   plugin.rule("log_softmax", "Sub", log_softmax)
       .emits({"LogSoftmax"})
-      .summary("(x - max x) - log(sum exp(x - max x)) over one axis -> LogSoftmax. A row "
-               "holding NaN or inf gives NaN, as in JAX");
+      .summary("(x - max x) - log(sum exp(x - max x)) over one axis -> LogSoftmax, float32 "
+               "only (onnxruntime's float64 kernel gives a row holding +inf NaN there and -inf "
+               "elsewhere). A row holding NaN or inf gives NaN, as in JAX");
   for (const char* root : {"Mul", "Div"})
     plugin.rule(std::string("normalization_") + root, root, normalization)
         .emits({"LayerNormalization", "RMSNormalization", "Mul"})

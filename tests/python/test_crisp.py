@@ -258,6 +258,24 @@ def test_exact_keeps_max_pool_nan_propagation():
 
 
 
+def test_exact_keeps_float64_log_softmax_of_inf():
+    # onnxruntime's float64 LogSoftmax gives a row holding +inf NaN there and
+    # -inf elsewhere; JAX (and the float32 kernel) a row of NaN.
+    fn = lambda x: jax.nn.log_softmax(x)  # noqa: E731
+    x = np.array([[np.inf, 1.0, 2.0], [0.5, 1.0, 2.0]])
+    with jax.enable_x64(True):
+        spec = [jax.ShapeDtypeStruct((2, 3), np.float64)]
+        exact = jaxonnx.to_onnx(fn, spec, crisp="exact", enable_double_precision=True)
+        crisp = jaxonnx.to_onnx(fn, spec, enable_double_precision=True)
+        want = np.asarray(fn(x))
+    assert "LogSoftmax" not in op_types(exact) and "LogSoftmax" in op_types(crisp)
+    out = ort.InferenceSession(exact.SerializeToString()).run(None, {"in_0": x})[0]
+    np.testing.assert_allclose(out, want, rtol=1e-12)  # NaN where JAX has NaN
+    assert np.isnan(want[0]).all()
+    f32 = jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct((2, 3), np.float32)], crisp="exact")
+    assert "LogSoftmax" in op_types(f32)
+
+
 # ------------------------------------------------------------------ the window
 
 class Boom(Exception):

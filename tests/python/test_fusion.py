@@ -98,7 +98,10 @@ def test_softmax_becomes_softmax(axis, x64):
 
 @pytest.mark.parametrize("x64", [False, True])
 def test_log_softmax_becomes_log_softmax(x64):
-    assert op_types(check(jax.nn.log_softmax, [("B", 7)], x64=x64)) == ["LogSoftmax"]
+    ops = op_types(check(jax.nn.log_softmax, [("B", 7)], x64=x64))
+    # float64: onnxruntime's LogSoftmax gives a row holding +inf -inf beside
+    # NaN (JAX: all NaN), so the decomposition stays.
+    assert ops == ["LogSoftmax"] if not x64 else "LogSoftmax" not in ops
 
 
 def test_softmax_written_in_jnp_fuses_too():
