@@ -639,7 +639,8 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
                    .emits({max ? "MaxPool" : "AveragePool", "Transpose"})
                    .doc(onnx_doc(max ? "MaxPool" : "AveragePool"))
                    .summary(std::string("flax ") + fn + " as " + (max ? "MaxPool" : "AveragePool") +
-                            (max ? " (skips NaN; not bound with crisp=\"exact\")" : ""));
+                            (max ? " (skips NaN; not bound with crisp=\"exact\"; the max of "
+                                   "0.0 and -0.0 is the first of them, JAX: 0.0)" : ""));
     for (const char* ns : {"flax.nnx.", "flax.linen."}) {
       Binding b(std::string(ns) + fn);
       b.operand("inputs")
