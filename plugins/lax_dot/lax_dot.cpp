@@ -16,8 +16,9 @@
 // vector lhs meets a stacked rhs the same way (v[K] @ W[..., K, N]).
 // MatMul(rhs, lhs) plus one Transpose of the result is used instead when it
 // needs fewer nodes (W[K, N] . x[B, T, K] -> [N, B, T]).
-// Merged symbolic sizes use Reshape's exact 0 (copy) / -1 (infer) codes, or
-// their runtime values.
+// Merged symbolic sizes use Reshape's exact 0 (copy) / -1 (infer) codes
+// where they are exact for every runtime size (0 included), else their
+// runtime values.
 // Complex operands (carried packed, jaxonnx/complex.hpp) take four real
 // products of the parts (lower_complex_dot).
 #include <jaxonnx/complex.hpp>
@@ -108,26 +109,31 @@ Dim product(const Shape& dims) {
 }
 
 // `x` (of type `a`) reshaped to `shape`, no node when it already has it.
-// Per target dim the shape operand holds: its static size; 0 ("copy input
-// dim i") for the same symbolic dim at the same index; -1 for the single
-// remaining symbolic dim (exact: every other dim is known and non-zero);
-// else its runtime value. A static 0 needs allowzero=1, which forbids the 0
-// and -1 codes.
+// The shape operand holds the static sizes and, for the symbolic dims:
+// 0 ("copy input dim i") when each is the same symbolic dim at the same
+// index; -1 when there is one and every other dim is static and non-zero;
+// else the runtime values of all of them, with allowzero=1 (which forbids
+// the codes). Never codes beside runtime values: a symbolic dim may be 0 at
+// run time, and Reshape cannot infer -1 in an empty tensor nor tell a
+// runtime 0 from "copy". A static 0 needs allowzero=1 too.
 Value reshape(Lowering& L, Value x, const Aval& a, const Shape& shape) {
   if (a.shape == shape) return x;
   const bool zero_size = std::any_of(shape.begin(), shape.end(), is_zero);
   Shape target = shape;
+  bool codes = false;
   if (!zero_size) {
-    std::vector<size_t> unresolved;
+    size_t symbolic = 0, copied = 0;
     for (size_t i = 0; i < target.size(); ++i) {
       if (target[i].is_static()) continue;
-      if (i < a.shape.size() && a.shape[i] == target[i]) target[i] = Dim(0);
-      else unresolved.push_back(i);
+      ++symbolic;
+      copied += i < a.shape.size() && a.shape[i] == target[i];
     }
-    if (!unresolved.empty()) target[unresolved[0]] = Dim(-1);
+    codes = copied == symbolic || symbolic == 1;
+    for (Dim& d : target)
+      if (!d.is_static() && codes) d = Dim(copied == symbolic ? 0 : -1);
   }
   std::vector<Attr> attrs;
-  if (zero_size) attrs.push_back(Attr::i("allowzero", 1));
+  if (!codes) attrs.push_back(Attr::i("allowzero", 1));
   return L.op("Reshape", {x, shape_value(L, target)}, a.with_shape(shape), attrs);
 }
 

@@ -24,6 +24,7 @@
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,19 @@ void lower_linear(Lowering& L) {
   L.bind(0, y);
 }
 
+// ONNX's epsilon attributes are float32: in float64 that rounds eps (1e-5 by
+// 2.5e-8 relative), which shows in rows whose variance is near eps or below.
+// A layer or RMS norm of k * x, k = sqrt(eps32 / eps), computes
+// (x - mean) / sqrt(var + eps32 / k^2) with eps32 / k^2 == eps to float64
+// rounding (its statistics scale by k and k^2). The input to normalize, or
+// kNoValue when eps has no float32 to stand for it (the reference lowers).
+Value eps_exact_input(Lowering& L, Value x, const Aval& a, double eps) {
+  const float e32 = static_cast<float>(eps);
+  if (a.dtype != dtype::f64 || static_cast<double>(e32) == eps) return x;
+  if (!(e32 > 0) || !std::isfinite(e32)) return kNoValue;
+  return L.op("Mul", {x, scalar(L, dtype::f64, std::sqrt(static_cast<double>(e32) / eps))}, a);
+}
+
 // Normalization over the last axis: LayerNormalization (x, scale[, bias]) or
 // RMSNormalization (x, scale).
 void lower_last_axis_norm(Lowering& L, const char* op, int64_t min_opset) {
@@ -112,8 +126,11 @@ void lower_last_axis_norm(Lowering& L, const char* op, int64_t min_opset) {
   if (L.opset() < min_opset || !same_float_inputs(L) || x.rank() < 1) return lower_reference(L);
   for (size_t i = 1; i < L.num_inputs(); ++i)
     if (L.in_aval(i).rank() != 1) return lower_reference(L);
-  L.bind(0, L.op(op, L.inputs(), L.out_aval(0),
-                 {Attr::i("axis", -1), Attr::f("epsilon", L.param("epsilon").as_float())}));
+  const double eps = L.param("epsilon").as_float();
+  std::vector<Value> ins = L.inputs();
+  ins[0] = eps_exact_input(L, ins[0], x, eps);
+  if (ins[0] == kNoValue) return lower_reference(L);
+  L.bind(0, L.op(op, ins, L.out_aval(0), {Attr::i("axis", -1), Attr::f("epsilon", eps)}));
 }
 
 // RMSNormalization (x, scale) over the last axis, and equinox's optional
@@ -124,8 +141,11 @@ void lower_rms_norm(Lowering& L) {
   if (L.opset() < 23 || !same_float_inputs(L) || x.rank() < 1) return lower_reference(L);
   for (size_t i = 1; i < L.num_inputs(); ++i)
     if (L.in_aval(i).rank() != 1) return lower_reference(L);
-  Value y = L.op("RMSNormalization", {L.input(0), L.input(1)}, L.out_aval(0),
-                 {Attr::i("axis", -1), Attr::f("epsilon", L.param("epsilon").as_float())});
+  const double eps = L.param("epsilon").as_float();
+  Value xv = eps_exact_input(L, L.input(0), x, eps);
+  if (xv == kNoValue) return lower_reference(L);
+  Value y = L.op("RMSNormalization", {xv, L.input(1)}, L.out_aval(0),
+                 {Attr::i("axis", -1), Attr::f("epsilon", eps)});
   L.bind(0, L.op("Add", {y, L.input(2)}, L.out_aval(0)));
 }
 
@@ -149,15 +169,24 @@ Shape permuted(const Shape& s, const std::vector<int64_t>& perm) {
 }
 
 // Inference batch norm, channels last: (x - mean) / sqrt(var + eps) * scale + bias.
+// In float64 an eps that float32 (the attribute's type) rounds is made exact
+// through the variance: var + (eps - eps32), plus the op's eps32.
 void lower_batch_norm(Lowering& L) {
   Aval x = L.in_aval(0);
   if (!same_float_inputs(L) || x.rank() < 2) return lower_reference(L);
+  const double eps = L.param("epsilon").as_float();
+  const float e32 = static_cast<float>(eps);
+  Value var = L.input(4);
+  if (x.dtype == dtype::f64 && static_cast<double>(e32) != eps) {
+    if (!std::isfinite(e32)) return lower_reference(L);
+    var = L.op("Add", {var, scalar(L, dtype::f64, eps - static_cast<double>(e32))}, L.in_aval(4));
+  }
   Value xv = L.input(0);
   auto in = to_channels_first(x.rank());
   Value xt = transpose(L, xv, x, in);
   Aval t_aval = x.with_shape(permuted(x.shape, in));
-  Value y = L.op("BatchNormalization", {xt, L.input(1), L.input(2), L.input(3), L.input(4)}, t_aval,
-                 {Attr::f("epsilon", L.param("epsilon").as_float())});
+  Value y = L.op("BatchNormalization", {xt, L.input(1), L.input(2), L.input(3), var}, t_aval,
+                 {Attr::f("epsilon", eps)});
   L.bind(0, transpose(L, y, t_aval, to_channels_last(x.rank())));
 }
 
@@ -168,23 +197,39 @@ void lower_batch_norm(Lowering& L) {
 // (channels, ...), usually under jax.vmap), x is channels first already: one
 // batch dim leading (x.rank() == example_rank + 1) is GroupNormalization's
 // layout; an unbatched call or more batch dims lower the reference.
+//
+// onnxruntime's GroupNormalization (its function body reshapes to (N, G, -1))
+// fails on a batch of 0, which JAX defines (an empty result): a symbolic
+// batch is checked at run time (an If giving the empty input itself, else the
+// op); a static 0 lowers the reference.
+Value group_normalization(Lowering& L, Value xt, const Aval& t_aval) {
+  std::vector<Attr> attrs = {Attr::i("num_groups", L.param("num_groups").as_int()),
+                             Attr::f("epsilon", L.param("epsilon").as_float())};
+  const Dim batch = t_aval.shape[0];
+  if (batch.is_static()) return L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval, attrs);
+  Value empty = L.op("Equal", {L.op("Squeeze", {dim_value(L, batch)}, Aval(dtype::i64, {})),
+                               scalar(L, dtype::i64, 0)},
+                     Aval(dtype::boolean, {}));
+  Subgraph then_g = L.begin_subgraph("group_norm_empty");
+  GraphRef t = then_g.end({xt});
+  Subgraph else_g = L.begin_subgraph("group_norm");
+  GraphRef e = else_g.end({L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval, attrs)});
+  return L.op_n("If", {empty}, {t_aval}, {Attr::graph("then_branch", t), Attr::graph("else_branch", e)})[0];
+}
+
 void lower_group_norm(Lowering& L) {
   Aval x = L.in_aval(0);
-  if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3)
+  if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3 ||
+      x.shape[0] == Dim(0))
     return lower_reference(L);
   if (L.has_param("example_rank")) {
     if (x.rank() != L.param("example_rank").as_int() + 1) return lower_reference(L);
-    return L.bind(0, L.op("GroupNormalization", {L.input(0), L.input(1), L.input(2)},
-                          L.out_aval(0),
-                          {Attr::i("num_groups", L.param("num_groups").as_int()),
-                           Attr::f("epsilon", L.param("epsilon").as_float())}));
+    return L.bind(0, group_normalization(L, L.input(0), L.out_aval(0)));
   }
   auto in = to_channels_first(x.rank());
   Value xt = transpose(L, L.input(0), x, in);
   Aval t_aval = x.with_shape(permuted(x.shape, in));
-  Value y = L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval,
-                 {Attr::i("num_groups", L.param("num_groups").as_int()),
-                  Attr::f("epsilon", L.param("epsilon").as_float())});
+  Value y = group_normalization(L, xt, t_aval);
   L.bind(0, transpose(L, y, t_aval, to_channels_last(x.rank())));
 }
 
@@ -514,10 +559,11 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   };
   plugin.primitive("jaxonnx.nn.layer_norm",
                    [](Lowering& L) { lower_last_axis_norm(L, "LayerNormalization", 17); })
-      .emits({"LayerNormalization"})
+      .emits({"LayerNormalization", "Mul"})
       .doc(onnx_doc("LayerNormalization"))
       .summary("flax nnx / linen LayerNorm over the last axis, equinox LayerNorm of a 1-D "
-               "shape as LayerNormalization")
+               "shape as LayerNormalization (float64: of x times a constant, which keeps an "
+               "epsilon float32 would round exact)")
       .binds(eqx_norm("LayerNorm", true))
       .binds(eqx_norm("LayerNorm", false))
       .binds(layer_norm(true))
@@ -526,10 +572,11 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .binds(linen_layer_norm(false));
 
   plugin.primitive("jaxonnx.nn.rms_norm", lower_rms_norm)
-      .emits({"RMSNormalization", "Add"})
+      .emits({"RMSNormalization", "Add", "Mul"})
       .doc(onnx_doc("RMSNormalization"))
       .summary("flax nnx RMSNorm over the last axis, equinox RMSNorm of a 1-D shape as "
-               "RMSNormalization (opset 23; equinox's bias: an Add after it)")
+               "RMSNormalization (opset 23; equinox's bias: an Add after it; float64: of x "
+               "times a constant, as LayerNorm)")
       .binds(eqx_norm("RMSNorm", true))
       .binds(eqx_norm("RMSNorm", false))
       .binds(nnx_norm("RMSNorm", "reduction_axes")
@@ -538,9 +585,10 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
                  .operand("self.scale[...]"));
 
   plugin.primitive("jaxonnx.nn.batch_norm", lower_batch_norm)
-      .emits({"BatchNormalization", "Transpose"})
+      .emits({"BatchNormalization", "Transpose", "Add"})
       .doc(onnx_doc("BatchNormalization"))
-      .summary("flax nnx BatchNorm in inference mode as BatchNormalization")
+      .summary("flax nnx BatchNorm in inference mode as BatchNormalization (float64: "
+               "the variance plus what float32 rounds off epsilon)")
       .binds(nnx_norm("BatchNorm", "axis")
                  .when("use_running_average or (use_running_average is None and "
                        "self.use_running_average)")
@@ -577,10 +625,12 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .when("x.shape[0] == self.weight.shape[0]")
       .when("x.shape[0] % self.groups == 0");
   plugin.primitive("jaxonnx.nn.group_norm", lower_group_norm)
-      .emits({"GroupNormalization", "Transpose"})
+      .emits({"GroupNormalization", "Transpose", "If", "Equal", "Squeeze"})
+      .emits_shape_ops()
       .doc(onnx_doc("GroupNormalization"))
       .summary("flax nnx GroupNorm, equinox GroupNorm (one vmapped batch dim) as "
-               "GroupNormalization (opset 21)")
+               "GroupNormalization (opset 21; inside an If on a symbolic batch, which "
+               "onnxruntime's op refuses to be 0)")
       .binds(group_norm)
       .binds(eqx_group_norm);
 
@@ -591,7 +641,8 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
                    .emits({max ? "MaxPool" : "AveragePool", "Transpose"})
                    .doc(onnx_doc(max ? "MaxPool" : "AveragePool"))
                    .summary(std::string("flax ") + fn + " as " + (max ? "MaxPool" : "AveragePool") +
-                            (max ? " (skips NaN; not bound with crisp=\"exact\")" : ""));
+                            (max ? " (skips NaN; not bound with crisp=\"exact\"; the max of "
+                                   "0.0 and -0.0 is the first of them, JAX: 0.0)" : ""));
     for (const char* ns : {"flax.nnx.", "flax.linen."}) {
       Binding b(std::string(ns) + fn);
       b.operand("inputs")

@@ -412,9 +412,13 @@ void softmax(Rewrite& R) {
   R.replace(R.output(div), R.op("Softmax", {xs->first}, out, {Attr::i("axis", xs->second)}));
 }
 
-// (x - max(x)) - log(sum(exp(x - max(x)))) -> LogSoftmax(x, axis).
+// (x - max(x)) - log(sum(exp(x - max(x)))) -> LogSoftmax(x, axis). Not in
+// float64: onnxruntime's float64 kernel gives a row holding +inf NaN there and
+// -inf elsewhere (JAX, and the float32 kernel: a row of NaN), and the rules
+// keep JAX's NaN and inf (crisp="exact" relies on it).
 void log_softmax(Rewrite& R) {
   int64_t sub = R.root();
+  if (R.aval(R.output(sub)).dtype == dtype::f64) return;
   Value d = R.input(sub, 0), l = R.input(sub, 1);
   int64_t lg = R.def(l, "Log");
   if (lg < 0 || R.reads(d) != 2 || !R.single_use(l)) return;
@@ -824,8 +828,17 @@ bool emit_norm(Rewrite& R, const Norm& n, Value bias, Value replaced) {
     if (!s) return false;
     b = *s;
   }
+  // ONNX's epsilon is a float32 attribute: in float64, an eps it rounds is
+  // kept exact by normalizing k * x, k = sqrt(eps32 / eps) (the op's
+  // statistics scale by k and k^2: it computes var + eps32 / k^2 == var + eps).
+  Value xin = n.x;
+  const float e32 = static_cast<float>(n.eps);
+  if (x.dtype == dtype::f64 && static_cast<double>(e32) != n.eps) {
+    if (!(e32 > 0) || !std::isfinite(e32)) return false;
+    xin = R.op("Mul", {n.x, R.scalar(dtype::f64, std::sqrt(static_cast<double>(e32) / n.eps))}, x);
+  }
   if (scale == kNoValue) scale = ones(R, x, n.axes);
-  std::vector<Value> ins = {n.x, scale};
+  std::vector<Value> ins = {xin, scale};
   if (b != kNoValue) ins.push_back(b);
   std::vector<Attr> attrs = {Attr::i("axis", n.axes.front()), Attr::f("epsilon", n.eps)};
   R.replace(replaced, R.op(op, ins, out, attrs));
@@ -1089,19 +1102,22 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
                "the lowering's NaN guard) -> Softmax. A row holding NaN or inf gives NaN, as in JAX");
   plugin.rule("log_softmax", "Sub", log_softmax)
       .emits({"LogSoftmax"})
-      .summary("(x - max x) - log(sum exp(x - max x)) over one axis -> LogSoftmax. A row "
-               "holding NaN or inf gives NaN, as in JAX");
+      .summary("(x - max x) - log(sum exp(x - max x)) over one axis -> LogSoftmax, float32 "
+               "only (onnxruntime's float64 kernel gives a row holding +inf NaN there and -inf "
+               "elsewhere). A row holding NaN or inf gives NaN, as in JAX");
   for (const char* root : {"Mul", "Div"})
     plugin.rule(std::string("normalization_") + root, root, normalization)
-        .emits({"LayerNormalization", "RMSNormalization"})
+        .emits({"LayerNormalization", "RMSNormalization", "Mul"})
         .min_opset(17)
         .summary("(x - mean) / sqrt(var + eps) * scale over trailing axes (var as mean((x - "
                  "mean)^2) or JAX's max(0, mean(x^2) - mean^2)) -> LayerNormalization (opset 17); "
                  "x / sqrt(mean(x^2) + eps) * scale -> RMSNormalization (opset 23). onnxruntime "
                  "computes var as mean((x - mean)^2): where JAX's fast form cancels "
-                 "catastrophically the fused op is the more accurate. NaN/inf rows give NaN, as in JAX");
+                 "catastrophically the fused op is the more accurate. float64: of x times a "
+                 "constant, which keeps an epsilon float32 would round exact. NaN/inf rows give "
+                 "NaN, as in JAX");
   plugin.rule("normalization_bias", "Add", normalization_bias)
-      .emits({"LayerNormalization"})
+      .emits({"LayerNormalization", "Mul"})
       .min_opset(17)
       .summary("a layer norm plus a per-feature bias -> LayerNormalization with B");
   plugin.rule("normalization_scale", "Mul", normalization_scale)

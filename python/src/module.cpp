@@ -56,6 +56,7 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
     q["onnx_ops"] = rule.onnx_ops;
     q["min_opset"] = rule.min_opset;
     q["summary"] = rule.summary;
+    q["applied"] = rule.applied->load(std::memory_order_relaxed);
     rules.append(q);
   }
   d["rules"] = rules;

@@ -141,11 +141,39 @@ def test_layer_norm():
     assert op_types(check(no_bias, [("B", 8)])) == ["LayerNormalization"]
 
 
+def near_constant_rows(shape, dtype, rng):
+    # var ~ 1e-12, far below eps: the result is (x - mean) / sqrt(eps), where
+    # float32 rounding eps (ONNX's attribute type) would show at 1e-8 relative.
+    return (1 + 1e-6 * rng.standard_normal(size=shape)).astype(dtype)
+
+
 def test_layer_norm_float64():
     with jax.enable_x64(True):
-        m = nnx.LayerNorm(8, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
-    model = check(m, [("B", 8)], x64=True)
+        m = nnx.LayerNorm(8, param_dtype=jnp.float64, epsilon=1e-5, rngs=nnx.Rngs(0))
+        exact = nnx.LayerNorm(8, param_dtype=jnp.float64, epsilon=0.5, rngs=nnx.Rngs(0))
+    # eps as float64 holds it: LayerNormalization of k * x, k = sqrt(eps32 / eps).
+    model = check(m, [("B", 8)], x64=True, make_inputs=near_constant_rows, rtol=1e-12, atol=1e-12)
+    assert op_types(model) == ["Mul", "LayerNormalization"]
+    # An eps float32 holds exactly needs nothing more.
+    model = check(exact, [("B", 8)], x64=True, make_inputs=near_constant_rows, rtol=1e-12,
+                  atol=1e-12)
     assert op_types(model) == ["LayerNormalization"]
+
+
+def test_rms_and_batch_norm_float64_keep_epsilon_exact():
+    with jax.enable_x64(True):
+        rms = nnx.RMSNorm(8, param_dtype=jnp.float64, epsilon=1e-5, rngs=nnx.Rngs(0))
+        bn = nnx.BatchNorm(8, use_running_average=True, param_dtype=jnp.float64, epsilon=1e-5,
+                           rngs=nnx.Rngs(0))
+        # flax keeps the statistics float32 (the reference then lowers): float64 ones,
+        # and a zero variance: (x - mean) / sqrt(eps) exactly.
+        bn.mean.value = jnp.linspace(-1, 1, 8, dtype=jnp.float64)
+        bn.var.value = jnp.zeros(8, jnp.float64)
+    tiny = lambda s, d, r: 1e-6 * near_constant_rows(s, d, r)  # noqa: E731  (mean(x^2) << eps)
+    model = check(rms, [("B", 8)], x64=True, make_inputs=tiny, rtol=1e-12, atol=1e-18)
+    assert op_types(model) == ["Mul", "RMSNormalization"]
+    model = check(bn, [("B", 8)], x64=True, rtol=1e-12, atol=1e-12)
+    assert "Add" in op_types(model) and "BatchNormalization" in op_types(model)
 
 
 def test_rms_norm():
@@ -194,9 +222,15 @@ def test_group_norm():
     m = nnx.GroupNorm(6, num_groups=3, rngs=nnx.Rngs(0))
     m.scale[...] = jax.random.normal(jax.random.key(1), (6,))
     m.bias[...] = jax.random.normal(jax.random.key(2), (6,))
-    model = check(m, [("B", 4, 5, 6)], rtol=1e-4, atol=1e-4)
-    assert op_types(model).count("GroupNormalization") == 1
-    assert "GroupNormalization" not in op_types(check(m, [("B", 4, 5, 6)], opset=20))
+    model = check(m, [(2, 4, 5, 6)], rtol=1e-4, atol=1e-4)
+    assert op_types(model) == ["Transpose", "GroupNormalization", "Transpose"]
+    # onnxruntime's op fails on a batch of 0, which JAX defines: a symbolic
+    # batch runs it inside an If that gives the empty input back.
+    model = check(m, [("B", 4, 5, 6)], rtol=1e-4, atol=1e-4, batches=(0, 1, 3))
+    assert all_op_types(model).count("GroupNormalization") == 1
+    assert "If" in op_types(model)
+    check(m, [(0, 4, 5, 6)])  # a static 0: the reference
+    assert "GroupNormalization" not in all_op_types(check(m, [("B", 4, 5, 6)], opset=20))
 
 
 @pytest.mark.parametrize("pool,op", [("max_pool", "MaxPool"), ("avg_pool", "AveragePool")])
@@ -234,6 +268,25 @@ def test_exact_keeps_max_pool_nan_propagation():
     out = ort.InferenceSession(exact.SerializeToString()).run(None, {"in_0": x})[0]
     assert np.isnan(out).all() and np.isnan(np.asarray(fn(x))).all()
     assert "MaxPool" in op_types(jaxonnx.to_onnx(fn, spec))
+
+
+
+def test_exact_keeps_float64_log_softmax_of_inf():
+    # onnxruntime's float64 LogSoftmax gives a row holding +inf NaN there and
+    # -inf elsewhere; JAX (and the float32 kernel) a row of NaN.
+    fn = lambda x: jax.nn.log_softmax(x)  # noqa: E731
+    x = np.array([[np.inf, 1.0, 2.0], [0.5, 1.0, 2.0]])
+    with jax.enable_x64(True):
+        spec = [jax.ShapeDtypeStruct((2, 3), np.float64)]
+        exact = jaxonnx.to_onnx(fn, spec, crisp="exact", enable_double_precision=True)
+        crisp = jaxonnx.to_onnx(fn, spec, enable_double_precision=True)
+        want = np.asarray(fn(x))
+    assert "LogSoftmax" not in op_types(exact) and "LogSoftmax" in op_types(crisp)
+    out = ort.InferenceSession(exact.SerializeToString()).run(None, {"in_0": x})[0]
+    np.testing.assert_allclose(out, want, rtol=1e-12)  # NaN where JAX has NaN
+    assert np.isnan(want[0]).all()
+    f32 = jaxonnx.to_onnx(fn, [jax.ShapeDtypeStruct((2, 3), np.float32)], crisp="exact")
+    assert "LogSoftmax" in op_types(f32)
 
 
 # ------------------------------------------------------------------ the window

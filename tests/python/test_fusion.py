@@ -131,7 +131,10 @@ def test_softmax_becomes_softmax(axis, x64):
 
 @pytest.mark.parametrize("x64", [False, True])
 def test_log_softmax_becomes_log_softmax(x64):
-    assert op_types(check(jax.nn.log_softmax, [("B", 7)], x64=x64)) == ["LogSoftmax"]
+    ops = op_types(check(jax.nn.log_softmax, [("B", 7)], x64=x64))
+    # float64: onnxruntime's LogSoftmax gives a row holding +inf -inf beside
+    # NaN (JAX: all NaN), so the decomposition stays.
+    assert ops == ["LogSoftmax"] if not x64 else "LogSoftmax" not in ops
 
 
 def test_softmax_written_in_jnp_fuses_too():
@@ -173,7 +176,8 @@ def test_nnx_layer_norm_becomes_layer_normalization(batch, x64):
         ln.scale.value = jax.random.normal(jax.random.key(1), (16,), dtype)
         ln.bias.value = jax.random.normal(jax.random.key(2), (16,), dtype)
     model = check(ln, [(batch, 16)], x64=x64, rtol=1e-4, atol=1e-5)
-    assert op_types(model) == ["LayerNormalization"]
+    # float64: of x times sqrt(eps32 / eps), ONNX's epsilon being a float32 (docs/crisp_ops.md).
+    assert op_types(model) == (["Mul"] if x64 else []) + ["LayerNormalization"]
 
 
 def test_jnp_layer_norm_gives_the_same_graph():
@@ -218,7 +222,7 @@ def test_rms_norm_becomes_rms_normalization(x64):
         rms = nnx.RMSNorm(16, rngs=nnx.Rngs(0), param_dtype=dtype, dtype=dtype)
         rms.scale.value = jax.random.normal(jax.random.key(1), (16,), dtype)
     model = check(rms, [("B", 16)], x64=x64, rtol=1e-4, atol=1e-5)
-    assert op_types(model) == ["RMSNormalization"]
+    assert op_types(model) == (["Mul"] if x64 else []) + ["RMSNormalization"]  # as above
 
     def jnp_rms(x):
         return x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + 1e-6)
@@ -242,7 +246,7 @@ def var_layer_norm(x):
 @pytest.mark.parametrize("batch", [3, "B"])
 def test_jnp_var_layer_norm_becomes_layer_normalization(batch, x64):
     model = check(var_layer_norm, [(batch, 5, 8)], x64=x64, rtol=1e-4, atol=1e-5)
-    assert op_types(model) == ["LayerNormalization"]
+    assert op_types(model) == (["Mul"] if x64 else []) + ["LayerNormalization"]  # as above
 
 
 @pytest.mark.parametrize("form", ["rsqrt", "no_keepdims", "method"])
@@ -411,3 +415,17 @@ def test_transformer_block_fuses_its_parts():
 
     model = check(Block(nnx.Rngs(0)), [("B", 32)], rtol=1e-4, atol=1e-5)
     assert op_types(model) == ["LayerNormalization", "Gemm", "Gelu", "Gemm", "Add", "Softmax"]
+
+
+def test_normalizations_sharing_statistics_all_fuse():
+    # nnx's LayerNorm and RMSNorm and equinox's LayerNorm of one x share its
+    # sum and its squares: each fuses only once the others no longer read
+    # them, which happens after the sweep has passed the first. The pass
+    # sweeps again (the verifier, on in the suite, checks that no rule matches).
+    import equinox as eqx
+    ln = nnx.LayerNorm(8, dtype=jnp.float32, rngs=nnx.Rngs(0))
+    rms = nnx.RMSNorm(8, dtype=jnp.float32, rngs=nnx.Rngs(0))
+    eln = eqx.nn.LayerNorm(8)
+    fn = lambda x: (ln(x), rms(x), jax.vmap(eln)(x))  # noqa: E731
+    assert sorted(ops(fn, [("B", 8)], crisp=False)) == [
+        "LayerNormalization", "LayerNormalization", "RMSNormalization"]

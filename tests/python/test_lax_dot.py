@@ -1,5 +1,6 @@
 """lax_dot plugin: every dot_general as one MatMul (never Einsum), with Transpose/Reshape only where needed."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -92,6 +93,17 @@ def test_attention_is_one_matmul(name, batch, dtype, x64):
                   atol=1e-4 if not x64 else None)
     ops = op_types(model)
     assert "Einsum" not in ops and ops.count("MatMul") == 1 and ops == expected
+
+
+
+def test_symbolic_sizes_that_are_zero_at_run_time():
+    # jax.nn.dot_product_attention's decomposition over a symbolic length T
+    # reshapes (2, 2, T, T) to (2, 2, T, 1, T): copying T (code 0) and
+    # inferring the other (-1) fails in onnxruntime when T is 0 (nothing to
+    # infer from), so such shapes take their runtime values.
+    fn = lambda q, k: jax.lax.dot_general(  # noqa: E731
+        q.reshape(2, q.shape[1], 2, 1, 4), k, (([4], [3]), ([0, 2], [0, 2])))
+    check(fn, [(2, "T", 2, 4), (2, "T", 2, 4)], batches=(0, 1, 3))
 
 
 EINSUMS = {

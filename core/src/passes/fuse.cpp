@@ -14,6 +14,8 @@
 // defined at or after the root, an op the rule did not declare, a non-default
 // domain, a replaced graph output whose replacement is not a node the rule
 // emitted.
+// Sweeps again while the last sweep rewrote something (a rewrite can make an
+// earlier node match).
 // Guarantees: no plugin rule matches (tried again on a scratch copy when the
 // verifier is on); the invariants (topological order, one definition per
 // value, interface values keep their names and types). Matched nodes nobody
@@ -280,8 +282,22 @@ class Fuse : public Pass {
     return {};
   }
 
+  // Sweeps until no rule applies: a rewrite can make an earlier node match
+  // (a statistic two normalizations read becomes single-use once the later
+  // one is fused), and the pass guarantees that none does. A sweep that
+  // changes nothing is the last; a match needs a rewrite since the sweep
+  // before, so this is one extra linear sweep in the common case.
   bool run(ir::Graph& g) override {
     if (by_root_.empty()) return false;
+    bool changed = false;
+    for (int k = 0; k < kMaxSweeps && sweep(g); ++k) changed = true;
+    return changed;
+  }
+
+ private:
+  static constexpr int kMaxSweeps = 16;  // against rules that would undo each other forever
+
+  bool sweep(ir::Graph& g) {
     bool changed = false;
     size_t k = 0;
     std::unique_ptr<Uses> uses;
@@ -296,7 +312,10 @@ class Fuse : public Pass {
       size_t before = g.nodes.size();
       size_t inserted = 0;
       for (const RuleInfo* rule : it->second)
-        if ((applied = attempt(g, *uses, k, *rule, &inserted))) break;
+        if ((applied = attempt(g, *uses, k, *rule, &inserted))) {
+          rule->applied->fetch_add(1, std::memory_order_relaxed);
+          break;
+        }
       if (!applied) {
         ++k;
         continue;
@@ -316,7 +335,6 @@ class Fuse : public Pass {
     return changed;
   }
 
- private:
   bool attempt(ir::Graph& g, const Uses& uses, size_t k, const RuleInfo& rule, size_t* inserted) {
     jxo_rewrite rw;
     rw.graph = &g;

@@ -2,6 +2,7 @@
 // negotiates the ABI, and builds a registry keyed by primitive name.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <stdexcept>
 #include <memory>
@@ -42,6 +43,9 @@ struct RuleInfo {
   int64_t min_opset = 0;
   std::vector<std::string> onnx_ops;
   const LoadedPlugin* plugin = nullptr;
+  // Rewrites the fuse pass has made with this rule in this process (not the
+  // guarantee check's trials): tests see which rules a program exercised.
+  std::shared_ptr<std::atomic<uint64_t>> applied = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 // A plugin that loaded and negotiated. Lives for the process.
