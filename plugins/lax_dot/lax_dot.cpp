@@ -16,8 +16,8 @@
 // vector lhs meets a stacked rhs the same way (v[K] @ W[..., K, N]).
 // MatMul(rhs, lhs) plus one Transpose of the result is used instead when it
 // needs fewer nodes (W[K, N] . x[B, T, K] -> [N, B, T]).
-// Merged symbolic sizes use Reshape's exact 0 (copy) / -1 (infer) codes, or
-// their runtime values.
+// Merged symbolic sizes go through the SDK's reshape idiom (0 / -1 codes, or
+// runtime values with allowzero).
 // Complex operands (carried packed, jaxonnx/complex.hpp) take four real
 // products of the parts (lower_complex_dot).
 #include <jaxonnx/complex.hpp>
@@ -82,8 +82,6 @@ int32_t compute_dtype(int32_t in, int32_t out) {
 
 // ----------------------------------------------------------------- shapes --
 
-bool is_zero(const Dim& d) { return d.is_static() && d.value == 0; }
-
 bool is_identifier(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
@@ -107,30 +105,6 @@ Dim product(const Shape& dims) {
   return Dim::sym(s);
 }
 
-// `x` (of type `a`) reshaped to `shape`, no node when it already has it.
-// Per target dim the shape operand holds: its static size; 0 ("copy input
-// dim i") for the same symbolic dim at the same index; -1 for the single
-// remaining symbolic dim (exact: every other dim is known and non-zero);
-// else its runtime value. A static 0 needs allowzero=1, which forbids the 0
-// and -1 codes.
-Value reshape(Lowering& L, Value x, const Aval& a, const Shape& shape) {
-  if (a.shape == shape) return x;
-  const bool zero_size = std::any_of(shape.begin(), shape.end(), is_zero);
-  Shape target = shape;
-  if (!zero_size) {
-    std::vector<size_t> unresolved;
-    for (size_t i = 0; i < target.size(); ++i) {
-      if (target[i].is_static()) continue;
-      if (i < a.shape.size() && a.shape[i] == target[i]) target[i] = Dim(0);
-      else unresolved.push_back(i);
-    }
-    if (!unresolved.empty()) target[unresolved[0]] = Dim(-1);
-  }
-  std::vector<Attr> attrs;
-  if (zero_size) attrs.push_back(Attr::i("allowzero", 1));
-  return L.op("Reshape", {x, shape_value(L, target)}, a.with_shape(shape), attrs);
-}
-
 // `x` (of type `a`, updated) with each group of consecutive axes merged into
 // one dim; an empty group is a new dim of 1. Only new dims: Unsqueeze.
 Value regroup(Lowering& L, Value x, Aval& a, const std::vector<Axes>& groups) {
@@ -145,7 +119,7 @@ Value regroup(Lowering& L, Value x, Aval& a, const std::vector<Axes>& groups) {
     merges = merges || groups[i].size() > 1;
   }
   Aval out = a.with_shape(shape);
-  if (merges) x = reshape(L, x, a, shape);
+  if (merges) x = reshape(L, x, a, out);
   else if (!new_axes.empty()) x = L.op("Unsqueeze", {x, i64s(L, new_axes)}, out);
   a = out;
   return x;
@@ -160,7 +134,7 @@ Value ungroup(Lowering& L, Value y, const Aval& a, const std::vector<Axes>& grou
     if (groups[i].empty()) ones.push_back(static_cast<int64_t>(i));
     merged = merged || groups[i].size() > 1;
   }
-  if (merged) return reshape(L, y, a, out.shape);
+  if (merged) return reshape(L, y, a, out);
   if (!ones.empty()) return L.op("Squeeze", {y, i64s(L, ones)}, out);
   return y;
 }

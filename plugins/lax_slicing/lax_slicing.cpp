@@ -156,8 +156,6 @@ int32_t pad_compute_dtype(int32_t t) {
 //   axis-> [.., n, r+1, ..] -Reshape-> [.., n*(r+1), ..]
 // which leaves r extra pad values after the last element: the caller's edge
 // Pad takes high - r on that axis (ONNX Pad crops on a negative pad).
-// Needs every dim >= 1 (the caller handles empty tensors), so Reshape can
-// copy leading dims (code 0) and infer one symbolic dim (-1).
 Value pad_interior(Lowering& L, Value x, const Aval& in, const std::vector<int64_t>& interior, Value pv) {
   const size_t rank = in.shape.size();
   Shape grown, merged;
@@ -178,17 +176,7 @@ Value pad_interior(Lowering& L, Value x, const Aval& in, const std::vector<int64
   for (int64_t a : new_axes) pads[grown.size() + static_cast<size_t>(a)] = grown[static_cast<size_t>(a)].value - 1;
   y = L.op("Pad", {y, i64s(L, pads), pv}, in.with_shape(grown));
 
-  // Reshape target: symbolic dims before the first new axis are copied (0);
-  // a single other symbolic dim is inferred (-1); more take runtime values.
-  Shape target = merged;
-  std::vector<size_t> unresolved;
-  for (size_t i = 0; i < target.size(); ++i) {
-    if (target[i].is_static()) continue;
-    if (static_cast<int64_t>(i) + 1 < new_axes[0]) target[i] = Dim(0);  // before the first merged axis
-    else unresolved.push_back(i);
-  }
-  if (unresolved.size() == 1) target[unresolved[0]] = Dim(-1);
-  return L.op("Reshape", {y, shape_value(L, target)}, in.with_shape(merged));
+  return reshape(L, y, in.with_shape(grown), in.with_shape(merged));
 }
 
 // pad(x, padding_value, padding_config=((low, high, interior), ...)): JAX

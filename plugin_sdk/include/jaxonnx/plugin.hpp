@@ -6,7 +6,7 @@
 //   attr.hpp           Attr, GraphRef: node attributes
 //   lowering.hpp       Lowering, Subgraph: the host calls of one lowering (op-free)
 //   idioms.hpp         cast, where, transpose, i64s, scalar, dim_value, shape_value,
-//                      inclusive_scan: ONNX idioms built on Lowering
+//                      reshape, inclusive_scan: ONNX idioms built on Lowering
 //   kernels.hpp        which (op, dtype) pairs onnxruntime runs
 //   jaxpr_view.hpp     JaxprView: reading a nested jaxpr
 //   abstract_eval.hpp  AbstractEval: avals in, avals out
