@@ -231,6 +231,16 @@ def test_arange_symbolic(x64):
     assert "Range" in op_types(model)
 
 
+@pytest.mark.parametrize("x64", [False, True], ids=["f32", "f64"])
+def test_iota_of_a_length_non_linear_in_the_batch(x64):
+    """A pairwise grid over the batch: arange(2*B^2) shaped (B, 2*B)."""
+    def fn(x):
+        n = x.shape[0]
+        grid = jnp.arange(2 * n * n, dtype=x.dtype).reshape(n, 2 * n)
+        return grid + jnp.concatenate([x, x], axis=1)[:, :1]
+    check(fn, [("B", 3)], x64=x64, batches=(1, 4))
+
+
 IOTA_DTYPES = [(np.float32, False), (np.float64, True), (np.int32, False), (np.int64, True),
                (np.uint8, False), (np.int8, False), (np.float16, False)]
 

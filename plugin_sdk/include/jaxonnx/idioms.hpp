@@ -88,7 +88,7 @@ inline Value scalar(Lowering& L, int32_t dt, double x) {
 
 namespace detail {
 // Evaluates a JAX symbolic dim expression ("2*B + 1", "floordiv(B, 2)",
-// "max(B, 1)", "B*C") into an int64[1] value with ONNX arithmetic.
+// "max(B, 1)", "B*C", "2*B^2") into an int64[1] value with ONNX arithmetic.
 struct DimExprParser {
   std::string_view s;
   size_t pos;
@@ -110,14 +110,26 @@ struct DimExprParser {
     }
   }
   Value term() {
+    Value v = power();
+    while (eat('*')) v = L->op("Mul", {v, power()}, one());
+    return v;
+  }
+  // base^k (JAX writes B*B as "B^2"), k a positive integer: k - 1 products.
+  Value power() {
     Value v = factor();
-    while (eat('*')) v = L->op("Mul", {v, factor()}, one());
+    if (!eat('^')) return v;
+    skip();
+    int64_t k = 0;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') k = k * 10 + (s[pos++] - '0');
+    if (k < 1) bad();
+    Value base = v;
+    for (int64_t i = 1; i < k; ++i) v = L->op("Mul", {v, base}, one());
     return v;
   }
   Value factor() {
     skip();
     if (eat('(')) { Value v = expr(); if (!eat(')')) bad(); return v; }
-    if (eat('-')) return L->op("Neg", {factor()}, one());
+    if (eat('-')) return L->op("Neg", {power()}, one());  // -B^2 is -(B^2)
     if (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
       int64_t n = 0;
       while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') n = n * 10 + (s[pos++] - '0');
