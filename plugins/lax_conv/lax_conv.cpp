@@ -11,7 +11,9 @@
 //
 // Padding. JAX gives explicit (lo, hi) pairs, possibly asymmetric (Conv pads =
 // [begins..., ends...]) or negative: a negative pad crops, done with a Slice
-// first.
+// first. A symbolic pad (SAME with a stride over a symbolic spatial dim:
+// floordiv(...) of it) cannot be an attribute: one Pad with the pads computed
+// at run time goes before a Conv that pads nothing.
 //
 // lhs_dilation > 1 (a transposed convolution) inserts d-1 zeros between input
 // elements before padding. With unit window strides and one group this is
@@ -53,6 +55,10 @@ using Ints = std::vector<int64_t>;
 struct ConvParams {
   size_t n = 0;  // spatial rank
   Ints strides, lhs_dil, rhs_dil, lo, hi;
+  // The padding as given; symbolic (a SAME conv over a symbolic spatial dim
+  // with a stride, or a kernel of symbolic size) when symbolic_pads.
+  Shape lo_dims, hi_dims;
+  bool symbolic_pads = false;
   Ints lhs_spec, rhs_spec, out_spec;
   int64_t fgc = 1, bgc = 1;
 };
@@ -62,10 +68,13 @@ ConvParams read_params(Lowering& L) {
   p.strides = L.param("window_strides").as_ints();
   p.n = p.strides.size();
   for (const Param& pad : L.param("padding").items()) {
-    Ints lh = pad.as_ints();
+    Shape lh = pad.as_dims();
     if (lh.size() != 2) L.fail("conv_general_dilated: padding entries must be (lo, hi) pairs");
-    p.lo.push_back(lh[0]);
-    p.hi.push_back(lh[1]);
+    p.lo_dims.push_back(lh[0]);
+    p.hi_dims.push_back(lh[1]);
+    p.symbolic_pads = p.symbolic_pads || !lh[0].is_static() || !lh[1].is_static();
+    p.lo.push_back(lh[0].value);  // 0 for a symbolic pad: pad_at_run_time applies those
+    p.hi.push_back(lh[1].value);
   }
   p.lhs_dil = L.param("lhs_dilation").as_ints();
   p.rhs_dil = L.param("rhs_dilation").as_ints();
@@ -179,6 +188,20 @@ Tensor dilate(Lowering& L, Tensor x, size_t n, const Ints& d) {
   return {sliced, out};
 }
 
+// Pads (or, where negative, crops) the spatial axes by pads known only at
+// run time, as one Pad whose pads input is computed (ONNX Pad crops on a
+// negative pad as JAX does); the Conv then pads nothing.
+Tensor pad_at_run_time(Lowering& L, Tensor x, const Shape& lo, const Shape& hi) {
+  Shape pads = {Dim(0), Dim(0)};
+  pads.insert(pads.end(), lo.begin(), lo.end());
+  pads.push_back(Dim(0));
+  pads.push_back(Dim(0));
+  pads.insert(pads.end(), hi.begin(), hi.end());
+  const int32_t t = x.a.dtype;
+  Aval out = Aval::of_unknown_shape(t);
+  return {L.op("Pad", {x.v, shape_value(L, pads), scalar(L, t, 0)}, out, {Attr::s("mode", "constant")}), out};
+}
+
 // Crops spatial axes with a negative pad (JAX pads below zero remove
 // elements) and returns the pads that remain, all >= 0.
 Tensor crop(Lowering& L, Tensor x, size_t n, Ints& lo, Ints& hi) {
@@ -275,7 +298,7 @@ Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const C
 // Returns false when the parameters do not map onto it.
 bool conv_transpose(Lowering& L, const ConvParams& p, const Tensor& x, Value rhs, const Aval& rhs_a,
                     int32_t cd, const Aval& y_aval, Value& y) {
-  if (p.fgc != 1 || p.bgc != 1) return false;
+  if (p.fgc != 1 || p.bgc != 1 || p.symbolic_pads) return false;
   for (int64_t s : p.strides) if (s != 1) return false;
   Ints pads_begin, pads_end, out_pad;
   Ints k(p.n);
@@ -353,7 +376,8 @@ void lower_conv(Lowering& L) {
     }
     x = dilate(L, x, n, p.lhs_dil);
     Ints lo = p.lo, hi = p.hi;
-    x = crop(L, x, n, lo, hi);
+    if (p.symbolic_pads) x = pad_at_run_time(L, x, p.lo_dims, p.hi_dims);
+    else x = crop(L, x, n, lo, hi);
     Value w = cast(L, transpose(L, L.input(1), rhs_a, p.rhs_spec), permuted(rhs_a, p.rhs_spec), cd);
     if (cd == dtype::f64) {
       y = im2col_conv(L, x, w, permuted(rhs_a, p.rhs_spec).with_dtype(cd), p, lo, hi, group, y_aval);
