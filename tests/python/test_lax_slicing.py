@@ -179,6 +179,20 @@ def test_pad(case, dtype, x64):
         assert main_ops(model) == expected
 
 
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_pad_crops_a_dim_that_is_zero_at_run_time(dtype, x64):
+    """A shift-by-one of the differences (x[1:] - x[:-1], then lax.pad by (-1, 1)): the
+    rows are B - 1, none at B = 1, where JAX gives an empty array. Also interior padding
+    of such a dim, and crops past a static dim."""
+    def fn(x):
+        d = x[1:] - x[:-1]
+        return (lax.pad(d, 0.0, ((-1, 1, 0), (0, 0, 0))),
+                lax.pad(d, 1.0, ((0, 0, 2), (1, -1, 0))),
+                lax.pad(x[:, :2], 0.0, ((0, 0, 0), (-3, 2, 0))))
+    model = check(fn, [("B", 3)], x64=x64, batches=(1, 2, 5))
+    assert "Slice" in main_ops(model)
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.bool_, np.int16, np.uint8, np.float16])
 def test_pad_other_dtypes(dtype):
     # int16 has no onnxruntime Pad kernel: padded in int32 and cast back.
