@@ -9,10 +9,10 @@
 // inference graph does not do.
 //
 // The same goes for the value-preserving markers optimization_barrier,
-// device_put, sharding_constraint (placement / scheduling hints), name
-// (checkpoint_name, a remat tag) and tie(x, y) = y: each output is bound to
-// its input, no node. (The core adds
-// an Identity only where such a value is itself a graph output.) empty /
+// device_put (placement / scheduling hints; sharding annotations are
+// lax_sharding's), name (checkpoint_name, a remat tag) and tie(x, y) = y:
+// each output is bound to its input, no node. (The core adds an Identity
+// only where such a value is itself a graph output.) empty /
 // empty2 make uninitialized arrays; XLA's CPU backend fills them with zeros,
 // and so do we (ConstantOfShape, symbolic dims computed at runtime).
 #include <jaxonnx/plugin.hpp>
@@ -89,7 +89,7 @@ JAXONNX_PLUGIN("call", "0.1.0") {
         .summary(c.summary);
   }
   // name: jax.ad_checkpoint.checkpoint_name, a tag for remat policies.
-  for (const char* p : {"optimization_barrier", "device_put", "sharding_constraint", "name"}) {
+  for (const char* p : {"optimization_barrier", "device_put", "name"}) {
     plugin.primitive(p, lower_passthrough).emits({}).summary("binds each operand to its result: no node");
   }
   plugin.primitive("tie", lower_tie).emits({}).summary("tie(x, y) is y: no node");

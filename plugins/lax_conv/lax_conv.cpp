@@ -11,7 +11,9 @@
 //
 // Padding. JAX gives explicit (lo, hi) pairs, possibly asymmetric (Conv pads =
 // [begins..., ends...]) or negative: a negative pad crops, done with a Slice
-// first.
+// first. A symbolic pad (SAME with a stride over a symbolic spatial dim:
+// floordiv(...) of it) cannot be an attribute: one Pad with the pads computed
+// at run time goes before a Conv that pads nothing.
 //
 // lhs_dilation > 1 (a transposed convolution) inserts d-1 zeros between input
 // elements before padding. With unit window strides and one group this is
@@ -53,6 +55,10 @@ using Ints = std::vector<int64_t>;
 struct ConvParams {
   size_t n = 0;  // spatial rank
   Ints strides, lhs_dil, rhs_dil, lo, hi;
+  // The padding as given; symbolic (a SAME conv over a symbolic spatial dim
+  // with a stride, or a kernel of symbolic size) when symbolic_pads.
+  Shape lo_dims, hi_dims;
+  bool symbolic_pads = false;
   Ints lhs_spec, rhs_spec, out_spec;
   int64_t fgc = 1, bgc = 1;
 };
@@ -62,10 +68,13 @@ ConvParams read_params(Lowering& L) {
   p.strides = L.param("window_strides").as_ints();
   p.n = p.strides.size();
   for (const Param& pad : L.param("padding").items()) {
-    Ints lh = pad.as_ints();
+    Shape lh = pad.as_dims();
     if (lh.size() != 2) L.fail("conv_general_dilated: padding entries must be (lo, hi) pairs");
-    p.lo.push_back(lh[0]);
-    p.hi.push_back(lh[1]);
+    p.lo_dims.push_back(lh[0]);
+    p.hi_dims.push_back(lh[1]);
+    p.symbolic_pads = p.symbolic_pads || !lh[0].is_static() || !lh[1].is_static();
+    p.lo.push_back(lh[0].value);  // 0 for a symbolic pad: pad_at_run_time applies those
+    p.hi.push_back(lh[1].value);
   }
   p.lhs_dil = L.param("lhs_dilation").as_ints();
   p.rhs_dil = L.param("rhs_dilation").as_ints();
@@ -108,6 +117,19 @@ bool all_static(const Shape& s) {
   return std::all_of(s.begin(), s.end(), [](const Dim& d) { return d.is_static(); });
 }
 
+// The product of `dims` as one Dim: static when all are, else an expression
+// ("3*(B)*H") that dim_value evaluates at run time.
+Dim product(const Shape& dims) {
+  int64_t k = 1;
+  std::string sym;
+  for (const Dim& d : dims) {
+    if (d.is_static()) k *= d.value;
+    else sym += (sym.empty() ? "(" : "*(") + d.symbol + ")";
+  }
+  if (sym.empty() || k == 0) return Dim(k);
+  return Dim::sym(k == 1 ? sym : std::to_string(k) + "*" + sym);
+}
+
 // A value in [N, C, spatial...] layout with its type (shape unknown once a
 // symbolic spatial dim goes through pad arithmetic).
 struct Tensor {
@@ -130,40 +152,54 @@ template <typename F> Aval map_spatial(const Aval& a, size_t n, F f) {
 // [.., L*d, ..] -> Slice off the last d-1 zeros -> [.., (L-1)*d+1, ..].
 Tensor dilate(Lowering& L, Tensor x, size_t n, const Ints& d) {
   Ints new_axes, pads_begin, pads_end;
-  Shape target = {Dim(0), Dim(0)};  // Reshape 0 = copy N and C
+  Shape ones = {x.a.shape.at(0), x.a.shape.at(1)}, grown = ones, merged = ones;
   Ints slice_axes, slice_ends;
-  int64_t pos = 0;
   for (size_t j = 0; j < n + 2; ++j) {
     pads_begin.push_back(0);
     pads_end.push_back(0);
-    ++pos;
     if (j < 2) continue;
     const size_t i = j - 2;
     const Dim len = x.a.shape.at(j);
+    for (Shape* s : {&ones, &grown}) s->push_back(len);
     if (d[i] == 1) {
-      target.push_back(len);
+      merged.push_back(len);
       continue;
     }
-    new_axes.push_back(pos++);
+    new_axes.push_back(static_cast<int64_t>(grown.size()));
+    ones.push_back(Dim(1));
+    grown.push_back(Dim(d[i]));
     pads_begin.push_back(0);
     pads_end.push_back(d[i] - 1);
-    target.push_back(len.is_static() ? Dim(len.value * d[i])
+    merged.push_back(len.is_static() ? Dim(len.value * d[i])
                                      : Dim::sym(std::to_string(d[i]) + "*(" + len.symbol + ")"));
     slice_axes.push_back(static_cast<int64_t>(j));
     slice_ends.push_back(-(d[i] - 1));
   }
   if (new_axes.empty()) return x;
   const int32_t t = x.a.dtype;
-  Value u = L.op("Unsqueeze", {x.v, i64s(L, new_axes)}, Aval::of_unknown_shape(t));
+  Value u = L.op("Unsqueeze", {x.v, i64s(L, new_axes)}, Aval(t, ones));
   Ints pads = pads_begin;
   pads.insert(pads.end(), pads_end.begin(), pads_end.end());
-  Value padded = L.op("Pad", {u, i64s(L, pads), scalar(L, t, 0)}, Aval::of_unknown_shape(t),
-                      {Attr::s("mode", "constant")});
-  Value merged = L.op("Reshape", {padded, shape_value(L, target)}, Aval::of_unknown_shape(t));
+  Value padded = L.op("Pad", {u, i64s(L, pads), scalar(L, t, 0)}, Aval(t, grown), {Attr::s("mode", "constant")});
+  Value flat = reshape(L, padded, Aval(t, grown), Aval(t, merged));
   Aval out = map_spatial(x.a, n, [&](size_t i, int64_t l) { return (l - 1) * d[i] + 1; });
   Ints zeros(slice_axes.size(), 0);
-  Value sliced = L.op("Slice", {merged, i64s(L, zeros), i64s(L, slice_ends), i64s(L, slice_axes)}, out);
+  Value sliced = L.op("Slice", {flat, i64s(L, zeros), i64s(L, slice_ends), i64s(L, slice_axes)}, out);
   return {sliced, out};
+}
+
+// Pads (or, where negative, crops) the spatial axes by pads known only at
+// run time, as one Pad whose pads input is computed (ONNX Pad crops on a
+// negative pad as JAX does); the Conv then pads nothing.
+Tensor pad_at_run_time(Lowering& L, Tensor x, const Shape& lo, const Shape& hi) {
+  Shape pads = {Dim(0), Dim(0)};
+  pads.insert(pads.end(), lo.begin(), lo.end());
+  pads.push_back(Dim(0));
+  pads.push_back(Dim(0));
+  pads.insert(pads.end(), hi.begin(), hi.end());
+  const int32_t t = x.a.dtype;
+  Aval out = Aval::of_unknown_shape(t);
+  return {L.op("Pad", {x.v, shape_value(L, pads), scalar(L, t, 0)}, out, {Attr::s("mode", "constant")}), out};
 }
 
 // Crops spatial axes with a negative pad (JAX pads below zero remove
@@ -216,8 +252,11 @@ Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const C
   if ((!md.is_static() && !cgd.is_static()) || (!cgd.is_static() && p_static < 0))
     L.fail("conv_general_dilated: float64 needs static feature dims or output spatial dims, got kernel " +
            wa.str() + " and output " + y_aval.str());
-  const int64_t cols_k = cgd.is_static() ? cgd.value * kk : -1;
-  const int64_t w_m = md.is_static() ? md.value / group : -1;
+  const Dim ck = product({cgd, Dim(kk)});  // C/G*K
+  const Dim m_per_group = md.is_static() ? Dim(md.value / group)
+                          : group == 1   ? md
+                                         : Dim::sym("floordiv(" + md.symbol + ", " + std::to_string(group) + ")");
+  const Dim pd = product(Shape(y_aval.shape.begin() + 2, y_aval.shape.end()));  // P
   Value v = x.v;
   if (std::any_of(lo.begin(), lo.end(), [](int64_t e) { return e; }) ||
       std::any_of(hi.begin(), hi.end(), [](int64_t e) { return e; })) {
@@ -247,17 +286,19 @@ Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const C
   }
   Value c = cols.size() == 1 ? cols[0] : L.op("Concat", cols, Aval::of_unknown_shape(t), {Attr::i("axis", 2)});
   // [N, C, K, out...] -> [N, G, C/G*K, P]; w [M, C/G, k...] -> [G, M/G, C/G*K].
-  c = L.op("Reshape", {c, i64s(L, {0, group, cols_k, cols_k < 0 ? p_static : -1})}, Aval::of_unknown_shape(t));
-  Value wm = L.op("Reshape", {cast(L, w, wa, t), i64s(L, {group, w_m, cols_k})}, Aval::of_unknown_shape(t));
-  Value y = L.op("MatMul", {wm, c}, Aval::of_unknown_shape(t));
-  return L.op("Reshape", {y, shape_value(L, y_aval.shape)}, y_aval);
+  const Dim nd = y_aval.shape[0];
+  c = reshape(L, c, Aval::of_unknown_shape(t), Aval(t, {nd, Dim(group), ck, pd}));
+  Value wm = reshape(L, cast(L, w, wa, t), wa.with_dtype(t), Aval(t, {Dim(group), m_per_group, ck}));
+  Aval ya(t, {nd, Dim(group), m_per_group, pd});
+  Value y = L.op("MatMul", {wm, c}, ya);
+  return reshape(L, y, ya, y_aval);
 }
 
 // Tries the ConvTranspose form of an lhs-dilated convolution (see the header).
 // Returns false when the parameters do not map onto it.
 bool conv_transpose(Lowering& L, const ConvParams& p, const Tensor& x, Value rhs, const Aval& rhs_a,
                     int32_t cd, const Aval& y_aval, Value& y) {
-  if (p.fgc != 1 || p.bgc != 1) return false;
+  if (p.fgc != 1 || p.bgc != 1 || p.symbolic_pads) return false;
   for (int64_t s : p.strides) if (s != 1) return false;
   Ints pads_begin, pads_end, out_pad;
   Ints k(p.n);
@@ -321,21 +362,22 @@ void lower_conv(Lowering& L) {
       const Dim c = x.a.shape[1];
       if (!c.is_static()) L.fail("conv_general_dilated: batch_group_count needs a static feature dim");
       Shape split = {Dim(p.bgc), nb, c}, merged = {nb, Dim(p.bgc * c.value)};
-      Shape split_t = {Dim(p.bgc), Dim(-1), c}, merged_t = {Dim(-1), Dim(p.bgc * c.value)};
       for (size_t i = 0; i < n; ++i) {
-        for (Shape* s : {&split, &merged, &split_t, &merged_t}) s->push_back(x.a.shape[2 + i]);
+        for (Shape* s : {&split, &merged}) s->push_back(x.a.shape[2 + i]);
       }
       Aval sa(cd, split);
-      Value v = L.op("Reshape", {x.v, shape_value(L, split_t)}, sa);
+      Value v = reshape(L, x.v, x.a, sa);
       Ints perm = {1, 0};
       for (size_t j = 2; j < n + 3; ++j) perm.push_back(static_cast<int64_t>(j));
       v = transpose(L, v, sa, perm);
-      x = {L.op("Reshape", {v, shape_value(L, merged_t)}, Aval(cd, merged)), Aval(cd, merged)};
+      Aval ta = permuted(sa, perm);
+      x = {reshape(L, v, ta, Aval(cd, merged)), Aval(cd, merged)};
       group = p.bgc;
     }
     x = dilate(L, x, n, p.lhs_dil);
     Ints lo = p.lo, hi = p.hi;
-    x = crop(L, x, n, lo, hi);
+    if (p.symbolic_pads) x = pad_at_run_time(L, x, p.lo_dims, p.hi_dims);
+    else x = crop(L, x, n, lo, hi);
     Value w = cast(L, transpose(L, L.input(1), rhs_a, p.rhs_spec), permuted(rhs_a, p.rhs_spec), cd);
     if (cd == dtype::f64) {
       y = im2col_conv(L, x, w, permuted(rhs_a, p.rhs_spec).with_dtype(cd), p, lo, hi, group, y_aval);

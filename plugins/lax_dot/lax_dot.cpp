@@ -16,9 +16,8 @@
 // vector lhs meets a stacked rhs the same way (v[K] @ W[..., K, N]).
 // MatMul(rhs, lhs) plus one Transpose of the result is used instead when it
 // needs fewer nodes (W[K, N] . x[B, T, K] -> [N, B, T]).
-// Merged symbolic sizes use Reshape's exact 0 (copy) / -1 (infer) codes
-// where they are exact for every runtime size (0 included), else their
-// runtime values.
+// Merged symbolic sizes go through the SDK's reshape idiom (0 / -1 codes, or
+// runtime values with allowzero).
 // Complex operands (carried packed, jaxonnx/complex.hpp) take four real
 // products of the parts (lower_complex_dot).
 #include <jaxonnx/complex.hpp>
@@ -83,8 +82,6 @@ int32_t compute_dtype(int32_t in, int32_t out) {
 
 // ----------------------------------------------------------------- shapes --
 
-bool is_zero(const Dim& d) { return d.is_static() && d.value == 0; }
-
 bool is_identifier(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
@@ -108,35 +105,6 @@ Dim product(const Shape& dims) {
   return Dim::sym(s);
 }
 
-// `x` (of type `a`) reshaped to `shape`, no node when it already has it.
-// The shape operand holds the static sizes and, for the symbolic dims:
-// 0 ("copy input dim i") when each is the same symbolic dim at the same
-// index; -1 when there is one and every other dim is static and non-zero;
-// else the runtime values of all of them, with allowzero=1 (which forbids
-// the codes). Never codes beside runtime values: a symbolic dim may be 0 at
-// run time, and Reshape cannot infer -1 in an empty tensor nor tell a
-// runtime 0 from "copy". A static 0 needs allowzero=1 too.
-Value reshape(Lowering& L, Value x, const Aval& a, const Shape& shape) {
-  if (a.shape == shape) return x;
-  const bool zero_size = std::any_of(shape.begin(), shape.end(), is_zero);
-  Shape target = shape;
-  bool codes = false;
-  if (!zero_size) {
-    size_t symbolic = 0, copied = 0;
-    for (size_t i = 0; i < target.size(); ++i) {
-      if (target[i].is_static()) continue;
-      ++symbolic;
-      copied += i < a.shape.size() && a.shape[i] == target[i];
-    }
-    codes = copied == symbolic || symbolic == 1;
-    for (Dim& d : target)
-      if (!d.is_static() && codes) d = Dim(copied == symbolic ? 0 : -1);
-  }
-  std::vector<Attr> attrs;
-  if (!codes) attrs.push_back(Attr::i("allowzero", 1));
-  return L.op("Reshape", {x, shape_value(L, target)}, a.with_shape(shape), attrs);
-}
-
 // `x` (of type `a`, updated) with each group of consecutive axes merged into
 // one dim; an empty group is a new dim of 1. Only new dims: Unsqueeze.
 Value regroup(Lowering& L, Value x, Aval& a, const std::vector<Axes>& groups) {
@@ -151,7 +119,7 @@ Value regroup(Lowering& L, Value x, Aval& a, const std::vector<Axes>& groups) {
     merges = merges || groups[i].size() > 1;
   }
   Aval out = a.with_shape(shape);
-  if (merges) x = reshape(L, x, a, shape);
+  if (merges) x = reshape(L, x, a, out);
   else if (!new_axes.empty()) x = L.op("Unsqueeze", {x, i64s(L, new_axes)}, out);
   a = out;
   return x;
@@ -166,7 +134,7 @@ Value ungroup(Lowering& L, Value y, const Aval& a, const std::vector<Axes>& grou
     if (groups[i].empty()) ones.push_back(static_cast<int64_t>(i));
     merged = merged || groups[i].size() > 1;
   }
-  if (merged) return reshape(L, y, a, out.shape);
+  if (merged) return reshape(L, y, a, out);
   if (!ones.empty()) return L.op("Squeeze", {y, i64s(L, ones)}, out);
   return y;
 }

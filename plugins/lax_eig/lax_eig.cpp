@@ -79,7 +79,7 @@ void batched(Lowering& L, int64_t n, const std::vector<size_t>& outs, Kernel ker
       L.op_n("Loop", {count, scalar(L, dtype::boolean, 1)}, loop_out, {Attr::graph("body", ref)});
   for (size_t k = 0; k < outs.size(); ++k) {
     Aval want = complex::packed(L.out_aval(outs[k]));
-    L.bind(outs[k], L.op("Reshape", {stacked[k], shape_value(L, want.shape)}, want));
+    L.bind(outs[k], reshape(L, stacked[k], Aval::of_unknown_shape(want.dtype), want));
   }
 }
 

@@ -64,7 +64,7 @@ TV column(Lowering& L, const TV& x, Value j) {
 TV put_tau(Lowering& L, const TV& taus, Value j, const TV& t, Value kidx) {
   Shape s = taus.a.shape;
   s.back() = Dim(1);
-  Value t1 = L.op("Reshape", {t.v, shape_value(L, s)}, taus.a.with_shape(s));
+  Value t1 = reshape(L, t.v, t.a, taus.a.with_shape(s));
   Dim k = taus.a.shape.back();
   return nd(L, "Where", {L.op("Equal", {kidx, j}, Aval(dtype::boolean, {k})), t1, taus.v}, taus.a);
 }

@@ -152,7 +152,7 @@ std::pair<TV, TV> geqrf(Lowering& L, const TV& A) {
   TV tau = nd(L, "Mul", {coef.v, nd(L, "Mul", {vj.v, vj.v}, oneA).v}, oneA);
   Shape ts = tau_a.shape;
   ts.back() = Dim(1);
-  Value tau1 = L.op("Reshape", {tau.v, shape_value(L, ts)}, tau_a.with_shape(ts));
+  Value tau1 = reshape(L, tau.v, oneA, tau_a.with_shape(ts));
   Value kmask = L.op("Equal", {kidx, j}, Aval(dtype::boolean, {K}));
   TV taus2 = nd(L, "Where", {kmask, tau1, taus.v}, tau_a);
   GraphRef body = g.end({cin, a2.v, taus2.v});

@@ -250,7 +250,7 @@ void lower_random_gamma(Lowering& L) {
     Value b = f.where(boost, f.k(1), f.op("Pow", {samples, inv_alpha}));
     out = f.mul(f.mul(d, Vf), b);
   }
-  L.bind(0, L.op("Reshape", {out, shape_value(L, aa.shape)}, aa));
+  L.bind(0, reshape(L, out, flat, aa));
 }
 
 }  // namespace lax_random

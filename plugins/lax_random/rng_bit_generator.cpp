@@ -221,7 +221,7 @@ void lower_rng_bit_generator(Lowering& L) {
     L.bind(0, L.op("Concat", w, ka, {Attr::i("axis", 0)}));
   }
   int32_t bt = wide ? dtype::u64 : dtype::u32;
-  Value shaped = L.op("Reshape", {bits, shape_value(L, shape)}, Aval(bt, shape));
+  Value shaped = reshape(L, bits, L.aval_of(bits), Aval(bt, shape));
   L.bind(1, cast(L, shaped, Aval(bt, shape), out.dtype));  // narrow types keep the low bits
 }
 

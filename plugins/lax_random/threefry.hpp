@@ -131,7 +131,7 @@ inline std::pair<U32, U32> iota_2x32(Lowering& L, const Shape& shape) {
   Dim total = product(shape);
   Value idx = L.op("Range", {scalar(L, dtype::i64, 0), n, scalar(L, dtype::i64, 1)},
                    Aval(dtype::i64, {total}));
-  idx = L.op("Reshape", {idx, shape_value(L, shape)}, Aval(dtype::i64, shape));
+  idx = reshape(L, idx, Aval(dtype::i64, {total}), Aval(dtype::i64, shape));
   // Cast int64 -> uint32 wraps: the low word.
   U32 lo{cast(L, idx, Aval(dtype::i64, shape), dtype::u32), shape};
   if (all_static && stat <= (int64_t{1} << 32)) return {{u32(L, 0), {}}, lo};

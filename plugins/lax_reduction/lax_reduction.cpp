@@ -1,7 +1,8 @@
 // lax_reduction: reduce_sum / reduce_prod / reduce_max / reduce_min /
 // reduce_and / reduce_or / reduce_xor / argmax / argmin as ONNX ReduceSum /
 // ReduceProd / ReduceMax / ReduceMin / ArgMax / ArgMin; psum / pmax / pmin
-// over positional axes as the reductions they are.
+// over positional axes as the reductions they are (over size-1 mesh axes of
+// a one-device shard_map, as the identity).
 //
 // From opset 18 every Reduce* op takes its axes as an int64 input tensor; JAX
 // drops the reduced axes, so keepdims=0. An empty axes tuple is the identity
@@ -293,18 +294,25 @@ void lower_reduction(Lowering& L, ReduceFn fn) {
   L.bind(0, axes.empty() ? x : fn(L, x, in, axes, L.out_aval(0)));
 }
 
-// psum / pmax / pmin over positional axes (lax.psum(x, 1) outside any mapped
-// axis, which JAX evaluates as reduce_sum / reduce_max / reduce_min). A named
-// axis is a collective across devices (pmap, shard_map): nothing to lower.
+// psum / pmax / pmin: over positional axes (lax.psum(x, 1) outside any mapped
+// axis, which JAX evaluates as reduce_sum / reduce_max / reduce_min), and
+// over named mesh axes inside a shard_map over a one-device mesh, where the
+// collective combines one value: the identity (jaxonnx/mesh_axes.hpp). Any
+// other named axis is a collective across devices, which has no ONNX form.
 void lower_collective(Lowering& L, ReduceFn fn) {
   Param axes = L.param("axes");
+  mesh_axes::require(L, axes);
+  std::vector<int64_t> positional;
   for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[i].kind() != JXO_PARAM_INT)
-      L.fail("a collective over a named axis" +
-             (axes[i].kind() == JXO_PARAM_STRING ? " ('" + axes[i].as_string() + "')" : std::string()) +
-             " needs a device mesh (pmap, shard_map); only positional (integer) axes convert");
+    if (axes[i].kind() == JXO_PARAM_INT) positional.push_back(axes[i].as_int());
   if (!L.param("axis_index_groups").is_none()) L.fail("param 'axis_index_groups' must be None");
-  lower_reduction(L, fn);
+  for (size_t k = 0; k < L.num_inputs(); ++k) {  // psum of a tuple: one operand each
+    Aval in = L.in_aval(k);
+    Axes ax;
+    for (int64_t a : positional) ax.push_back(a < 0 ? a + in.rank() : a);
+    Value x = L.input(k);
+    L.bind(k, ax.empty() ? x : fn(L, x, in, ax, L.out_aval(k)));
+  }
 }
 
 // ----------------------------------------------------------------- reduce --
@@ -440,7 +448,8 @@ JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
                       : name == std::string("reduce_or") ? "ReduceMax"
                                                          : "ReduceSum"));
   }
-  const char* kCollective = "over positional (integer) axes only, as reduce_sum / reduce_max / reduce_min";
+  const char* kCollective =
+      "over positional axes as reduce_sum / reduce_max / reduce_min; over size-1 mesh axes (shard_map) the identity";
   plugin.primitive("psum", [](Lowering& L) { lower_collective(L, sum); })
       .emits(kSumOps)
       .summary(kCollective);

@@ -3,8 +3,8 @@
 //
 // Output shapes come from the equation's output aval, which carries symbolic
 // dims ("B", "2*B") exactly as the params do. A symbolic dim is never turned
-// into an integer: target shapes are built with L.shape_value / L.dim_value,
-// or with Reshape's exact 0 ("copy this input dim") and -1 ("infer") codes.
+// into an integer: target shapes are built with shape_value / dim_value, and
+// Reshape's shape operand by the SDK's reshape idiom.
 // A step that would be the identity emits no node.
 //
 // A complex operand is carried packed (float[..., 2], jaxonnx/complex.hpp):
@@ -73,18 +73,8 @@ void lower_broadcast_in_dim(Lowering& L) {
 
 // ---------------------------------------------------------------- reshape --
 
-// reshape(x, new_sizes, dimensions=None). The shape operand holds, per
-// output dim: its static size; else, when every symbolic dim is the same as
-// the input's dim at that index, 0 ("copy input dim i"), which makes the
-// shape a constant; else, for a single symbolic dim among static ones, -1
-// ("infer": exact, the others are known and non-zero); else every symbolic
-// dim's runtime value. 0 and -1 are never mixed with runtime values:
-// onnxruntime's graph optimizer turns such a mix into a 0/-1 shape, and -1
-// next to a copied dim that is 0 at run time (an empty batch) cannot be
-// inferred. Runtime values come with allowzero=1: a dim that is 0 at run time
-// (an empty batch) must mean 0, not "copy input dim i". A static 0 size needs
-// allowzero=1 too, which forbids the 0 and -1 codes, so then every symbolic
-// dim takes its runtime value.
+// reshape(x, new_sizes, dimensions=None): the SDK's reshape idiom, which
+// picks Reshape's shape codes (0 / -1) or runtime dims with allowzero.
 //
 // With `dimensions` (jnp.column_stack, dstack and vmapped convolutions emit
 // it) the operand is first transposed to that order, as lax defines it.
@@ -104,31 +94,7 @@ void lower_reshape(Lowering& L) {
       x = L.op("Transpose", {x}, in, {Attr::ints("perm", perm)});
     }
   }
-  if (in.shape == out.shape) {
-    L.bind(0, x);
-    return;
-  }
-  bool zero_size = std::any_of(out.shape.begin(), out.shape.end(),
-                               [](const Dim& d) { return d.is_static() && d.value == 0; });
-  Shape target = out.shape;
-  bool codes = false;
-  if (!zero_size) {
-    size_t symbolic = 0, copied = 0;
-    for (size_t i = 0; i < out.shape.size(); ++i) {
-      if (out.shape[i].is_static()) continue;
-      ++symbolic;
-      copied += i < in.shape.size() && in.shape[i] == out.shape[i];
-    }
-    for (Dim& d : target) {
-      if (d.is_static()) continue;
-      if (copied == symbolic) d = Dim(0);
-      else if (symbolic == 1) d = Dim(-1);
-    }
-    codes = copied == symbolic || symbolic == 1;
-  }
-  std::vector<Attr> attrs;
-  if (!codes) attrs.push_back(Attr::i("allowzero", 1));
-  L.bind(0, L.op("Reshape", {x, shape_value(L, target)}, out, attrs));
+  L.bind(0, reshape(L, x, in, out));
 }
 
 // ---------------------------------------------------------------- squeeze --

@@ -8,8 +8,9 @@
 //   concatenate  -> Concat.
 //   split        -> Split with a `split` sizes input (opset 18+).
 //   pad          -> Pad (constant mode). Negative low/high crop, as ONNX Pad
-//                   allows. Interior padding has no ONNX op: Unsqueeze + Pad
-//                   + Reshape interleaves it, for all axes at once.
+//                   allows (with a Slice where the dim may be too short for
+//                   onnxruntime's Pad). Interior padding has no ONNX op:
+//                   Unsqueeze + Pad + Reshape interleaves it, for all axes at once.
 //   iota         -> a constant when the counted dim is static and small,
 //                   else Range; then Expand to the full shape.
 //
@@ -25,6 +26,7 @@
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -156,8 +158,6 @@ int32_t pad_compute_dtype(int32_t t) {
 //   axis-> [.., n, r+1, ..] -Reshape-> [.., n*(r+1), ..]
 // which leaves r extra pad values after the last element: the caller's edge
 // Pad takes high - r on that axis (ONNX Pad crops on a negative pad).
-// Needs every dim >= 1 (the caller handles empty tensors), so Reshape can
-// copy leading dims (code 0) and infer one symbolic dim (-1).
 Value pad_interior(Lowering& L, Value x, const Aval& in, const std::vector<int64_t>& interior, Value pv) {
   const size_t rank = in.shape.size();
   Shape grown, merged;
@@ -178,22 +178,28 @@ Value pad_interior(Lowering& L, Value x, const Aval& in, const std::vector<int64
   for (int64_t a : new_axes) pads[grown.size() + static_cast<size_t>(a)] = grown[static_cast<size_t>(a)].value - 1;
   y = L.op("Pad", {y, i64s(L, pads), pv}, in.with_shape(grown));
 
-  // Reshape target: symbolic dims before the first new axis are copied (0);
-  // a single other symbolic dim is inferred (-1); more take runtime values.
-  Shape target = merged;
-  std::vector<size_t> unresolved;
-  for (size_t i = 0; i < target.size(); ++i) {
-    if (target[i].is_static()) continue;
-    if (static_cast<int64_t>(i) + 1 < new_axes[0]) target[i] = Dim(0);  // before the first merged axis
-    else unresolved.push_back(i);
-  }
-  if (unresolved.size() == 1) target[unresolved[0]] = Dim(-1);
-  return L.op("Reshape", {y, shape_value(L, target)}, in.with_shape(merged));
+  return reshape(L, y, in.with_shape(grown), in.with_shape(merged));
+}
+
+// The least value dim `d` can take: its value, 1 for a symbol ("B": JAX's
+// symbols are >= 1), else 0 ("B - 1" is 0 at B = 1).
+int64_t least(const Dim& d) {
+  if (d.is_static()) return d.value;
+  bool symbol = std::all_of(d.symbol.begin(), d.symbol.end(),
+                            [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return symbol ? 1 : 0;
 }
 
 // pad(x, padding_value, padding_config=((low, high, interior), ...)): JAX
 // applies interior padding first, then low/high, where a negative low/high
-// removes elements. ONNX Pad (constant mode) takes negative pads the same way.
+// removes elements. ONNX Pad (constant mode) takes negative pads the same way,
+// but onnxruntime fails when the crops alone exceed the dim (1 element with
+// low -2, high +1: JAX gives 0 elements). Where the dim may be that short
+// (the crops exceed its least value: B - 1 is 0 at B = 1), Pad adds only the
+// positive pads and a Slice then takes the crops.
+// Interior padding leaves r extra values at the end (pad_interior), which the
+// edge Pad's high takes off; a dim that may be 0 has none then, so there a
+// Slice to -r takes them (it clamps to 0).
 void lower_pad(Lowering& L) {
   Aval in = L.in_aval(0);
   Aval out = L.out_aval(0);
@@ -212,17 +218,34 @@ void lower_pad(Lowering& L) {
 
   const size_t rank = in.shape.size();
   std::vector<int64_t> pads(2 * rank, 0), interior(rank, 0);
+  std::vector<int64_t> interior_axes, interior_ends, crop_axes, crop_starts, crop_ends;
   for (size_t i = 0; i < rank; ++i) {
     std::vector<int64_t> c = config[i].as_ints();
     if (c.size() != 3) L.fail("padding_config entries are (low, high, interior)");
     if (c[2] < 0) L.fail("padding_config interior " + std::to_string(c[2]) + " must be >= 0");
-    pads[i] = c[0];
-    pads[rank + i] = c[1] - c[2];  // the interior step leaves c[2] extra values at the end
+    const int64_t n = least(in.shape[i]);
+    int64_t lo = c[0], hi = c[1];
     interior[i] = c[2];
+    if (c[2] > 0 && n >= 1) {
+      hi -= c[2];
+    } else if (c[2] > 0) {
+      interior_axes.push_back(static_cast<int64_t>(i));
+      interior_ends.push_back(-c[2]);
+    }
+    const int64_t len = n >= 1 ? n * (c[2] + 1) : 0;  // after the interior step (r extra at the end)
+    if ((lo < 0 || hi < 0) && len + std::min<int64_t>(lo, 0) + std::min<int64_t>(hi, 0) < 0) {
+      crop_axes.push_back(static_cast<int64_t>(i));
+      crop_starts.push_back(std::max<int64_t>(-lo, 0));
+      crop_ends.push_back(hi < 0 ? hi : kMaxI64);
+      lo = std::max<int64_t>(lo, 0);
+      hi = std::max<int64_t>(hi, 0);
+    }
+    pads[i] = lo;
+    pads[rank + i] = hi;
   }
   bool any_interior = std::any_of(interior.begin(), interior.end(), [](int64_t p) { return p != 0; });
   bool any_edge = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
-  if (!any_interior && !any_edge) {
+  if (!any_interior && !any_edge && crop_axes.empty()) {
     L.bind(0, x);
     return;
   }
@@ -230,10 +253,21 @@ void lower_pad(Lowering& L) {
   // One real tensor padded with the scalar pv.
   auto pad_real = [&](Value v, Value value, const Aval& a, const Aval& r) {
     const int32_t ct = pad_compute_dtype(a.dtype);
+    const Aval unknown = Aval::of_unknown_shape(ct);
     v = cast(L, v, a, ct);
     value = cast(L, value, Aval(a.dtype, {}), ct);
-    if (any_interior) v = pad_interior(L, v, a.with_dtype(ct), interior, value);
-    if (any_edge) v = L.op("Pad", {v, i64s(L, pads), value}, r.with_dtype(ct));
+    // The last step gives r's type; the ones before it have a computed shape.
+    const bool edge_last = crop_axes.empty(), interior_last = edge_last && !any_edge;
+    if (any_interior) {
+      v = pad_interior(L, v, a.with_dtype(ct), interior, value);
+      if (!interior_axes.empty())
+        v = L.op("Slice", {v, i64s(L, std::vector<int64_t>(interior_axes.size(), 0)), i64s(L, interior_ends),
+                           i64s(L, interior_axes)},
+                 interior_last ? r.with_dtype(ct) : unknown);
+    }
+    if (any_edge) v = L.op("Pad", {v, i64s(L, pads), value}, edge_last ? r.with_dtype(ct) : unknown);
+    if (!crop_axes.empty())
+      v = L.op("Slice", {v, i64s(L, crop_starts), i64s(L, crop_ends), i64s(L, crop_axes)}, r.with_dtype(ct));
     return cast(L, v, r.with_dtype(ct), r.dtype);
   };
   if (!complex::is(in.dtype)) {
@@ -328,7 +362,7 @@ JAXONNX_PLUGIN("lax_slicing", "0.1.0") {
   plugin.primitive("concatenate", lower_concatenate).emits({"Concat"}).doc(onnx_doc("Concat"));
   plugin.primitive("split", lower_split).emits({"Split"}).emits_shape_ops().doc(onnx_doc("Split"));
   plugin.primitive("pad", lower_pad)
-      .emits({"Pad", "Unsqueeze", "Reshape", "Expand", "Cast", "Gather", "Concat"})
+      .emits({"Pad", "Unsqueeze", "Reshape", "Slice", "Expand", "Cast", "Gather", "Concat"})
       .emits_shape_ops()
       .doc(onnx_doc("Pad"));
   plugin.primitive("iota", lower_iota)

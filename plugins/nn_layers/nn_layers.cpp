@@ -99,9 +99,7 @@ void lower_linear(Lowering& L) {
     if (bias) y = L.op("Add", {y, bv}, flat);
   }
   if (w.rank() > 2) {
-    std::vector<int64_t> target(static_cast<size_t>(x.rank() - 1), 0);  // 0: keep x's dim
-    for (size_t i = 1; i < w.shape.size(); ++i) target.push_back(w.shape[i].value);
-    y = L.op("Reshape", {y, i64s(L, target)}, out);
+    y = reshape(L, y, flat, out);
   }
   L.bind(0, y);
 }

@@ -86,8 +86,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         (jax.random.key_data(key)).
     input_params: {name: example value}: extra keyword arguments of fn that become
         runtime inputs of the model, named after their keys (a Python scalar
-        takes JAX's default dtype). `deterministic` of nnx.Dropout works so:
-        the model selects at run time between the input and its dropout.
+        takes JAX's default dtype). Dropout's flag works so (`deterministic` of
+        flax nnx and linen Dropout, `inference` of equinox's): the model selects
+        at run time between the input and its dropout. Code that needs the
+        flag's Python value (`if train:`) fails with a ConversionError naming it.
     model_name: the ONNX graph's name.
     opset: the default-domain opset (default 23). Models lower at 18 or newer;
         an older opset converts when every operator of the model has the same

@@ -1,5 +1,5 @@
-"""flax nnx modules as JAX can trace them: a private copy per conversion, a
-runtime `deterministic` flag for nnx.Dropout, and the hint for training mode.
+"""flax nnx modules as JAX can trace them: a private copy per conversion and the
+hint for training mode. (nnx.Dropout's runtime flag is _runtime_flags'.)
 
 A module's Variables remember the JAX trace they were made in, and flax refuses
 to update them from another one ("Cannot mutate RngCount from a different trace
@@ -11,7 +11,6 @@ caches) is updated on the copy, and the user's module is never touched.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 
@@ -71,33 +70,3 @@ def training_modules(fn) -> list[str]:
         if training:
             out.append(f"{'.'.join(str(p) for p in path) or '<root>'} ({type(sub).__name__})")
     return out
-
-
-@contextlib.contextmanager
-def runtime_dropout_flag():
-    """While tracing: nnx.Dropout called with a traced `deterministic` (an
-    input_params entry) selects between its input and its dropout at run time,
-    where flax would need a Python bool. The dropout mask comes from the
-    module's own Rngs (a key fixed in the model), else from key 0."""
-    nnx = _nnx()
-    if nnx is None:
-        yield
-        return
-    import jax
-    import jax.numpy as jnp
-
-    original = nnx.Dropout.__call__
-
-    def call(self, inputs, *, deterministic=None, rngs=None):
-        if not isinstance(deterministic, jax.core.Tracer):
-            return original(self, inputs, deterministic=deterministic, rngs=rngs)
-        if rngs is None and self.rngs is None:
-            rngs = jax.random.key(0)
-        dropped = original(self, inputs, deterministic=False, rngs=rngs)
-        return jnp.where(jnp.asarray(deterministic, bool), inputs, dropped)
-
-    nnx.Dropout.__call__ = call
-    try:
-        yield
-    finally:
-        nnx.Dropout.__call__ = original

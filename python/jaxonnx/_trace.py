@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 from jax._src.interpreters import partial_eval as pe
 
-from jaxonnx import _nnx, _source
+from jaxonnx import _nnx, _runtime_flags, _source
 from jaxonnx._core import ConversionError
 
 
@@ -51,7 +51,7 @@ def trace(fn, specs, param_specs, param_names, wrap=lambda target: target):
     while tracing becomes a ConversionError naming the user's source line."""
     call = _fresh(fn, len(specs), list(param_names), wrap)
     try:
-        with _nnx.runtime_dropout_flag():
+        with _runtime_flags.dropout_switch():
             return _without_dead_equations(jax.make_jaxpr(call)(*specs, *param_specs))
     except ConversionError:
         raise
@@ -63,6 +63,8 @@ def trace(fn, specs, param_specs, param_names, wrap=lambda target: target):
             hint = ("; a module that fn closes over cannot update its state (Rngs, statistics, "
                     "caches) inside the trace: pass the module itself, or its bound method, "
                     "as fn, and jaxonnx traces a private copy")
+        elif branch := _runtime_flags.branch_hint(e, len(specs), list(param_names)):
+            hint = branch
         elif training:
             hint = (f"; the module is in training mode ({', '.join(training)}): call "
                     f"model.eval() before converting")

@@ -28,6 +28,10 @@ JaxprImporter::JaxprImporter() {
   key_data_layout_ = pb::module_::import("jaxonnx._keys").attr("key_data_layout");
   key_data_ = pb::module_::import("jax.random").attr("key_data");
   reference_type_ = pb::module_::import("jaxonnx._reference").attr("Reference");
+  pb::module_ sharding = pb::module_::import("jax.sharding");
+  mesh_types_ = pb::make_tuple(sharding.attr("Mesh"), sharding.attr("AbstractMesh"));
+  sorted_ = pb::module_::import("builtins").attr("sorted");
+  str_ = pb::module_::import("builtins").attr("str");
 }
 
 // A typed PRNG key reaches the core as its key data, laid out as
@@ -177,6 +181,17 @@ Param JaxprImporter::param(pb::handle v) {
     return p;
   }
   if (pb::isinstance<pb::dict>(v)) return params(pb::reinterpret_borrow<pb::dict>(v));
+  // A set (shard_map's newly_manual_axes): a list, sorted so the order is the
+  // same on every run.
+  if (PyAnySet_Check(v.ptr())) return param(sorted_(v, pb::arg("key") = str_));
+  // A device mesh (shard_map's): its axis names and sizes.
+  if (PyObject_IsInstance(v.ptr(), mesh_types_.ptr()) == 1) {
+    p.kind = JXO_PARAM_RECORD;
+    p.keys = {"axis_names", "axis_sizes"};
+    p.items.push_back(param(pb::tuple(v.attr("axis_names"))));
+    p.items.push_back(param(pb::tuple(v.attr("axis_sizes"))));
+    return p;
+  }
   if (is_symbolic_(v).cast<bool>()) { p.kind = JXO_PARAM_SYMBOL; p.s = pb::str(v); return p; }
   if (!PyType_Check(v.ptr()) && is_dataclass_(v).cast<bool>()) {
     p.kind = JXO_PARAM_RECORD;

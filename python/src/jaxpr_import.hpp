@@ -48,7 +48,7 @@ class JaxprImporter {
 
   pb::object literal_type_, dropvar_type_, closed_type_, jaxpr_type_, np_asarray_,
       np_dtype_type_, np_generic_, is_symbolic_, dataclass_fields_, is_dataclass_, enum_type_,
-      key_data_layout_, key_data_, primitive_type_, reference_type_;
+      key_data_layout_, key_data_, primitive_type_, reference_type_, mesh_types_, sorted_, str_;
   // A var's id and aval (a var is read more often than it is made; its aval never changes).
   std::unordered_map<PyObject*, std::pair<int64_t, Aval>> vars_;
   std::unordered_map<PyObject*, std::string> symbols_;  // symbolic dim -> its text

@@ -112,6 +112,29 @@ def test_symbolic_spatial_dims():
           [("B", 3, "H", "W"), (4, 3, 3, 3)], rtol=1e-4, atol=1e-4, batches=(5, 7))
 
 
+@pytest.mark.parametrize("dtype,x64,rtol", FLOATS, ids=FLOAT_IDS)
+def test_strided_same_conv_over_symbolic_image_size(dtype, x64, rtol):
+    """A ResNet-style stem (7x7, stride 2, SAME) on images of any size: SAME's pads
+    are floordiv(...) of H and W, known only at run time."""
+    w = np.random.default_rng(0).standard_normal((7, 7, 3, 4)).astype(dtype) * 0.1
+
+    def stem(x):
+        return lax.conv_general_dilated(x, jnp.asarray(w), (2, 2), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    with jax.enable_x64(x64):
+        spec = jax.ShapeDtypeStruct(jax.export.symbolic_shape("B, H, W, 3"), dtype)
+        assert "floordiv" in str(jax.make_jaxpr(stem)(spec)), "the pads are no longer symbolic"
+    check(stem, [("B", "H", "W", 3)], [dtype], x64=x64, rtol=rtol, atol=rtol,
+          batches=[{"B": 1, "H": 1, "W": 2}, {"B": 2, "H": 9, "W": 6}, {"B": 1, "H": 16, "W": 15}])
+
+
+def test_same_conv_with_a_kernel_as_long_as_the_signal():
+    """A 'same' correlation of a signal with a filter of its own length: pads
+    floordiv(B - 1, 2) and B - 1 - floordiv(B - 1, 2)."""
+    check(lambda x, k: lax.conv_general_dilated(x, k, (1,), "SAME"),
+          [(1, 2, "B"), (3, 2, "B")], rtol=1e-4, atol=1e-4, batches=(1, 2, 7))
+
+
 def test_opset18():
     check(lambda x, w: lax.conv_general_dilated(
         x, w, (1, 1), ((1, 0), (-1, 1)), lhs_dilation=(2, 1), dimension_numbers=("NHWC", "HWIO", "NHWC")),

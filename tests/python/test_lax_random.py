@@ -105,6 +105,19 @@ def test_distributions_f32_raw_key_opset18():
 CLOSED_KEY = jax.random.key(5)
 
 
+@pytest.mark.parametrize("x64", [False, True], ids=["f32", "f64"])
+def test_draws_over_a_dim_that_is_zero_at_run_time(x64):
+    """Noise over frames of a VALID window (T - 2 of them, none at T = 2) and over
+    jnp.diff (B - 1 rows, none at B = 1): the draws' Reshape takes a runtime 0 as 0."""
+    def fn(x):
+        frames = jax.lax.reduce_window(x, 0.0, jax.lax.add, (1, 3), (1, 1), "VALID")
+        steps = jnp.diff(x, axis=0)
+        return (frames + jax.random.normal(CLOSED_KEY, frames.shape, x.dtype),
+                steps * jax.random.uniform(CLOSED_KEY, steps.shape, x.dtype))
+    check(fn, [("B", "T")], x64=x64, atol=1e-6, rtol=1e-6,
+          batches=[{"B": 1, "T": 2}, {"B": 1, "T": 5}, {"B": 3, "T": 2}, {"B": 4, "T": 6}])
+
+
 def test_distributions_f64():
     """f64 uniform (64-bit words) and normal, 64-bit bits, int64 randint (uint64 rem and
     select_n), and a closed-over typed key."""

@@ -179,6 +179,20 @@ def test_pad(case, dtype, x64):
         assert main_ops(model) == expected
 
 
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=FLOAT_IDS)
+def test_pad_crops_a_dim_that_is_zero_at_run_time(dtype, x64):
+    """A shift-by-one of the differences (x[1:] - x[:-1], then lax.pad by (-1, 1)): the
+    rows are B - 1, none at B = 1, where JAX gives an empty array. Also interior padding
+    of such a dim, and crops past a static dim."""
+    def fn(x):
+        d = x[1:] - x[:-1]
+        return (lax.pad(d, 0.0, ((-1, 1, 0), (0, 0, 0))),
+                lax.pad(d, 1.0, ((0, 0, 2), (1, -1, 0))),
+                lax.pad(x[:, :2], 0.0, ((0, 0, 0), (-3, 2, 0))))
+    model = check(fn, [("B", 3)], x64=x64, batches=(1, 2, 5))
+    assert "Slice" in main_ops(model)
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.bool_, np.int16, np.uint8, np.float16])
 def test_pad_other_dtypes(dtype):
     # int16 has no onnxruntime Pad kernel: padded in int32 and cast back.
@@ -229,6 +243,16 @@ def test_arange_static_is_constant():
 def test_arange_symbolic(x64):
     model = check(lambda x: jnp.arange(x.shape[0]), [("B", 4)], x64=x64)
     assert "Range" in op_types(model)
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["f32", "f64"])
+def test_iota_of_a_length_non_linear_in_the_batch(x64):
+    """A pairwise grid over the batch: arange(2*B^2) shaped (B, 2*B)."""
+    def fn(x):
+        n = x.shape[0]
+        grid = jnp.arange(2 * n * n, dtype=x.dtype).reshape(n, 2 * n)
+        return grid + jnp.concatenate([x, x], axis=1)[:, :1]
+    check(fn, [("B", 3)], x64=x64, batches=(1, 4))
 
 
 IOTA_DTYPES = [(np.float32, False), (np.float64, True), (np.int32, False), (np.int64, True),

@@ -2,7 +2,7 @@
 // share, as free functions over a Lowering: casts and transposes that vanish
 // when they are the identity, Where around onnxruntime's missing kernels
 // (kernels.hpp), int64 shape constants and typed scalars, the runtime value of
-// a symbolic dim or shape, and a log-depth scan. Everything here is built from
+// a symbolic dim or shape, Reshape with its shape codes, and a log-depth scan. Everything here is built from
 // Lowering's host calls; none of it needs the host's help.
 #pragma once
 
@@ -88,7 +88,7 @@ inline Value scalar(Lowering& L, int32_t dt, double x) {
 
 namespace detail {
 // Evaluates a JAX symbolic dim expression ("2*B + 1", "floordiv(B, 2)",
-// "max(B, 1)", "B*C") into an int64[1] value with ONNX arithmetic.
+// "max(B, 1)", "B*C", "2*B^2") into an int64[1] value with ONNX arithmetic.
 struct DimExprParser {
   std::string_view s;
   size_t pos;
@@ -110,14 +110,26 @@ struct DimExprParser {
     }
   }
   Value term() {
+    Value v = power();
+    while (eat('*')) v = L->op("Mul", {v, power()}, one());
+    return v;
+  }
+  // base^k (JAX writes B*B as "B^2"), k a positive integer: k - 1 products.
+  Value power() {
     Value v = factor();
-    while (eat('*')) v = L->op("Mul", {v, factor()}, one());
+    if (!eat('^')) return v;
+    skip();
+    int64_t k = 0;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') k = k * 10 + (s[pos++] - '0');
+    if (k < 1) bad();
+    Value base = v;
+    for (int64_t i = 1; i < k; ++i) v = L->op("Mul", {v, base}, one());
     return v;
   }
   Value factor() {
     skip();
     if (eat('(')) { Value v = expr(); if (!eat(')')) bad(); return v; }
-    if (eat('-')) return L->op("Neg", {factor()}, one());
+    if (eat('-')) return L->op("Neg", {power()}, one());  // -B^2 is -(B^2)
     if (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
       int64_t n = 0;
       while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') n = n * 10 + (s[pos++] - '0');
@@ -214,6 +226,46 @@ inline Value pad_axis(Lowering& L, Value x, int64_t rank, int64_t axis, int64_t 
   pads[static_cast<size_t>(axis)] = lo;
   pads[static_cast<size_t>(rank + axis)] = hi;
   return L.op("Pad", {x, i64s(L, pads), value}, out, {Attr::s("mode", "constant")});
+}
+
+// `x` (of type `in`) reshaped to `out.shape`: the one place that decides
+// Reshape's shape operand. Per output dim it holds: the static size; else,
+// when every symbolic dim of `out` is the same as `in`'s dim at that index,
+// 0 ("copy input dim i"), which makes the shape a constant; else, for a
+// single symbolic dim among static ones, -1 ("infer": exact, the others are
+// known and non-zero); else every symbolic dim's runtime value. 0 and -1 are
+// never mixed with runtime values: onnxruntime's graph optimizer turns such a
+// mix into a 0/-1 shape, and -1 next to a copied dim that is 0 at run time (an
+// empty batch) cannot be inferred. Runtime values come with allowzero=1: a
+// dim that is 0 at run time (B - 1 at B = 1) must mean 0, not "copy input dim
+// i" (which also fails past the input's rank). A static 0 size needs
+// allowzero=1 too, which forbids the 0 and -1 codes, so then every symbolic
+// dim takes its runtime value. `in` may be of unknown shape (nothing is copied
+// then). No node when the shapes already agree.
+inline Value reshape(Lowering& L, Value x, const Aval& in, const Aval& out) {
+  if (!in.unknown_rank && in.shape == out.shape) return x;
+  bool zero_size = false;
+  for (const Dim& d : out.shape) zero_size = zero_size || (d.is_static() && d.value == 0);
+  Shape target = out.shape;
+  bool codes = false;
+  if (!zero_size) {
+    size_t symbolic = 0, copied = 0;
+    for (size_t i = 0; i < out.shape.size(); ++i) {
+      if (out.shape[i].is_static()) continue;
+      ++symbolic;
+      copied += !in.unknown_rank && i < in.shape.size() && in.shape[i] == out.shape[i];
+    }
+    codes = symbolic > 0 && (copied == symbolic || symbolic == 1);
+    for (Dim& d : target) {
+      if (d.is_static() || !codes) continue;
+      d = Dim(copied == symbolic ? 0 : -1);
+    }
+  }
+  bool runtime = false;
+  for (const Dim& d : target) runtime = runtime || !d.is_static();
+  std::vector<Attr> attrs;
+  if (runtime || zero_size) attrs.push_back(Attr::i("allowzero", 1));
+  return L.op("Reshape", {x, shape_value(L, target)}, out.with_dtype(in.dtype), attrs);
 }
 
 // Inclusive scan of `x` (aval `a`) along `axis` with the associative

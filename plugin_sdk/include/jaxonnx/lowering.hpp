@@ -140,6 +140,14 @@ class Lowering {
     }
     return v;
   }
+  // The value under `key` (innermost scope outward), or kNoValue.
+  Value memo_lookup(const std::string& key) const {
+    Value v = kNoValue;
+    api_->memo_get(ctx_, to_jxo(key), &v);
+    return v;
+  }
+  // Stores `v` under `key` in the innermost open scope.
+  void memo_store(const std::string& key, Value v) { api_->memo_put(ctx_, to_jxo(key), v); }
 
   // Lowers a nested closed jaxpr inline and returns its outputs. Inside an
   // open Subgraph, its nodes go into that subgraph.

@@ -6,8 +6,9 @@
 //   attr.hpp           Attr, GraphRef: node attributes
 //   lowering.hpp       Lowering, Subgraph: the host calls of one lowering (op-free)
 //   idioms.hpp         cast, where, transpose, i64s, scalar, dim_value, shape_value,
-//                      inclusive_scan: ONNX idioms built on Lowering
+//                      reshape, inclusive_scan: ONNX idioms built on Lowering
 //   kernels.hpp        which (op, dtype) pairs onnxruntime runs
+//   mesh_axes.hpp      named mesh axes a one-device shard_map binds (collectives)
 //   jaxpr_view.hpp     JaxprView: reading a nested jaxpr
 //   abstract_eval.hpp  AbstractEval: avals in, avals out
 //   rewrite.hpp        Rewrite, RuleRef: rewrite rules (ABI 1.2)
@@ -28,6 +29,7 @@
 #include "jaxonnx/jaxpr_view.hpp"
 #include "jaxonnx/kernels.hpp"
 #include "jaxonnx/lowering.hpp"
+#include "jaxonnx/mesh_axes.hpp"
 #include "jaxonnx/param.hpp"
 #include "jaxonnx/plugin_abi.h"
 #include "jaxonnx/registration.hpp"
