@@ -38,6 +38,7 @@ JXO_LAYOUT(jxo_binding, leading_dims_operands);
 JXO_LAYOUT(jxo_primitive_desc, user_data);      // the ops, doc and summary may be absent
 JXO_LAYOUT(jxo_rule_desc, user_data);
 JXO_LAYOUT(jxo_plugin_desc, num_primitives);    // minor 0; rules came in minor 2
+JXO_LAYOUT(jxo_test_eqn, num_outputs);          // minor 4
 #undef JXO_LAYOUT
 
 // `*p` as the current layout: the first min(struct_size, sizeof(T)) bytes

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "jaxonnx/core/error.hpp"
+#include "jaxonnx/core/step_log.hpp"
 #include "lowering.hpp"
 
 namespace jaxonnx {
@@ -17,7 +18,9 @@ std::vector<Aval> abstract_eval(const PrimitiveInfo& prim, const std::vector<Ava
                           prim.name + "'");
   jxo_abstract_eval ctx{&inputs, &params, {}};
   FaultScope faults;
+  log_step("abstract_eval", prim.plugin->name, prim.name);
   jxo_status* status = prim.abstract_eval(host_api(), &ctx, prim.user_data);
+  log_step("done", prim.plugin->name, prim.name);
   std::optional<Failure> fault = faults.take();
   if (status || fault) {
     std::string msg = status ? take_status(status).message : "";

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <set>
 
+#include "jaxonnx/core/step_log.hpp"
 
 namespace jaxonnx {
 namespace {
@@ -364,7 +365,9 @@ void Lowering::lower_eqn_unchecked(const Eqn& eqn, Scope& scope) {
   ir::Graph* graph = current()->graph;
   size_t nodes_before = graph->nodes.size();
   FaultScope faults;
+  log_step("lower", plugin.name, eqn.primitive);
   jxo_status* status = prim->lower(host_api(), &frame, prim->user_data);
+  log_step("done", plugin.name, eqn.primitive);
   std::optional<Failure> failure;
   if (status) failure = take_status(status);
   // A host call that failed without a status (an accessor, the memo) fails

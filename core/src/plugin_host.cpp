@@ -116,6 +116,33 @@ BindingSpec binding(const jxo_binding* bp, const std::string& where) {
   return spec;
 }
 
+// A primitive's test equation #k (ABI 1.4); `where` names the primitive in errors.
+TestEqn test_eqn(const jxo_test_eqn* tp, const std::string& where, size_t k,
+                 const PrimitiveInfo& info) {
+  const std::string what = where + "'s test equation #" + std::to_string(k);
+  const jxo_test_eqn t = read_desc(tp, what);
+  auto avals = [&](const jxo_aval* const* v, size_t n, const char* kind) {
+    if (n && !v) throw PluginLoadError(what + " lists " + kind + "s but no table");
+    std::vector<Aval> out;
+    for (size_t i = 0; i < n; ++i) {
+      std::string name = what + "'s " + kind + " #" + std::to_string(i);
+      try {
+        out.push_back(abi::read_aval(v[i], name));
+      } catch (const InvalidArgument& e) {
+        throw PluginLoadError(e.what());
+      }
+      if (!out.back().known_rank || out.back().dtype == JXO_DTYPE_UNDEFINED)
+        throw PluginLoadError(name + " needs a dtype and a rank");
+    }
+    return out;
+  };
+  TestEqn eqn{avals(t.inputs, t.num_inputs, "input"), avals(t.outputs, t.num_outputs, "output")};
+  if (eqn.outputs.empty() && !info.abstract_eval)
+    throw PluginLoadError(what + " gives no outputs and the primitive has no abstract eval to "
+                                 "compute them");
+  return eqn;
+}
+
 // Copies what the host keeps from a plugin's descriptor, validating as it goes.
 LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* dp) {
   const jxo_plugin_desc dc = read_desc(dp, "its descriptor");
@@ -161,6 +188,10 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* dp) {
       throw PluginLoadError(what + " ('" + info.name + "') lists binding specs but no table");
     for (size_t k = 0; k < pd->num_bindings; ++k)
       info.bindings.push_back(binding(pd->bindings[k], "primitive '" + info.name + "'"));
+    if (pd->num_test_eqns && !pd->test_eqns)
+      throw PluginLoadError(what + " ('" + info.name + "') lists test equations but no table");
+    for (size_t k = 0; k < pd->num_test_eqns; ++k)
+      info.tests.push_back(test_eqn(pd->test_eqns[k], "primitive '" + info.name + "'", k, info));
     p.primitives.push_back(std::move(info));
   }
   {  // ABI 1.2: rewrite rules (none in an older descriptor: read as zero)
@@ -358,8 +389,25 @@ bool is_plugin_file_name(const std::string& filename) {
 #endif
 }
 
-const LoadedPlugin& load_plugin(const std::string& path_in) {
+std::string plugin_file_problem(const std::string& path) { return file_problem(path); }
+
+namespace {
+// load_plugin, minus file_problem when the caller (a scan) has just run it.
+const LoadedPlugin& load(const std::string& path_in, const LoadStep& step, bool check_file);
+}  // namespace
+
+const LoadedPlugin& load_plugin(const std::string& path_in) { return load(path_in, {}, true); }
+
+const LoadedPlugin& load_plugin(const std::string& path_in, const LoadStep& step) {
+  return load(path_in, step, true);
+}
+
+namespace {
+const LoadedPlugin& load(const std::string& path_in, const LoadStep& step, bool check_file) {
   std::lock_guard<std::mutex> lock(host_mutex());
+  auto say = [&](const char* what) {
+    if (step) step(what);
+  };
   // Loaded plugins and their libraries live until the process exits: the
   // host never unloads (ABI rule 7), so these are intentionally never freed.
   static auto* loaded = new std::map<std::string, LoadedPlugin*>();
@@ -372,8 +420,10 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
   if (auto it = failed->find(path); it != failed->end()) throw PluginLoadError(it->second);
 
   try {
-    if (std::string why = file_problem(path); !why.empty()) throw PluginLoadError(why);
+    if (check_file)
+      if (std::string why = file_problem(path); !why.empty()) throw PluginLoadError(why);
     auto* lib = new boost::dll::shared_library();
+    say("dlopen");
     try {
       lib->load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
     } catch (const std::exception& e) {
@@ -389,6 +439,7 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
     jxo_str err{nullptr, 0};
     const jxo_plugin_desc* desc = nullptr;
     // The entry point is C, but a C++ plugin may still let an exception out.
+    say("init");
     try {
       desc = init(host_info(), &err);
     } catch (const std::exception& e) {
@@ -400,6 +451,7 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
     if (!desc)
       throw PluginLoadError("its " + std::string(JXO_ENTRY_SYMBOL) + " failed: " +
                             (err.size && err.data ? printable(str(err)) : std::string("(no message)")));
+    say("describe");
     auto* plugin = new LoadedPlugin(describe(path, desc));
     for (PrimitiveInfo& prim : plugin->primitives) prim.plugin = plugin;
     for (RuleInfo& rule : plugin->rules) rule.plugin = plugin;
@@ -410,6 +462,7 @@ const LoadedPlugin& load_plugin(const std::string& path_in) {
     throw;
   }
 }
+}  // namespace
 
 const PrimitiveInfo* Registry::find(const std::string& primitive) const {
   auto it = by_name_.find(primitive);
@@ -483,8 +536,16 @@ void Registry::resolve_overrides() {
 }
 
 Registry Registry::scan(const std::vector<std::string>& dirs, const Overrides& overrides,
-                        bool keep_conflicts) {
+                        bool keep_conflicts, const Gate& gate) {
   Registry reg;
+  // What the folders hold, in scan order: a file to load, or a diagnostic
+  // (a folder or file refused before any of its code could run).
+  struct Item {
+    std::string path;
+    std::string problem;
+    bool file = false;
+  };
+  std::vector<Item> items;
   reg.overrides_ = overrides;
   reg.keep_conflicts_ = keep_conflicts;
   for (const std::string& given : dirs) {
@@ -496,18 +557,18 @@ Registry Registry::scan(const std::vector<std::string>& dirs, const Overrides& o
     if (!dir.empty() && dir.size() > 1 && dir.back() == '/') dir.pop_back();
     reg.dirs_.push_back(printable(dir));
     if (!is_utf8(dir)) {
-      reg.diagnostics_.push_back({printable(dir), "the folder's name is not UTF-8; not searched"});
+      items.push_back({printable(dir), "the folder's name is not UTF-8; not searched"});
       continue;
     }
     if (!fs::is_directory(dir, ec)) {
-      reg.diagnostics_.push_back({dir, "not a folder"});
+      items.push_back({dir, "not a folder"});
       continue;
     }
 #if !defined(_WIN32)
     struct stat st {};
     if (::stat(dir.c_str(), &st) == 0) {
       if (std::string why = untrusted_reason(st, "folder"); !why.empty()) {
-        reg.diagnostics_.push_back({dir, why});
+        items.push_back({dir, why});
         continue;
       }
     }
@@ -518,22 +579,44 @@ Registry Registry::scan(const std::vector<std::string>& dirs, const Overrides& o
       std::string name = it->path().filename().string();
       if (!is_plugin_file_name(name)) continue;
       if (!is_utf8(name)) {
-        reg.diagnostics_.push_back({printable(it->path().string()), "its name is not UTF-8"});
+        items.push_back({printable(it->path().string()), "its name is not UTF-8"});
         continue;
       }
       files.push_back(it->path().string());
     }
     if (ec) {
-      reg.diagnostics_.push_back({dir, "the folder cannot be read (" + ec.message() + ")" +
-                                           (files.empty() ? "" : "; searched in part")});
+      items.push_back({dir, "the folder cannot be read (" + ec.message() + ")" +
+                                (files.empty() ? "" : "; searched in part")});
     }
     std::sort(files.begin(), files.end());  // deterministic order, whatever the file system says
-    for (const std::string& f : files) {
-      try {
-        reg.add(load_plugin(f));
-      } catch (const PluginLoadError& e) {
-        reg.diagnostics_.push_back({f, e.what()});
+    for (const std::string& f : files) items.push_back({f, gate ? file_problem(f) : "", true});
+  }
+  if (gate) {  // one call, so that the gate can check the files it has not seen at once
+    std::vector<size_t> asked;
+    std::vector<std::string> files;
+    for (size_t i = 0; i < items.size(); ++i)
+      if (items[i].file && items[i].problem.empty()) {
+        asked.push_back(i);
+        files.push_back(items[i].path);
       }
+    if (!files.empty()) {
+      std::vector<std::string> reasons = gate(files);
+      if (reasons.size() != files.size())
+        throw ConversionError("internal error: the plugin gate gave " +
+                              std::to_string(reasons.size()) + " answers for " +
+                              std::to_string(files.size()) + " files");
+      for (size_t k = 0; k < asked.size(); ++k) items[asked[k]].problem = reasons[k];
+    }
+  }
+  for (const Item& item : items) {
+    if (!item.problem.empty()) {
+      reg.diagnostics_.push_back({item.path, item.problem});
+      continue;
+    }
+    try {
+      reg.add(load(item.path, {}, !gate));  // with a gate, file_problem ran above
+    } catch (const PluginLoadError& e) {
+      reg.diagnostics_.push_back({item.path, e.what()});
     }
   }
   reg.resolve_overrides();

@@ -30,5 +30,10 @@ JAXONNX_PLUGIN("my_plugin", "0.1.0") {
       .abstract_eval(abstract_eval)
       .emits({"Softsign", "Abs", "Add", "Div"})  // every ONNX op the lowering may emit
       .doc("https://onnx.ai/onnx/operators/onnx__Softsign.html")
-      .summary("x / (1 + |x|)");
+      .summary("x / (1 + |x|)")
+      // The preflight's test equations: jaxonnx runs the abstract eval and the
+      // lowering on these in a child process before it loads this file into a
+      // user's process, so a crash there costs a warning, not the process.
+      .test({Aval(dtype::f32, {2, 8})})
+      .test({Aval(dtype::f64, {Dim::sym("B"), 3})});
 }

@@ -3,6 +3,7 @@
     python -m jaxonnx convert MODULE:FACTORY --input B,3,224,224 [--dtype ...] [--opset N] [--verify] -o model.onnx
     python -m jaxonnx inspect model.onnx [--json]
     python -m jaxonnx plugins [--json] [--plugin-dir DIR ...]
+    python -m jaxonnx plugins --check [DIR ...] [--json]
     python -m jaxonnx new-plugin NAME DIR
     python -m jaxonnx --cmakedir
     python -m jaxonnx --version
@@ -24,6 +25,14 @@ def _plugins(args) -> int:
     import warnings
 
     from jaxonnx import _plugins
+
+    if args.check is not None:
+        from jaxonnx import _cli_plugin_check
+        try:
+            return _cli_plugin_check.run(args)
+        except _plugins._core.ConversionError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -68,10 +77,16 @@ def main(argv=None) -> int:
                         help="print the folder holding jaxonnxConfig.cmake (for find_package)")
     parser.add_argument("--version", action="store_true", help="print the jaxonnx version")
     sub = parser.add_subparsers(dest="command")
-    plugins = sub.add_parser("plugins", help="list the loaded plugins and their primitives")
+    plugins = sub.add_parser("plugins", help="list the loaded plugins and their primitives "
+                                              "(--check: check every plugin file now)")
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
     plugins.add_argument("--plugin-dir", action="append", default=[], metavar="DIR",
                          help="an extra plugin folder (repeatable)")
+    plugins.add_argument("--check", nargs="*", metavar="DIR",
+                         help="run the preflight now on every plugin file of DIR (default: of "
+                              "every folder searched), each in a child process, ignoring the "
+                              "cache, and print a table; exit status 1 if any file would be "
+                              "skipped or a test equation failed")
     from jaxonnx import _new_plugin
     _new_plugin.register(sub)
     _cli_convert.add_parser(sub)

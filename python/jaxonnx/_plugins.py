@@ -9,6 +9,10 @@ the variable).
 
 A registry is cached per (folders, overrides) and rebuilt only when the plugin
 files of one of its folders change (names, sizes or modification times).
+
+Before a scan loads a file, _preflight decides whether it may run in this
+process: a bundled file must match the build's manifest (SHA256SUMS), any other
+file must have passed the preflight in a child process (cached per user).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import os
 import warnings
 from pathlib import Path
 
-from jaxonnx import _core
+from jaxonnx import _core, _preflight
 
 BUNDLED_PLUGINS = Path(__file__).resolve().parent / "plugins"
 ENV_VAR = "JAXONNX_PLUGIN_PATH"
@@ -139,13 +143,15 @@ def registry(plugin_dirs=None, overrides=None, *, keep_conflicts=False) -> _core
     unresolved double claim in .conflicts instead of raising (for listings)."""
     folders = plugin_folders(plugin_dirs)
     chosen = plugin_overrides(overrides)
-    key = (tuple(folders), tuple(sorted(chosen.items())), bool(keep_conflicts))
+    key = (tuple(folders), tuple(sorted(chosen.items())), bool(keep_conflicts),
+           _preflight.enabled())
     stamp = _fingerprint(folders)
     hit = _cache.get(key)
     if hit is not None and hit[0] == stamp:
         reg = hit[1]
     else:
-        reg = _core.Registry(folders, chosen, bool(keep_conflicts))
+        reg = _core.Registry(folders, chosen, bool(keep_conflicts),
+                             _preflight.gate(BUNDLED_PLUGINS))
         _cache[key] = (stamp, reg)
     for path, reason in reg.diagnostics:
         warnings.warn(f"jaxonnx skipped {path}: {reason}", PluginWarning, stacklevel=3)

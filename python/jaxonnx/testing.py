@@ -3,7 +3,7 @@
     from jaxonnx import testing
     testing.check(fn, [("B", 8)], plugin_dirs=[...])      # parity, validity, determinism
     testing.expect_graph(model, ["Transpose -> Conv -> Relu"], match="exact")
-    testing.check_plugin("build/my_plugin.so")           # the plugin's descriptor
+    testing.check_plugin("build/my_plugin.so")           # descriptor, test equations
 
 Testcases as data, expanded into float32/float64 x static/symbolic variants:
 
@@ -13,18 +13,28 @@ Testcases as data, expanded into float32/float64 x static/symbolic variants:
 
 The pytest plugin (`-p jaxonnx.testing`, or `pytest_plugins = ["jaxonnx.testing"]`
 in a conftest.py) parametrizes every test taking `jaxonnx_case` over the
-variants of its module's TESTCASES.
+variants of its module's TESTCASES, and runs them in a child process per test
+module (_case_server.py), so a plugin that crashes fails the test with the
+signal and the primitive instead of killing pytest ($JAXONNX_TESTING_ISOLATE=0
+runs them in the pytest process).
 
 Needs onnxruntime (the `test` extra).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
+import json
 import os
 import re
+import select
 import struct
+import subprocess
+import sys
+import tempfile
+import warnings
 import zlib
 from typing import Any, Callable, Sequence
 
@@ -34,10 +44,10 @@ import onnx
 from jax import export
 
 import jaxonnx
-from jaxonnx import _core
+from jaxonnx import _core, _plugins, _preflight
 
-__all__ = ["check", "expect_graph", "check_plugin", "ort_levels", "ort_session", "ORT_LEVELS", "Testcase", "Variant", "Case", "expand",
-           "VARIANTS", "BATCHES", "STATIC_BATCH"]
+__all__ = ["check", "expect_graph", "check_plugin", "ort_levels", "ort_session", "ORT_LEVELS",
+           "Testcase", "Variant", "Case", "expand", "VARIANTS", "BATCHES", "STATIC_BATCH"]
 
 # Concrete sizes a symbolic dim takes when the model runs, and the size it takes
 # in a static variant.
@@ -227,6 +237,8 @@ def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overr
     """
     if variants is None:
         variants = [v for v in VARIANTS if not v.symbolic or _has_symbol(input_specs)]
+    _assert_preflight_passed(plugin_dirs, plugin_overrides)
+
     models = {}
     for variant in variants:
         shapes, dtypes = _resolve(input_specs, variant)
@@ -269,6 +281,22 @@ def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overr
             expect_graph(model, expect, **(expect_options or {}))
         models[variant] = model
     return models
+
+
+def _assert_preflight_passed(plugin_dirs, plugin_overrides):
+    """A plugin of `plugin_dirs` that crashed or hung its preflight (so jaxonnx
+    skipped it) fails the test with the reason, signal and primitive, instead of
+    a confusing "no plugin lowers" later."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", _plugins.PluginWarning)
+        reg = _plugins.registry(plugin_dirs, plugin_overrides)
+    ours = {os.path.realpath(os.fspath(d)) for d in (plugin_dirs or [])}
+    failed = [f"{path}: {reason}" for path, reason in reg.diagnostics
+              if os.path.dirname(os.path.realpath(path)) in ours
+              and os.path.realpath(path) in _preflight.refused]
+    assert not failed, "a plugin failed jaxonnx's preflight:\n  " + "\n  ".join(failed)
 
 
 # ---------------------------------------------------------------- expect_graph
@@ -451,8 +479,15 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 def check_plugin(path, *, opset: int = 23, allow_empty_emits: bool = False,
                  defined_elsewhere=()) -> dict:
-    """Loads one plugin file and asserts its descriptor is sound:
+    """Checks one plugin file, first in a child process, then loads it and
+    asserts its descriptor is sound:
 
+    - the preflight passes in a child process (jaxonnx's own check before it
+      loads a plugin it has not seen): loading, init and descriptor validation,
+      then per primitive with a test equation (.test(...) in the SDK) its
+      abstract eval, lowering and the plugin's rewrite rules. A crash or hang
+      there fails with the signal, the step and the primitive, and this process
+      never loads the file; an error status of a test equation is a problem;
     - it loads in this jaxonnx (ABI major equal, minor not newer than the host's);
     - plugin and primitive names are non-empty, well formed and unique;
     - every primitive declares .emits(...) ops (unless allow_empty_emits), each
@@ -462,11 +497,18 @@ def check_plugin(path, *, opset: int = 23, allow_empty_emits: bool = False,
       it (a primitive another library defines, such as equinox's);
     - its dynamic symbol table exports exactly jaxonnx_plugin_init_v1 (ELF files).
     Returns the plugin's description (as `python -m jaxonnx plugins --json`
-    gives it) plus "abi_range"; raises AssertionError listing every problem.
+    gives it) plus "abi_range" and "preflight" (the child's outcome: per
+    primitive its test equation and error); raises AssertionError listing every
+    problem.
     """
     path = os.fspath(path)
-    info = _core.load_plugin(path)
-    problems = []
+    preflight = _preflight.check_files([path], fresh=True)[path]
+    crashed = _preflight.failure(preflight)
+    assert not crashed, f"plugin {path}: {crashed}"
+    info = _core.load_plugin(path)  # a load error raises here, as it did in the child
+    info["preflight"] = preflight
+    problems = [f"{p['name']}: its test equation {t['eqn']} failed: {t['error']}"
+                for p in preflight.get("primitives", []) for t in p["tests"] if t["error"]]
     major, minor = (int(x) for x in info["abi"].split("."))
     if major != _core.ABI_MAJOR or minor > _core.ABI_MINOR:
         problems.append(f"ABI {info['abi']} is outside this host's "
@@ -535,20 +577,166 @@ class Testcase:
 
 @dataclasses.dataclass
 class Case:
-    """One testcase in one variant: what a generated test runs."""
+    """One testcase in one variant: what a generated test runs. `module`: the
+    test module whose TESTCASES it comes from (set by the pytest plugin), so
+    that a child process can run it."""
     testcase: Testcase
     variant: Variant
+    module: str | None = None
 
     @property
     def id(self):
         return f"{self.testcase.name}-{self.variant}"
 
-    def run(self, plugin_dirs=None):
+    def run(self, plugin_dirs=None, *, isolate=None):
+        """check() in this case's variant; returns the optimized model. With
+        `isolate` (default: when `module` is known and $JAXONNX_TESTING_ISOLATE is
+        not 0) the conversions run in a child process, and a crash there raises
+        AssertionError naming the signal, the plugin call and the case."""
+        if isolate is None:
+            isolate = self.module is not None and os.environ.get(ISOLATE_ENV_VAR, "1") != "0"
+        if isolate and self.module is not None:
+            server = _CaseServer.of(self.module)
+            if server is not None:
+                return server.run(self, plugin_dirs)
         t = self.testcase
         return check(t.callable, t.input_specs, plugin_dirs=t.plugin_dirs or plugin_dirs,
                      variants=[self.variant], rtol=t.rtol, atol=t.atol,
                      make_inputs=t.make_inputs, expect=list(t.expected_ops),
                      expect_options=t.expect_options)[self.variant]
+
+
+ISOLATE_ENV_VAR = "JAXONNX_TESTING_ISOLATE"
+CASE_TIMEOUT_ENV_VAR = "JAXONNX_TESTING_CASE_TIMEOUT"
+
+_STEP_WORDS = {"lower": "while lowering '{n}' (plugin '{p}')",
+               "abstract_eval": "in the abstract eval of '{n}' (plugin '{p}')",
+               "rule": "in the rewrite rule '{n}' of plugin '{p}'"}
+
+
+class _CaseServer:
+    """A child process running the testcases of one test module (_case_server.py)."""
+    _servers: dict[str, _CaseServer | None] = {}
+
+    @classmethod
+    def of(cls, module):
+        """The module's live server, started when needed; None when the child
+        cannot import the module (its cases then run in this process)."""
+        server = cls._servers.get(module, False)
+        if server is None:
+            return None
+        if server is False or server.proc.poll() is not None:
+            server = cls(module)
+            cls._servers[module] = server if server.ready else None
+            if not server.ready:
+                warnings.warn(f"jaxonnx.testing could not import {module} in a child process "
+                              f"({server.why}); its testcases run in this process", stacklevel=3)
+                return None
+        return server
+
+    def __init__(self, module):
+        self.module = module
+        fd, self.steps = tempfile.mkstemp(prefix="jaxonnx-cases-", suffix=".log")
+        os.close(fd)
+        self.err = tempfile.TemporaryFile()
+        r, w = os.pipe()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        env.pop("PYTEST_XDIST_WORKER", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jaxonnx._case_server", module, str(w), self.steps],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.err, pass_fds=(w,),
+            env=env, text=True)
+        os.close(w)
+        self.reply, self.buffer = r, b""
+        atexit.register(self.close)
+        hello = self._read(float(os.environ.get(CASE_TIMEOUT_ENV_VAR, 900)))
+        if hello is self._TIMEOUT:
+            self.proc.kill()
+            hello = {"error": "it did not start in time"}
+        self.ready = bool(hello and hello.get("ready"))
+        self.why = (hello or {}).get("error") or self._stderr() or "it exited"
+
+    _TIMEOUT = {"timeout": True}
+
+    def _read(self, timeout):
+        """The child's next answer; None when it died, _TIMEOUT when the time is up."""
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([self.reply], [], [], timeout)
+            if not ready:
+                return self._TIMEOUT
+            chunk = os.read(self.reply, 65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return json.loads(line)
+
+    def _stderr(self):
+        self.err.seek(0)
+        return self.err.read()[-1500:].decode("utf-8", "replace").strip()
+
+    def _where(self):
+        """The plugin call the child was in, from its step log."""
+        with open(self.steps, encoding="utf-8", errors="replace") as f:
+            lines = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+        what, plugin, name = (lines[-1] + ["", ""])[:3] if lines else ("", "", "")
+        if what in _STEP_WORDS:
+            return _STEP_WORDS[what].format(n=name, p=plugin)
+        return "outside any plugin call (in JAX, onnxruntime or jaxonnx itself)"
+
+    def run(self, case, plugin_dirs):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "model.onnx")
+            request = {"id": case.id, "model": path,
+                       "plugin_dirs": [os.fspath(d) for d in plugin_dirs or []] or None}
+            timeout = float(os.environ.get(CASE_TIMEOUT_ENV_VAR, 900))
+            try:
+                self.proc.stdin.write(json.dumps(request) + "\n")
+                self.proc.stdin.flush()
+            except OSError:
+                pass  # it died: _read says so
+            answer = self._read(timeout)
+            if answer is None or answer is self._TIMEOUT:
+                hung = answer is self._TIMEOUT
+                if hung:
+                    self.proc.kill()
+                rc = self.proc.wait()
+                where = self._where()
+                if hung:
+                    what = f"did not finish within {timeout:g} s (${CASE_TIMEOUT_ENV_VAR})"
+                elif rc < 0:
+                    from jaxonnx._preflight import _signal_name
+                    name, text = _signal_name(-rc)
+                    what = f"crashed its test process with {name} ({text})"
+                else:
+                    what = f"ended its test process (exit status {rc})"
+                tail = self._stderr()
+                raise AssertionError(
+                    f"{case.id}: the conversion {what} {where}. jaxonnx.testing runs testcases "
+                    f"in a child process, so only this test fails"
+                    + (f"\n  its stderr ends with:\n{tail}" if tail else ""))
+            if answer.get("error") == "AssertionError":
+                raise AssertionError(answer["message"])
+            if answer.get("error") == "ConversionError":
+                raise _core.ConversionError(answer["message"])
+            if answer.get("error"):
+                raise RuntimeError(f"{case.id} failed in jaxonnx.testing's child process:\n"
+                                   f"{answer['message']}")
+            return onnx.load(path)
+
+    def close(self):
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        with contextlib.suppress(OSError):
+            os.close(self.reply)
+        with contextlib.suppress(OSError):
+            os.unlink(self.steps)
+        self.err.close()
 
 
 def expand(testcases: Sequence[Testcase]) -> list[Case]:
@@ -576,6 +764,8 @@ def pytest_generate_tests(metafunc):
             raise ValueError(f"{metafunc.module.__name__}: a test taking jaxonnx_case needs a "
                              f"module-level TESTCASES list of jaxonnx.testing.Testcase")
         cases = expand(testcases)
+        for c in cases:
+            c.module = metafunc.module.__name__
         metafunc.parametrize("jaxonnx_case", cases, ids=[c.id for c in cases])
 
 

@@ -12,6 +12,8 @@
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/passes.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
+#include "jaxonnx/core/preflight.hpp"
+#include "jaxonnx/core/step_log.hpp"
 #include "jaxpr_import.hpp"
 
 namespace pb = pybind11;
@@ -45,6 +47,7 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
       bindings.append(spec);
     }
     q["bindings"] = bindings;
+    q["test_eqns"] = prim.tests.size();
     prims.append(q);
   }
   d["primitives"] = prims;
@@ -177,7 +180,9 @@ PYBIND11_MODULE(_core, m) {
 
   pb::class_<Registry>(m, "Registry")
       .def(pb::init(&Registry::scan), pb::arg("dirs"), pb::arg("overrides") = Overrides{},
-           pb::arg("keep_conflicts") = false)
+           pb::arg("keep_conflicts") = false, pb::arg("gate") = Registry::Gate{},
+           "Scans `dirs`; gate(files) -> [reason or ''], when given, decides which files found "
+           "may be loaded into this process.")
       .def_property_readonly("dirs", &Registry::dirs)
       .def_property_readonly("plugins",
                              [](const Registry& r) {
@@ -255,6 +260,44 @@ PYBIND11_MODULE(_core, m) {
         }
       },
       pb::arg("path"), "Loads one plugin file (once per process) and describes it.");
+  m.def(
+      "preflight",
+      [](const std::string& path, pb::function step) {
+        PreflightReport r = preflight(path, [&](const std::string& what, const std::string& prim,
+                                                const std::string& eqn) { step(what, prim, eqn); });
+        pb::dict d;
+        d["load_error"] = r.load_error;
+        d["name"] = r.name;
+        d["version"] = r.version;
+        pb::list prims;
+        for (const PreflightPrimitive& p : r.primitives) {
+          pb::dict q;
+          q["name"] = p.name;
+          pb::list tests;
+          for (const PreflightTest& t : p.tests) {
+            pb::dict e;
+            e["eqn"] = t.eqn;
+            e["error"] = t.error;
+            tests.append(e);
+          }
+          q["tests"] = tests;
+          prims.append(q);
+        }
+        d["primitives"] = prims;
+        return d;
+      },
+      pb::arg("path"), pb::arg("step"),
+      "The preflight child's work (jaxonnx/_preflight.py): loads the plugin and runs its test "
+      "equations here, calling step(what, primitive, eqn) before each step. Runs plugin code in this "
+      "process.");
+  m.def("set_step_log", &set_step_log, pb::arg("fd"),
+        "From now on, writes 'what\\tplugin\\tname' lines to the file descriptor `fd` before "
+        "each call into a plugin's lowering, abstract eval or rewrite rule (-1: off); for a child "
+        "process that runs plugin code, so its parent can say where it died.");
+  m.def(
+      "plugin_file_problem", &plugin_file_problem, pb::arg("path"),
+      "Why the host refuses to dlopen `path` (not a regular file, untrusted, truncated or foreign "
+      "ELF), or ''.");
   m.def(
       "exported_dtypes",
       [] {

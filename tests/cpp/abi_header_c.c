@@ -40,6 +40,29 @@ int main(void) {
   EXPECT(offsetof(jxo_api, status_create_with_code) ==
          offsetof(jxo_api, rw_replace) + sizeof(void*));
   EXPECT(offsetof(jxo_api, status_code) + sizeof(void*) == sizeof(jxo_api));
+  /* minor 4: a primitive's test equations are the last fields, read as absent
+   * (none) from a descriptor of an older minor */
+  EXPECT(JXO_ABI_MINOR >= 4);
+  EXPECT(offsetof(jxo_primitive_desc, num_test_eqns) + sizeof(size_t) == sizeof(jxo_primitive_desc));
+  prim.struct_size = (uint32_t)offsetof(jxo_primitive_desc, test_eqns);
+  EXPECT(!JXO_HAS_FIELD(&prim, jxo_primitive_desc, test_eqns));
+  {
+    const jxo_aval* ins[1];
+    jxo_test_eqn test;
+    const jxo_test_eqn* tests[1];
+    memset(&test, 0, sizeof test);
+    ins[0] = &aval;
+    test.struct_size = sizeof test;
+    test.inputs = ins;
+    test.num_inputs = 1;
+    tests[0] = &test;
+    prim.struct_size = sizeof prim;
+    prim.test_eqns = tests;
+    prim.num_test_eqns = 1;
+    EXPECT(JXO_HAS_FIELD(&prim, jxo_primitive_desc, num_test_eqns));
+    EXPECT(JXO_HAS_FIELD(prim.test_eqns[0], jxo_test_eqn, num_outputs) &&
+           prim.test_eqns[0]->num_outputs == 0);
+  }
   if (failures == 0) printf("plugin_abi.h compiles and holds as C99\n");
   return failures == 0 ? 0 : 1;
 }

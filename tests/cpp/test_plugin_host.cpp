@@ -8,6 +8,7 @@
 
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
+#include "jaxonnx/core/preflight.hpp"
 
 using namespace jaxonnx;
 
@@ -204,4 +205,93 @@ TEST_CASE("the host serves minors up to its own and nothing newer") {
   jxo_str m = api->status_message(st);
   CHECK(std::string(m.data, m.size) == "abc");
   api->status_release(st);
+}
+
+TEST_CASE("test equations (ABI 1.4) are read from the descriptor") {
+  const LoadedPlugin& p = load_plugin(file_in(JXO_TEST_GOOD_DIR, "good.so"));
+  REQUIRE(p.primitives.size() == 2);
+  REQUIRE(p.primitives[0].tests.size() == 1);
+  const TestEqn& identity = p.primitives[0].tests[0];
+  REQUIRE(identity.inputs.size() == 1);
+  CHECK(identity.inputs[0].str() == "float32[2,3]");
+  CHECK(identity.outputs.empty());  // the abstract eval gives them
+  REQUIRE(p.primitives[1].tests.size() == 1);
+  const TestEqn& scale = p.primitives[1].tests[0];
+  CHECK(scale.inputs[0].str() == "float64[B,4]");
+  REQUIRE(scale.outputs.size() == 1);
+  CHECK(scale.outputs[0].str() == "float64[B,4]");
+  // A plugin of an older minor has none (its struct ends before the fields).
+  const LoadedPlugin& old = load_plugin(file_in(JXO_TEST_ABI_1_0_DIR, "abi_1_0.so"));
+  for (const PrimitiveInfo& prim : old.primitives) CHECK(prim.tests.empty());
+}
+
+TEST_CASE("the preflight runs each test equation and reports its steps and errors") {
+  std::vector<std::string> steps;
+  auto record = [&](const std::string& what, const std::string& prim, const std::string& eqn) {
+    steps.push_back(what + (prim.empty() ? "" : " " + prim) + (eqn.empty() ? "" : " " + eqn));
+  };
+  PreflightReport good = preflight(file_in(JXO_TEST_GOOD_DIR, "good.so"), record);
+  CHECK(good.load_error.empty());
+  CHECK(good.name == "test_good");
+  REQUIRE(good.primitives.size() == 2);
+  REQUIRE(good.primitives[0].tests.size() == 1);
+  CHECK(good.primitives[0].tests[0].eqn == "float32[2,3] -> float32[2,3]");
+  CHECK(good.primitives[0].tests[0].error == "");
+  CHECK(good.primitives[1].tests[0].eqn == "float64[B,4] -> float64[B,4]");
+  CHECK(good.primitives[1].tests[0].error == "");
+  // The load steps come only when this process had not loaded good.so yet.
+  steps.erase(std::remove_if(steps.begin(), steps.end(),
+                             [](const std::string& s) {
+                               return s == "dlopen" || s == "init" || s == "describe";
+                             }),
+              steps.end());
+  CHECK(steps == std::vector<std::string>{
+                     "abstract_eval test.identity float32[2,3] -> ?",
+                     "lower test.identity float32[2,3] -> float32[2,3]",
+                     "rules test.identity float32[2,3] -> float32[2,3]",
+                     "abstract_eval test.scale float64[B,4] -> float64[B,4]",
+                     "lower test.scale float64[B,4] -> float64[B,4]",
+                     "rules test.scale float64[B,4] -> float64[B,4]"});
+
+  steps.clear();
+  PreflightReport declining = preflight(file_in(JXO_TEST_DECLINING_DIR, "declining.so"), record);
+  REQUIRE(steps.size() >= 3);
+  CHECK(steps[0] == "dlopen");
+  CHECK(steps[1] == "init");
+  CHECK(steps[2] == "describe");
+  REQUIRE(declining.primitives.size() == 2);
+  CHECK(declining.primitives[0].tests[0].error == "");
+  CHECK(contains(declining.primitives[1].tests[0].error, "declining on purpose"));
+  CHECK(contains(declining.primitives[1].tests[0].error, "test.declines"));
+
+  PreflightReport garbage = preflight(file_in(JXO_TEST_GARBAGE_DIR, "garbage.so"), record);
+  CHECK(contains(garbage.load_error, "dlerror"));
+  CHECK(garbage.primitives.empty());
+}
+
+TEST_CASE("a scan's gate sees the files the host's own checks pass, once, and can refuse them") {
+  std::vector<std::string> asked;
+  int calls = 0;
+  Registry reg = Registry::scan(
+      {JXO_TEST_GARBAGE_DIR, JXO_TEST_GOOD_DIR}, {}, false,
+      [&](const std::vector<std::string>& files) {
+        ++calls;
+        asked = files;
+        std::vector<std::string> reasons;
+        for (const std::string& f : files)
+          reasons.push_back(contains(f, "good.so") ? "refused by the gate" : "");
+        return reasons;
+      });
+  CHECK(calls == 1);
+  // truncated.so is refused by the host before the gate (its ELF segments
+  // end past the file); garbage.so (not ELF) is left to dlopen, after the gate.
+  REQUIRE(asked.size() == 2);
+  CHECK(contains(asked[0], "garbage.so"));
+  CHECK(contains(asked[1], "good.so"));
+  const Diagnostic* good = diagnostic_for(reg, "good.so");
+  REQUIRE(good != nullptr);
+  CHECK(good->reason == "refused by the gate");
+  CHECK(reg.find("test.identity") == nullptr);
+  CHECK(contains(diagnostic_for(reg, "truncated.so")->reason, "truncated?"));
+  CHECK(contains(diagnostic_for(reg, "garbage.so")->reason, "dlerror"));
 }

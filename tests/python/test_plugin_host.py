@@ -63,7 +63,8 @@ def test_every_case_folder_is_built(test_plugins):
         "newer_minor": {"newer_minor.so"}, "missing_entry": {"missing_entry.so"},
         "garbage": {"garbage.so", "truncated.so"}, "duplicate": {"dup_a.so", "dup_b.so"},
         "failing": {"failing.so"}, "throwing": {"throwing.so"}, "unbound": {"unbound.so"},
-        "failing_init": {"failing_init.so"},
+        "failing_init": {"failing_init.so"}, "crashing": {"crash_init.so", "abort_lower.so"},
+        "hanging": {"hang_init.so"}, "declining": {"declining.so"},
     }
     for case, files in expected.items():
         assert {p.name for p in (test_plugins / case).iterdir()} == files, case

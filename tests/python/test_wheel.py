@@ -16,8 +16,11 @@ pytestmark = pytest.mark.wheel
 
 SMOKE = r"""
 import sys, jax, jax.numpy as jnp, numpy as np, onnx, onnxruntime as ort
+import warnings
 import jaxonnx
 assert "site-packages" in jaxonnx.__file__, jaxonnx.__file__
+# Every bundled plugin matches the manifest the build wrote (auditwheel left them alone).
+warnings.simplefilter("error", jaxonnx._plugins.PluginWarning)
 w = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
 fn = lambda x: jax.nn.relu(x @ w) + 1.0
 model = jaxonnx.to_onnx(fn, [("B", 3)])
@@ -45,6 +48,7 @@ def test_wheel_installs_into_a_fresh_venv_and_converts(tmp_path):
     assert "manylinux_" in shown and "is consistent with the following platform tag" in shown
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.startswith("jaxonnx.libs/libprotobuf") for n in names), names
+    assert "jaxonnx/plugins/SHA256SUMS" in names
     assert "jaxonnx-0.1.0.dist-info/licenses/LICENSE" in names or any(
         n.endswith("LICENSE") for n in names)
 

@@ -31,6 +31,7 @@
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/passes.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
+#include "jaxonnx/core/step_log.hpp"
 
 namespace jaxonnx {
 namespace rewrite_api {
@@ -345,7 +346,9 @@ class Fuse : public Pass {
     rw.rule = "'" + rule.name + "' of plugin '" + rule.plugin->name + "'";
     rw.values_before = g.values.size();
     FaultScope faults;
+    log_step("rule", rule.plugin->name, rule.name);
     jxo_status* status = rule.rewrite(host_api(), &rw, rule.user_data);
+    log_step("done", rule.plugin->name, rule.name);
     std::optional<Failure> fault = faults.take();
     if (status || fault) {
       std::string msg = status ? take_status(status).message : "";

@@ -81,8 +81,10 @@
  * rewrite rules (jxo_rule_desc, jxo_plugin_desc.rules and num_rules; the rewrite view
  * and emitters rw_root ... rw_replace of jxo_api).
  * Minor 3 (append-only): status codes (JXO_ERROR ..., status_create_with_code and
- * status_code of jxo_api). No struct a plugin hands over changed. */
-#define JXO_ABI_MINOR 3
+ * status_code of jxo_api). No struct a plugin hands over changed.
+ * Minor 4 (append-only): test equations for the preflight (jxo_test_eqn,
+ * jxo_primitive_desc.test_eqns and num_test_eqns). */
+#define JXO_ABI_MINOR 4
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
 
@@ -503,6 +505,25 @@ typedef struct jxo_binding {
   uint64_t leading_dims_operands;
 } jxo_binding;
 
+/* A test equation (minor 4): a small example of a primitive's equation that
+ * the host runs, in a short-lived child process, before it loads a plugin it
+ * has not checked into the user's process (the preflight; see
+ * docs/plugin_author_guide.md). The host runs the abstract eval (if any) on
+ * `inputs`, then the lowering of one equation with these inputs and no
+ * params, then the plugin's rewrite rules on the result. A crash or hang
+ * there keeps the plugin out of the user's process; an error status is
+ * reported (jaxonnx.testing.check_plugin fails on it) but does not. Dims may
+ * be symbolic ("B"). */
+typedef struct jxo_test_eqn {
+  uint32_t struct_size;
+  const jxo_aval* const* inputs; /* the equation's input avals */
+  size_t num_inputs;
+  /* Its output avals; may be 0 entries when the primitive has an abstract
+   * eval, which then gives them. */
+  const jxo_aval* const* outputs;
+  size_t num_outputs;
+} jxo_test_eqn;
+
 typedef struct jxo_primitive_desc {
   uint32_t struct_size;
   jxo_str name;                       /* the JAX primitive name it claims */
@@ -517,6 +538,11 @@ typedef struct jxo_primitive_desc {
   /* The Python callables that bind this primitive while tracing (may be 0). */
   const jxo_binding* const* bindings;
   size_t num_bindings;
+  /* -- minor 4 -- */
+  /* Example equations for the preflight (may be 0: the preflight then only
+   * loads the plugin and reads its descriptor). */
+  const jxo_test_eqn* const* test_eqns;
+  size_t num_test_eqns;
 } jxo_primitive_desc;
 
 /* A rewrite rule (minor 2): a small pattern over the ONNX nodes of the
@@ -602,6 +628,11 @@ JXO_STATIC_ASSERT(offsetof(jxo_api, jaxpr_output_eqn) ==
 JXO_STATIC_ASSERT(offsetof(jxo_primitive_desc, summary) + sizeof(jxo_str) ==
                       offsetof(jxo_primitive_desc, bindings),
                   "jxo_primitive_desc minor-2 layout: bindings follow summary");
+JXO_STATIC_ASSERT(offsetof(jxo_primitive_desc, num_bindings) + sizeof(size_t) ==
+                      offsetof(jxo_primitive_desc, test_eqns),
+                  "jxo_primitive_desc minor-4 layout: test_eqns follow num_bindings");
+JXO_STATIC_ASSERT(offsetof(jxo_test_eqn, inputs) == 8, "jxo_test_eqn layout");
+JXO_STATIC_ASSERT(offsetof(jxo_test_eqn, outputs) == 8 + 2 * sizeof(void*), "jxo_test_eqn layout");
 JXO_STATIC_ASSERT(offsetof(jxo_binding, target) == 8, "jxo_binding layout");
 JXO_STATIC_ASSERT(offsetof(jxo_binding, operands) == 8 + sizeof(jxo_str), "jxo_binding layout");
 JXO_STATIC_ASSERT(offsetof(jxo_binding, leading_dims_operands) ==

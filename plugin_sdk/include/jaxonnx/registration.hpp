@@ -59,6 +59,15 @@ struct PrimitiveEntry {
   std::vector<jxo_str> ops_c;
   LowerFn lower;
   AbstractEvalFn abstract_eval;
+  // The test equations (ABI 1.4) and their C views.
+  struct Test {
+    std::vector<Aval> in, out;
+    std::vector<std::unique_ptr<AvalView>> views;
+    std::vector<const jxo_aval*> in_c, out_c;
+    jxo_test_eqn c{};
+  };
+  std::vector<std::unique_ptr<Test>> tests;
+  std::vector<const jxo_test_eqn*> tests_c;
   jxo_primitive_desc desc{};
 };
 
@@ -138,6 +147,20 @@ class Plugin {
     PrimitiveRef& doc(std::string url) { e_->doc_url = std::move(url); return *this; }
     PrimitiveRef& summary(std::string s) { e_->summary = std::move(s); return *this; }
     PrimitiveRef& abstract_eval(AbstractEvalFn fn) { e_->abstract_eval = std::move(fn); return *this; }
+    // A test equation (ABI 1.4; repeatable): input avals on which the
+    // lowering works with no params, and the output avals (may be left out
+    // when the primitive has an abstract eval). Before jaxonnx loads a plugin
+    // file it has not seen into a user's process, it runs the abstract eval,
+    // the lowering and the plugin's rewrite rules on each test equation in a
+    // short-lived child process, so a crash there costs a warning, not the
+    // process (the preflight):
+    //   .test({Aval(dtype::f32, {2, 3})})
+    PrimitiveRef& test(std::vector<Aval> inputs, std::vector<Aval> outputs = {}) {
+      e_->tests.push_back(std::make_unique<detail::PrimitiveEntry::Test>());
+      e_->tests.back()->in = std::move(inputs);
+      e_->tests.back()->out = std::move(outputs);
+      return *this;
+    }
     // A Python callable that binds this primitive while tracing (see Binding).
     PrimitiveRef& binds(const Binding& b) {
       e_->bindings.push_back(std::make_unique<detail::BindingEntry>(b.entry()));
@@ -199,6 +222,24 @@ class Plugin {
       }
       d.bindings = e->bindings_c.data();
       d.num_bindings = e->bindings_c.size();
+      for (auto& t : e->tests) {
+        for (const Aval& a : t->in) {
+          t->views.push_back(std::make_unique<detail::AvalView>(a));
+          t->in_c.push_back(&t->views.back()->aval);
+        }
+        for (const Aval& a : t->out) {
+          t->views.push_back(std::make_unique<detail::AvalView>(a));
+          t->out_c.push_back(&t->views.back()->aval);
+        }
+        t->c.struct_size = sizeof(jxo_test_eqn);
+        t->c.inputs = t->in_c.data();
+        t->c.num_inputs = t->in_c.size();
+        t->c.outputs = t->out_c.data();
+        t->c.num_outputs = t->out_c.size();
+        e->tests_c.push_back(&t->c);
+      }
+      d.test_eqns = e->tests_c.data();
+      d.num_test_eqns = e->tests_c.size();
       prim_ptrs_.push_back(&d);
     }
     desc_.struct_size = sizeof(jxo_plugin_desc);

@@ -1,5 +1,7 @@
 // The "good" test plugin: two primitives, both with an abstract eval that
-// returns the input's aval (symbolic dims included).
+// returns the input's aval (symbolic dims included), and a test equation
+// each (test.scale's with its outputs given, test.identity's from its
+// abstract eval).
 //   test.identity(x)            -> Identity(x)
 //   test.scale(x, factor=2.0)   -> Mul(x, factor as a scalar of x's dtype)
 #include <jaxonnx/plugin.hpp>
@@ -30,9 +32,12 @@ JAXONNX_PLUGIN("test_good", "1.2.3") {
   plugin.primitive("test.identity", lower_identity)
       .emits({"Identity"})
       .summary("returns its input")
-      .abstract_eval(same_aval);
+      .abstract_eval(same_aval)
+      .test({sdk::Aval(sdk::dtype::f32, {2, 3})});
   plugin.primitive("test.scale", lower_scale)
       .emits({"Mul"})
       .summary("multiplies by the float param 'factor' (default 2)")
-      .abstract_eval(same_aval);
+      .abstract_eval(same_aval)
+      .test({sdk::Aval(sdk::dtype::f64, {sdk::Dim::sym("B"), 4})},
+            {sdk::Aval(sdk::dtype::f64, {sdk::Dim::sym("B"), 4})});
 }

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "jaxonnx/core/types.hpp"
 #include "jaxonnx/plugin_abi.h"
 
 namespace jaxonnx {
@@ -23,6 +25,12 @@ struct BindingSpec {
   uint64_t leading_dims_operands = 0;
 };
 
+// A test equation (ABI 1.4): its input avals and its output avals (empty:
+// the abstract eval gives them). No params.
+struct TestEqn {
+  std::vector<Aval> inputs, outputs;
+};
+
 // One primitive a plugin claims.
 struct PrimitiveInfo {
   std::string name;
@@ -32,6 +40,8 @@ struct PrimitiveInfo {
   std::vector<std::string> onnx_ops;
   std::string doc_url, summary;
   std::vector<BindingSpec> bindings;
+  // The test equations (ABI 1.4) the preflight runs.
+  std::vector<TestEqn> tests;
   const LoadedPlugin* plugin = nullptr;
 };
 
@@ -86,7 +96,15 @@ class Registry {
   // Every plugin's rewrite rules, in plugin order, then declaration order.
   std::vector<const RuleInfo*> rules() const;
 
-  // Scans `dirs` in order and loads every plugin file found there. A file
+  // Decides, before anything of them runs in this process, which of the
+  // plugin files a scan found may be loaded: one reason per file, "" to load
+  // it (the Python side checks bundled files against their manifest and
+  // preflights the others in a child process). Called once per scan, with
+  // the files that passed the host's own checks (regular, trusted, whole ELF).
+  using Gate = std::function<std::vector<std::string>(const std::vector<std::string>& files)>;
+
+  // Scans `dirs` in order and loads every plugin file found there (that
+  // `gate`, when given, admits). A file
   // that is not a valid plugin becomes a diagnostic; a primitive claimed by
   // two plugins throws ConversionError naming both, unless `overrides` names
   // the winner (which may replace a bundled plugin's lowering). With
@@ -94,7 +112,7 @@ class Registry {
   // (the primitive then has no entry), for listing tools. An override naming a
   // plugin that does not claim the primitive is an error either way.
   static Registry scan(const std::vector<std::string>& dirs, const Overrides& overrides = {},
-                       bool keep_conflicts = false);
+                       bool keep_conflicts = false, const Gate& gate = {});
   // Registers one already-loaded plugin (used by scan and by tests).
   void add(const LoadedPlugin& plugin);
 
@@ -117,6 +135,16 @@ struct PluginLoadError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 const LoadedPlugin& load_plugin(const std::string& path);
+// The same, telling `step` what it is about to do ("dlopen", "init",
+// "describe") before each step that runs or reads the plugin's code; the
+// preflight's child reports these so a crash can be placed.
+using LoadStep = std::function<void(const char* step)>;
+const LoadedPlugin& load_plugin(const std::string& path, const LoadStep& step);
+
+// Why the host refuses to dlopen `path` without running any of it, or "": it
+// is not a regular file, not trusted (world-writable, another user's), or a
+// truncated or foreign ELF file.
+std::string plugin_file_problem(const std::string& path);
 
 // True for file names that look like shared objects on this platform.
 bool is_plugin_file_name(const std::string& filename);
