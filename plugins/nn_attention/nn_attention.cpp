@@ -92,6 +92,15 @@ void lower_attention(Lowering& L) {
         additive = L.op("Add", {L.input(3), additive}, b.with_shape(s));
       }
     }
+    // onnxruntime 1.31's Attention does not broadcast the mask over the query
+    // and key lengths (a BERT padding mask, (B, 1, 1, S), fails to run): it
+    // gets them spelled out.
+    Aval m = L.aval_of(additive);
+    if (m.shape[2] != q.shape[1] || m.shape[3] != k.shape[1]) {
+      Shape full = {Dim(1), Dim(1), q.shape[1], k.shape[1]};
+      additive = L.op("Expand", {additive, shape_value(L, full)},
+                      m.with_shape({m.shape[0], m.shape[1], q.shape[1], k.shape[1]}));
+    }
     ins.push_back(additive);
   }
   std::vector<Attr> attrs = {Attr::i("q_num_heads", heads), Attr::i("kv_num_heads", kv_heads),
@@ -115,7 +124,9 @@ void lower_attention(Lowering& L) {
     Value smallest = L.op("ReduceMin", {all}, Aval(dtype::i64, {}), {Attr::i("keepdims", 0)});
     Value empty = L.op("Equal", {smallest, scalar(L, dtype::i64, 0)}, Aval(dtype::boolean, {}));
     Subgraph then_g = L.begin_subgraph("attention_empty");
-    GraphRef t = then_g.end({L.op("ConstantOfShape", {shape_value(L, out3.shape)}, out3)});
+    const float zero = 0.0f;  // an explicit value: tract types a value-less ConstantOfShape as float64
+    GraphRef t = then_g.end({L.op("ConstantOfShape", {shape_value(L, out3.shape)}, out3,
+                                  {Attr::tensor("value", dtype::f32, {1}, &zero, sizeof zero)})});
     Subgraph else_g = L.begin_subgraph("attention");
     GraphRef e = else_g.end({L.op("Attention", ins, out3, attrs)});
     y = L.op_n("If", {empty}, {out3}, {Attr::graph("then_branch", t), Attr::graph("else_branch", e)})[0];
@@ -151,7 +162,7 @@ Binding attention(bool bias, bool mask) {
 
 JAXONNX_PLUGIN("nn_attention", "0.1.0") {
   plugin.primitive("jaxonnx.nn.dot_product_attention", lower_attention)
-      .emits({"Attention", "Reshape", "Where", "Add", "If", "ConstantOfShape", "Shape", "Concat",
+      .emits({"Attention", "Reshape", "Where", "Add", "Expand", "If", "ConstantOfShape", "Shape", "Concat",
               "ReduceMin", "Equal"})
       .doc(onnx_doc("Attention"))
       .summary("jax.nn.dot_product_attention (4-D) as Attention (opset 23); a boolean mask "

@@ -465,6 +465,18 @@ def test_masked_attention_agrees_on_every_row(case):
     assert "Attention" in all_op_types(model)
 
 
+def test_attention_with_a_key_padding_mask_broadcast_over_queries():
+    # BERT's padding mask, (B, 1, 1, S): onnxruntime's Attention does not broadcast
+    # a mask over the query length, so the lowering spells it out.
+    def fn(q, k, v, valid):
+        return jax.nn.dot_product_attention(q, k, v, mask=valid[:, None, None, :])
+
+    model = check(fn, [("B", "T", 2, 8), ("B", "T", 2, 8), ("B", "T", 2, 8), ("B", "T")],
+                  [np.float32] * 3 + [np.bool_], make_inputs=_masks_with_blocked_rows,
+                  batches=[dict(B=2, T=5), dict(B=1, T=1)])
+    assert "Attention" in all_op_types(model)
+
+
 def test_multi_head_attention_with_a_padding_mask():
     # The program: nnx attention over padded sequences, B and T symbolic;
     # the padded query rows (and a sequence that is all padding) match JAX too.
