@@ -1,5 +1,5 @@
 // lax_sharding: what code written for a device mesh adds to a program. An
-// ONNX model runs on one device, where all of it keeps values as they are:
+// ONNX model runs on one device, where each of these is (nearly) the identity:
 //
 //   reshard, sharding_constraint, layout_constraint
 //       placement annotations (out_sharding=, with_sharding_constraint,
@@ -11,10 +11,11 @@
 //       (jaxonnx/mesh_axes.hpp). A manual axis of size > 1 would run the body
 //       once per device on a slice: refused.
 //   pvary, psum_invariant, pbroadcast, ppermute, all_gather,
-//   all_gather_invariant, reduce_scatter, all_to_all
+//       all_gather_invariant, reduce_scatter, all_to_all
 //       collectives over bound (size-1) axes: a sum, gather, scatter or
 //       permutation over one device is its operand, reshaped where JAX adds
-//       or drops that axis of size 1 (all_gather untiled, say).
+//       or drops that axis of size 1 (all_gather untiled, say); a ppermute
+//       whose perm sends nothing (a shift without wrap-around) gives zeros.
 //   axis_index
 //       the index along a size-1 axis: 0.
 // psum / pmax / pmin over named axes are lax_reduction's (they also reduce
@@ -51,6 +52,17 @@ void lower_unit_collective(Lowering& L, const char* axes_param) {
     if (in.dtype != out.dtype)
       L.fail(std::string(L.primitive()) + ": operand " + in.str() + " but result " + out.str());
     L.bind(i, reshape(L, L.input(i), in, out));
+  }
+}
+
+// ppermute over a size-1 axis: perm is ((0, 0),), the operand; or empty (a
+// shift without wrap-around), where the device receives nothing: zeros.
+void lower_ppermute(Lowering& L) {
+  if (L.param("perm").size() > 0) return lower_unit_collective(L, "axis_name");
+  mesh_axes::require(L, L.param("axis_name"));
+  for (size_t i = 0; i < L.num_outputs(); ++i) {
+    Aval out = L.out_aval(i);
+    L.bind(i, L.op("Expand", {scalar(L, out.dtype, 0), shape_value(L, out.shape)}, out));
   }
 }
 
@@ -120,7 +132,7 @@ JAXONNX_PLUGIN("lax_sharding", "0.1.0") {
     const char* axes;
   };
   for (Collective c : {Collective{"pvary", "axes"}, Collective{"psum_invariant", "axes"},
-                       Collective{"pbroadcast", "axis_name"}, Collective{"ppermute", "axis_name"},
+                       Collective{"pbroadcast", "axis_name"},
                        Collective{"all_gather", "axis_name"}, Collective{"all_gather_invariant", "axis_name"},
                        Collective{"reduce_scatter", "axis_name"}, Collective{"all_to_all", "axis_name"}}) {
     const char* axes = c.axes;
@@ -129,6 +141,10 @@ JAXONNX_PLUGIN("lax_sharding", "0.1.0") {
         .emits_shape_ops()
         .summary("over size-1 mesh axes inside shard_map: its operand (reshaped)");
   }
+  plugin.primitive("ppermute", lower_ppermute)
+      .emits({"Reshape", "Expand"})
+      .emits_shape_ops()
+      .summary("over a size-1 mesh axis inside shard_map: its operand, or zeros for an empty perm");
   plugin.primitive("axis_index", lower_axis_index)
       .emits({})
       .summary("along a size-1 mesh axis inside shard_map: 0");

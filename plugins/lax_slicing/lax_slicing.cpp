@@ -156,8 +156,8 @@ int32_t pad_compute_dtype(int32_t t) {
 // interior r > 0, for all such axes at once:
 //   [.., n, ..] -Unsqueeze-> [.., n, 1, ..] -Pad r at the end of each new
 //   axis-> [.., n, r+1, ..] -Reshape-> [.., n*(r+1), ..]
-// which leaves r extra pad values after the last element: the caller's edge
-// Pad takes high - r on that axis (ONNX Pad crops on a negative pad).
+// which leaves r extra pad values after the last element (none for n = 0):
+// the caller takes them off (lower_pad).
 Value pad_interior(Lowering& L, Value x, const Aval& in, const std::vector<int64_t>& interior, Value pv) {
   const size_t rank = in.shape.size();
   Shape grown, merged;

@@ -29,7 +29,8 @@
 // onnxruntime kernels: Pad has no 16-bit kernels and Max/Min no 16-bit or
 // bool kernels: int16/uint16 compute in int32 (value-preserving; sums and
 // products wrap back on the final Cast), bool max/min in uint8.
-// base_dilation > 1 (only from gradients) is not supported.
+// base_dilation > 1 (gradients, strided windows transposed) puts identity
+// holes between the elements first (dilate_base).
 //
 // Complex operands (carried as float[..., 2], jaxonnx/complex.hpp): the
 // packed form is windowed (its parts axis never is); add windows sum it,
@@ -54,7 +55,7 @@ using namespace jaxonnx::sdk;
 enum class Kind { Add, Mul, Max, Min, And, Or, Xor };
 
 struct Window {
-  std::vector<int64_t> dims, strides, dilation;
+  std::vector<int64_t> dims, strides, dilation, base;
   // A pad is symbolic when it depends on a symbolic extent ("SAME" windows
   // over a variable-size image): it is then computed at run time.
   std::vector<std::pair<Dim, Dim>> padding;
@@ -66,12 +67,12 @@ Window window_params(Lowering& L, int64_t rank) {
   w.strides = L.param("window_strides").as_ints();
   w.dilation = L.param("window_dilation").as_ints();
   for (const Param& p : L.param("padding").items()) w.padding.push_back({p[0].as_dim(), p[1].as_dim()});
-  std::vector<int64_t> base = L.param("base_dilation").as_ints();
-  for (int64_t b : base)
-    if (b != 1) L.fail(std::string(L.primitive()) + ": base_dilation > 1 is not supported (got " +
-                       std::to_string(b) + ")");
+  w.base = L.param("base_dilation").as_ints();
+  for (int64_t b : w.base)
+    if (b < 1) L.fail(std::string(L.primitive()) + ": base_dilation " + std::to_string(b) + " must be >= 1");
   if (int64_t(w.dims.size()) != rank || int64_t(w.strides.size()) != rank ||
-      int64_t(w.dilation.size()) != rank || int64_t(w.padding.size()) != rank)
+      int64_t(w.dilation.size()) != rank || int64_t(w.padding.size()) != rank ||
+      int64_t(w.base.size()) != rank)
     L.fail(std::string(L.primitive()) + ": window params do not match the operand rank");
   return w;
 }
@@ -165,14 +166,31 @@ Value scalar_const(Lowering& L, int32_t t, const std::vector<char>& b) {
 // How two windows' worth of values (aval `cur`) combine.
 using Combine = std::function<Value(Value, Value, const Aval&)>;
 
+// base_dilation b along axis d: b - 1 holes between neighbours, filled with
+// the monoid's identity `pad` (XLA treats them as padding), so n elements
+// become (n - 1) * b + 1 (none for n = 0): Unsqueeze a unit axis after d, Pad
+// it to b, merge the two, Slice off the b - 1 trailing holes (clamped at 0).
+Value dilate_base(Lowering& L, Value x, const Aval& cur, size_t d, int64_t b, Value pad) {
+  const int32_t t = cur.dtype;
+  const Dim n = cur.shape[d];
+  Shape grown = cur.shape, merged = cur.shape;
+  grown.insert(grown.begin() + int64_t(d) + 1, Dim(b));
+  merged[d] = n.is_static() ? Dim(n.value * b) : Dim::sym(std::to_string(b) + "*(" + n.symbol + ")");
+  Value u = L.op("Unsqueeze", {x, i64s(L, {int64_t(d) + 1})}, Aval::of_unknown_shape(t));
+  Value p = pad_axis(L, u, int64_t(grown.size()), int64_t(d) + 1, 0, b - 1, pad, Aval(t, grown));
+  Value m = reshape(L, p, Aval(t, grown), Aval(t, merged));
+  return L.op("Slice", {m, i64s(L, {0}), i64s(L, {-(b - 1)}), i64s(L, {int64_t(d)})}, Aval::of_unknown_shape(t));
+}
+
 Value windowed(Lowering& L, const Combine& combine, Value x, Aval cur, Value pad, const Window& w,
                const Shape& out_shape) {
   const size_t rank = w.dims.size();  // a complex operand's parts axis is not windowed
   for (size_t d = 0; d < rank; ++d) {
     const int64_t kd = w.dims[d], s = w.strides[d], dil = w.dilation[d];
     const auto& [lo_dim, hi_dim] = w.padding[d];
-    if (kd == 1 && s == 1 && lo_dim == Dim(0) && hi_dim == Dim(0)) continue;
+    if (kd == 1 && s == 1 && lo_dim == Dim(0) && hi_dim == Dim(0) && w.base[d] == 1) continue;
     Value axes = i64s(L, {int64_t(d)});
+    if (w.base[d] > 1) x = dilate_base(L, x, cur, d, w.base[d], pad);
     if (!lo_dim.is_static() || !hi_dim.is_static()) {
       // Runtime pads; a negative one crops, as ONNX Pad does.
       x = pad_axis_by(L, x, cur.rank(), int64_t(d), dim_value(L, lo_dim), dim_value(L, hi_dim), pad,
@@ -299,22 +317,26 @@ void lower_generic(Lowering& L) {
 JAXONNX_PLUGIN("lax_window", "0.1.0") {
   plugin.primitive("reduce_window_sum", [](Lowering& L) { lower_fixed(L, Kind::Add); })
       .emits({"Pad", "Slice", "Add", "Cast", "Concat"})
+      .emits({"Unsqueeze", "Reshape"})  // base_dilation
       .emits_shape_ops()  // a padding that depends on a symbolic extent
       .summary("Pad with 0, then Add the strided Slices of each window offset");
   plugin.primitive("reduce_window_max", [](Lowering& L) { lower_fixed(L, Kind::Max); })
       .emits({"Pad", "Slice", "Max", "Cast",
               "Gather", "Greater", "Equal", "And", "Or", "Unsqueeze", "Where"})  // complex: lexicographic
+      .emits({"Reshape", "Concat"})  // base_dilation, runtime pads
       .emits_shape_ops()
       .summary("Pad with -inf/min, then Max of the strided Slices of each window offset");
   plugin.primitive("reduce_window_min", [](Lowering& L) { lower_fixed(L, Kind::Min); })
       .emits({"Pad", "Slice", "Min", "Cast",
               "Gather", "Less", "Equal", "And", "Or", "Unsqueeze", "Where"})  // complex: lexicographic
+      .emits({"Reshape", "Concat"})  // base_dilation, runtime pads
       .emits_shape_ops()
       .summary("Pad with +inf/max, then Min of the strided Slices of each window offset");
   plugin.primitive("reduce_window", lower_generic)
       .emits({"Pad", "Slice", "Add", "Mul", "Max", "Min", "And", "Or", "Xor", "BitwiseAnd",
               "BitwiseOr", "BitwiseXor", "Cast",
               "Gather", "Greater", "Less", "Equal", "Unsqueeze", "Where"})  // complex: lexicographic
+      .emits({"Reshape", "Concat"})  // base_dilation, runtime pads
       .emits_shape_ops()
       .summary("when its body is add/mul/max/min/and/or/xor per operand");
 }

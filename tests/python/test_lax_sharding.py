@@ -73,9 +73,10 @@ def shard_map_block(x):
         tiled = lax.all_gather(y, "data", axis=1, tiled=True)
         rank = lax.axis_index("data").astype(y.dtype)
         moved = lax.ppermute(y, "data", perm=[(0, 0)])
+        nothing = lax.ppermute(y, "model", perm=[])              # a shift off the end: zeros
         a2a = lax.all_to_all(y, "model", 0, 1, tiled=True)
         scattered = lax.psum_scatter(y, "data", scatter_dimension=1, tiled=True)
-        out = mean + moved + a2a + scattered + rank + total + biggest[:, None]
+        out = mean + moved + nothing + a2a + scattered + rank + total + biggest[:, None]
         return out, gathered, tiled
     m = jax.sharding.get_abstract_mesh()
     return jax.shard_map(body, mesh=m, in_specs=P("data", "model"),

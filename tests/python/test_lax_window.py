@@ -145,11 +145,20 @@ def test_generic_non_monoid_fails():
                         [jax.ShapeDtypeStruct((5,), np.float32)])
 
 
-def test_base_dilation_fails():
-    with pytest.raises(Exception, match="base_dilation"):
-        jaxonnx.to_onnx(lambda x: lax.reduce_window(x, 0.0, lax.add, (2,), (1,), "VALID",
-                                                    base_dilation=(2,)),
-                        [jax.ShapeDtypeStruct((5,), np.float32)])
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+def test_base_dilation(dtype, x64):
+    """Nearest-neighbour upsampling as a sum over a base-dilated signal ([a, b, c] ->
+    [a, b, b, c]), a padded max over one, and an int min with a strided window; the
+    dilated axis is symbolic, 1 at B = 1."""
+    def fn(x):
+        up = lax.reduce_window(x, 0.0, lax.add, (1, 2), (1, 1), "VALID", base_dilation=(1, 2))
+        peak = lax.reduce_window(x, -jnp.inf, lax.max, (3, 1), (1, 1), ((1, 1), (0, 0)),
+                                 base_dilation=(2, 1))
+        big = jnp.int32(jnp.iinfo(jnp.int32).max)
+        low = lax.reduce_window(x.astype(jnp.int32), big, lax.min, (2, 3), (2, 1),
+                                ((0, 1), (2, 0)), base_dilation=(3, 2))
+        return up, peak, low
+    check(fn, [("B", 4)], [dtype], x64=x64, batches=(1, 2, 5))
 
 
 nnx = pytest.importorskip("flax.nnx")
