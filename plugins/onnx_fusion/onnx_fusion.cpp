@@ -1000,5 +1000,6 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
   plugin.rule("swish", "Mul", swish)
       .emits({"Swish"})
       .min_opset(24)
-      .summary("x * sigmoid(x) -> Swish (opset 24)");
+      .summary("x * sigmoid(x) -> Swish (opset 24). Like onnxruntime's Sigmoid, accurate in the "
+               "absolute, not the relative, sense for tiny results (x far below 0)");
 }
