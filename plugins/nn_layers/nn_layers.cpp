@@ -106,15 +106,22 @@ void lower_linear(Lowering& L) {
 
 // ONNX's epsilon attributes are float32: in float64 that rounds eps (1e-5 by
 // 2.5e-8 relative), which shows in rows whose variance is near eps or below.
-// A layer or RMS norm of k * x, k = sqrt(eps32 / eps), computes
-// (x - mean) / sqrt(var + eps32 / k^2) with eps32 / k^2 == eps to float64
-// rounding (its statistics scale by k and k^2). The input to normalize, or
-// kNoValue when eps has no float32 to stand for it (the reference lowers).
-Value eps_exact_input(Lowering& L, Value x, const Aval& a, double eps) {
-  const float e32 = static_cast<float>(eps);
-  if (a.dtype != dtype::f64 || static_cast<double>(e32) == eps) return x;
-  if (!(e32 > 0) || !std::isfinite(e32)) return kNoValue;
-  return L.op("Mul", {x, scalar(L, dtype::f64, std::sqrt(static_cast<double>(e32) / eps))}, a);
+// A layer or RMS norm of k * x with epsilon e computes
+// (x - mean) / sqrt(var + e / k^2) (its statistics scale by k and k^2), so
+// e = float32(4 eps), k = sqrt(e / eps) make e / k^2 == eps to float64
+// rounding. k is near 2, not 1: onnxruntime drops a Mul by what float32
+// rounds to 1 (ORT_ENABLE_BASIC). The input to normalize and the epsilon,
+// or {kNoValue, 0} when float32 cannot stand for eps (the reference lowers).
+struct NormInput {
+  Value x;
+  double epsilon;
+};
+NormInput eps_exact_input(Lowering& L, Value x, const Aval& a, double eps) {
+  if (a.dtype != dtype::f64 || static_cast<double>(static_cast<float>(eps)) == eps) return {x, eps};
+  const float e = static_cast<float>(4 * eps);
+  if (!(e > 0) || !std::isfinite(e)) return {kNoValue, 0};
+  const double k = std::sqrt(static_cast<double>(e) / eps);
+  return {L.op("Mul", {x, scalar(L, dtype::f64, k)}, a), static_cast<double>(e)};
 }
 
 // Normalization over the last axis: LayerNormalization (x, scale[, bias]) or
@@ -124,11 +131,11 @@ void lower_last_axis_norm(Lowering& L, const char* op, int64_t min_opset) {
   if (L.opset() < min_opset || !same_float_inputs(L) || x.rank() < 1) return lower_reference(L);
   for (size_t i = 1; i < L.num_inputs(); ++i)
     if (L.in_aval(i).rank() != 1) return lower_reference(L);
-  const double eps = L.param("epsilon").as_float();
+  NormInput n = eps_exact_input(L, L.input(0), x, L.param("epsilon").as_float());
+  if (n.x == kNoValue) return lower_reference(L);
   std::vector<Value> ins = L.inputs();
-  ins[0] = eps_exact_input(L, ins[0], x, eps);
-  if (ins[0] == kNoValue) return lower_reference(L);
-  L.bind(0, L.op(op, ins, L.out_aval(0), {Attr::i("axis", -1), Attr::f("epsilon", eps)}));
+  ins[0] = n.x;
+  L.bind(0, L.op(op, ins, L.out_aval(0), {Attr::i("axis", -1), Attr::f("epsilon", n.epsilon)}));
 }
 
 // RMSNormalization (x, scale) over the last axis, and equinox's optional
@@ -139,11 +146,10 @@ void lower_rms_norm(Lowering& L) {
   if (L.opset() < 23 || !same_float_inputs(L) || x.rank() < 1) return lower_reference(L);
   for (size_t i = 1; i < L.num_inputs(); ++i)
     if (L.in_aval(i).rank() != 1) return lower_reference(L);
-  const double eps = L.param("epsilon").as_float();
-  Value xv = eps_exact_input(L, L.input(0), x, eps);
-  if (xv == kNoValue) return lower_reference(L);
-  Value y = L.op("RMSNormalization", {xv, L.input(1)}, L.out_aval(0),
-                 {Attr::i("axis", -1), Attr::f("epsilon", eps)});
+  NormInput n = eps_exact_input(L, L.input(0), x, L.param("epsilon").as_float());
+  if (n.x == kNoValue) return lower_reference(L);
+  Value y = L.op("RMSNormalization", {n.x, L.input(1)}, L.out_aval(0),
+                 {Attr::i("axis", -1), Attr::f("epsilon", n.epsilon)});
   L.bind(0, L.op("Add", {y, L.input(2)}, L.out_aval(0)));
 }
 

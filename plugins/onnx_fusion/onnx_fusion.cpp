@@ -829,18 +829,22 @@ bool emit_norm(Rewrite& R, const Norm& n, Value bias, Value replaced) {
     b = *s;
   }
   // ONNX's epsilon is a float32 attribute: in float64, an eps it rounds is
-  // kept exact by normalizing k * x, k = sqrt(eps32 / eps) (the op's
-  // statistics scale by k and k^2: it computes var + eps32 / k^2 == var + eps).
+  // kept exact by normalizing k * x with epsilon e = float32(4 eps),
+  // k = sqrt(e / eps) (the op's statistics scale by k and k^2: it computes
+  // var + e / k^2 == var + eps). k is near 2, not 1: onnxruntime drops a Mul
+  // by what float32 rounds to 1.
   Value xin = n.x;
-  const float e32 = static_cast<float>(n.eps);
-  if (x.dtype == dtype::f64 && static_cast<double>(e32) != n.eps) {
-    if (!(e32 > 0) || !std::isfinite(e32)) return false;
-    xin = R.op("Mul", {n.x, R.scalar(dtype::f64, std::sqrt(static_cast<double>(e32) / n.eps))}, x);
+  double epsilon = n.eps;
+  if (x.dtype == dtype::f64 && static_cast<double>(static_cast<float>(n.eps)) != n.eps) {
+    const float e = static_cast<float>(4 * n.eps);
+    if (!(e > 0) || !std::isfinite(e)) return false;
+    epsilon = static_cast<double>(e);
+    xin = R.op("Mul", {n.x, R.scalar(dtype::f64, std::sqrt(epsilon / n.eps))}, x);
   }
   if (scale == kNoValue) scale = ones(R, x, n.axes);
   std::vector<Value> ins = {xin, scale};
   if (b != kNoValue) ins.push_back(b);
-  std::vector<Attr> attrs = {Attr::i("axis", n.axes.front()), Attr::f("epsilon", n.eps)};
+  std::vector<Attr> attrs = {Attr::i("axis", n.axes.front()), Attr::f("epsilon", epsilon)};
   R.replace(replaced, R.op(op, ins, out, attrs));
   return true;
 }
@@ -1134,5 +1138,6 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
   plugin.rule("swish", "Mul", swish)
       .emits({"Swish"})
       .min_opset(24)
-      .summary("x * sigmoid(x) -> Swish (opset 24)");
+      .summary("x * sigmoid(x) -> Swish (opset 24). Like onnxruntime's Sigmoid, accurate in the "
+               "absolute, not the relative, sense for tiny results (x far below 0)");
 }

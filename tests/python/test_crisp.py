@@ -151,7 +151,7 @@ def test_layer_norm_float64():
     with jax.enable_x64(True):
         m = nnx.LayerNorm(8, param_dtype=jnp.float64, epsilon=1e-5, rngs=nnx.Rngs(0))
         exact = nnx.LayerNorm(8, param_dtype=jnp.float64, epsilon=0.5, rngs=nnx.Rngs(0))
-    # eps as float64 holds it: LayerNormalization of k * x, k = sqrt(eps32 / eps).
+    # eps as float64 holds it: LayerNormalization of k * x (docs/crisp_ops.md).
     model = check(m, [("B", 8)], x64=True, make_inputs=near_constant_rows, rtol=1e-12, atol=1e-12)
     assert op_types(model) == ["Mul", "LayerNormalization"]
     # An eps float32 holds exactly needs nothing more.

@@ -135,7 +135,7 @@ def test_layer_norm_float64_jit_and_opset_18():
     with jax.enable_x64(True):
         m = randomized(eqx.nn.LayerNorm(6, dtype=jnp.float64))
     model = check(jax.jit(jax.vmap(m)), [("B", 6)], x64=True, make_inputs=wide_inputs)
-    # float64: of x times sqrt(eps32 / eps), ONNX's epsilon being a float32 (docs/crisp_ops.md).
+    # float64: of x times a constant, ONNX's epsilon being a float32 (docs/crisp_ops.md).
     expect_graph(model, ["Mul -> LayerNormalization"], match="exact")
     m = randomized(eqx.nn.LayerNorm(6))
     model = check(jax.vmap(jax.jit(lambda x: m(x))), [("B", 6)], make_inputs=wide_inputs, opset=18)

@@ -176,7 +176,7 @@ def test_nnx_layer_norm_becomes_layer_normalization(batch, x64):
         ln.scale.value = jax.random.normal(jax.random.key(1), (16,), dtype)
         ln.bias.value = jax.random.normal(jax.random.key(2), (16,), dtype)
     model = check(ln, [(batch, 16)], x64=x64, rtol=1e-4, atol=1e-5)
-    # float64: of x times sqrt(eps32 / eps), ONNX's epsilon being a float32 (docs/crisp_ops.md).
+    # float64: of x times a constant, ONNX's epsilon being a float32 (docs/crisp_ops.md).
     assert op_types(model) == (["Mul"] if x64 else []) + ["LayerNormalization"]
 
 
@@ -429,3 +429,21 @@ def test_normalizations_sharing_statistics_all_fuse():
     fn = lambda x: (ln(x), rms(x), jax.vmap(eln)(x))  # noqa: E731
     assert sorted(ops(fn, [("B", 8)], crisp=False)) == [
         "LayerNormalization", "LayerNormalization", "RMSNormalization"]
+
+
+def test_float64_layer_norm_keeps_epsilon_exact_in_onnxruntime():
+    # ONNX's epsilon is a float32: in float64 the fused op normalizes k * x
+    # with k near 2 (docs/crisp_ops.md). A k near 1 was dropped by
+    # onnxruntime's own optimizer (a Mul by what float32 rounds to 1) after a
+    # Reshape, and the rounded epsilon showed at 1e-8 relative in rows whose
+    # variance is far below it. check() runs onnxruntime's default level.
+    def ln(x):
+        x = x.reshape(x.shape[0], 2, 8)
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) / jnp.sqrt(v + 1e-5)
+
+    def near_constant(shape, dtype, rng):
+        return (1 + 1e-6 * rng.standard_normal(size=shape)).astype(dtype)
+    model = check(ln, [("B", 16)], x64=True, make_inputs=near_constant, rtol=1e-12, atol=1e-12)
+    assert op_types(model) == ["Reshape", "Mul", "LayerNormalization"]
