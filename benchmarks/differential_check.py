@@ -325,8 +325,8 @@ def run_case(case: Case, *, seeds=(0,), long=False, levels=tuple(LEVELS)) -> Res
                 reference = jax.jit(fn)  # one compile per shape: eager op-by-op is slower cold
                 specs = _specs(case, dtype)
                 with exercised() as seen:
-                    fused = jaxonnx.to_onnx(fn, specs, opset=case.opset, enable_double_precision=x64,
-                                            **case.fused)
+                    fused = jaxonnx.to_onnx(fn, specs, opset=case.opset,
+                                            enable_double_precision=x64, **case.fused)
                 plain = jaxonnx.to_onnx(fn, specs, opset=case.opset, enable_double_precision=x64,
                                         crisp=False, fuse=False)
             result.exercised |= seen
