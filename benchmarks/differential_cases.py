@@ -443,10 +443,6 @@ case(name="nnx LSTM cells", covers=("flax.nnx.LSTMCell.__call__",
 
 # ------------------------------------------------------------------ attention
 
-ATTENTION_KNOWN = ("issue #22 (lead): onnxruntime's Attention gives a fully masked query row "
-                   "something other than JAX's mean of the values")
-
-
 def _attention(**kwargs):
     def make(dtype):
         def fn(q, k, v):
@@ -522,7 +518,7 @@ case(name="attention, boolean mask", covers=("jax.nn.dot_product_attention[mask 
                                              "not is_causal; not jaxonnx_exact]",),
      make=_masked(), inputs=MASK_INPUTS,
      families={"masked rows": masks("rows"), "key padding": masks("padding")},
-     dtypes=(F32,), scales=ATT_SCALES, known=ATTENTION_KNOWN)
+     dtypes=(F32,), scales=ATT_SCALES)
 # Causal + padding: the spec leaves is_causal with a mask to the reference lowering.
 case(name="attention, causal and padding mask", covers=(), make=_masked(is_causal=True),
      inputs=MASK_INPUTS, families={"key padding": masks("padding")}, dtypes=(F32,),
@@ -733,4 +729,5 @@ def _scaled_matmul(dtype):
 case(name="float64 MatMul times a constant", covers=(), make=_scaled_matmul,
      inputs=((("B", 6), None),), families={"normal": normal}, dtypes=(F64,),
      known="onnxruntime (ORT_ENABLE_EXTENDED and up) fuses a float64 MatMul and a constant "
-           "scale into FusedMatMul, whose alpha is a float32: 1/3 and 0.1 lose 3e-8 relative")
+           "scale into FusedMatMul, whose alpha is a float32: 1/3 and 0.1 lose 3e-8 relative; "
+           "onnx_fusion's f64_scale_* rules guard the fused model, not the fuse=False one")
