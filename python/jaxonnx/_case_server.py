@@ -21,6 +21,8 @@ import os
 import sys
 import traceback
 
+from jaxonnx._preflight_child import _no_core_dumps  # one child-process setup for both
+
 
 def main(argv) -> int:
     _no_core_dumps()
@@ -55,15 +57,6 @@ def main(argv) -> int:
             reply({"id": cid, "error": type(e).__name__,
                    "message": "".join(traceback.format_exception(e))})
     return 0
-
-
-def _no_core_dumps():
-    """A crash here is expected and reported: writing a core file would only cost time."""
-    try:
-        import resource
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except (ImportError, ValueError, OSError):
-        pass
 
 
 if __name__ == "__main__":
