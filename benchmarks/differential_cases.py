@@ -465,21 +465,28 @@ ATT_INPUTS = ((("B", 5, 2, 4), None), (("B", 6, 2, 4), None), (("B", 6, 2, 4), N
 ATT_FAMILIES = {"normal": qkv, "all-equal logits": equal_logits}
 ATT_SCALES = (1.0, 10.0, 1e-30)  # logits up to ~1e3
 
-case(name="attention", covers=("jax.nn.dot_product_attention[mask is None]",),
+ATT_PLAIN = "jax.nn.dot_product_attention[bias is None; mask is None]"
+ATT_BIAS = "jax.nn.dot_product_attention[bias is not None; mask is None]"
+ATT_MASK = ("jax.nn.dot_product_attention[bias is None; mask is not None; not is_causal; "
+            "not jaxonnx_exact]")
+ATT_BOTH = ("jax.nn.dot_product_attention[bias is not None; mask is not None; not is_causal; "
+            "not jaxonnx_exact]")
+
+case(name="attention", covers=(ATT_PLAIN,),
      make=_attention(), inputs=ATT_INPUTS, families=ATT_FAMILIES, dtypes=(F32,),
      scales=ATT_SCALES, long_scales=(1e-3, 3.0, 30.0))
-case(name="attention causal, scale", covers=("jax.nn.dot_product_attention[mask is None]",),
+case(name="attention causal, scale", covers=(ATT_PLAIN,),
      make=_attention(is_causal=True, scale=0.3), inputs=ATT_INPUTS, families=ATT_FAMILIES,
      dtypes=(F32,), scales=ATT_SCALES)
 case(name="attention causal, more queries than keys",
-     covers=("jax.nn.dot_product_attention[mask is None]",), make=_attention(is_causal=True),
+     covers=(ATT_PLAIN,), make=_attention(is_causal=True),
      inputs=((("B", 6, 2, 4), None), (("B", 4, 2, 4), None), (("B", 4, 2, 4), None)),
      families=ATT_FAMILIES, dtypes=(F32,), scales=ATT_SCALES)
-case(name="attention of length 1", covers=("jax.nn.dot_product_attention[mask is None]",),
+case(name="attention of length 1", covers=(ATT_PLAIN,),
      make=_attention(), inputs=((("B", 1, 2, 4), None), (("B", 1, 2, 4), None),
                                 (("B", 1, 2, 4), None)),
      families=ATT_FAMILIES, dtypes=(F32,), scales=ATT_SCALES)
-case(name="attention, symbolic lengths", covers=("jax.nn.dot_product_attention[mask is None]",),
+case(name="attention, symbolic lengths", covers=(ATT_PLAIN,),
      make=_attention(), inputs=(((2, "T", 2, 4), None), ((2, "T", 2, 4), None),
                                 ((2, "T", 2, 4), None)),
      families=ATT_FAMILIES, dtypes=(F32,), scales=ATT_SCALES, independent=False)
@@ -514,8 +521,7 @@ def masks(rows):
 
 MASK_INPUTS = ATT_INPUTS + ((("B", 1, 5, 6), np.bool_),)
 
-case(name="attention, boolean mask", covers=("jax.nn.dot_product_attention[mask is not None; "
-                                             "not is_causal; not jaxonnx_exact]",),
+case(name="attention, boolean mask", covers=(ATT_MASK,),
      make=_masked(), inputs=MASK_INPUTS,
      families={"masked rows": masks("rows"), "key padding": masks("padding")},
      dtypes=(F32,), scales=ATT_SCALES)
@@ -532,8 +538,17 @@ def _additive(dtype):
     return fn
 
 
-# An additive mask (bias) is the reference lowering: covers no spec, checks it anyway.
-case(name="attention, additive mask", covers=(), make=_additive, inputs=MASK_INPUTS,
+def _bias_and_mask(dtype):
+    def fn(q, k, v, mask):
+        bias = jnp.where(mask, 0.5, -2.0).astype(q.dtype)  # a relative-position-like bias
+        return {"bias and mask": jax.nn.dot_product_attention(q, k, v, bias=bias, mask=mask)}
+    return fn
+
+
+# An additive mask (bias, finfo.min where masked) and a bias beside a boolean mask.
+case(name="attention, additive mask", covers=(ATT_BIAS,), make=_additive, inputs=MASK_INPUTS,
+     families={"masked rows": masks("rows")}, dtypes=(F32,), scales=ATT_SCALES)
+case(name="attention, bias and mask", covers=(ATT_BOTH,), make=_bias_and_mask, inputs=MASK_INPUTS,
      families={"masked rows": masks("rows")}, dtypes=(F32,), scales=ATT_SCALES)
 
 
@@ -571,6 +586,22 @@ _rule("matmul_add_to_gemm", ["matmul_add_to_gemm"], _gemm,
 def _relu(dtype):
     return lambda x: {"maximum(x, 0)": jnp.maximum(x, 0.0), "maximum(0, x)": jnp.maximum(0.0, x),
                       "jax.nn.relu": jax.nn.relu(x)}
+
+
+def _conv_bias(dtype):
+    rng = np.random.default_rng(7)
+    w = jnp.asarray(rng.standard_normal((3, 3, 2, 4)), dtype)
+    b = jnp.asarray(rng.standard_normal(4), dtype)
+
+    def fn(x):
+        y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return {"conv + per-channel bias": y + b}
+    return fn
+
+
+_rule("conv_bias", ["conv_bias"], _conv_bias, ((("B", 5, 4, 2), None),), {"normal": normal},
+      dtypes=(F32,))
 
 
 _rule("max0_to_relu", ["max0_to_relu"], _relu, ((("B", 6), None),),
@@ -720,13 +751,16 @@ _rule("broadcasts", ["expand_into_broadcast_" + op for op in ("Where", "Add", "S
 
 def _scaled_matmul(dtype):
     w = np.random.default_rng(6).standard_normal((6, 4)).astype(dtype)
-    return lambda x: {"x @ w / 3": (x @ w) / 3.0, "x @ -w * 0.1": (x @ -w) * 0.1}
+    return lambda x: {"x @ w / 3": (x @ w) / 3.0, "x @ -w * 0.1": (x @ -w) * 0.1,
+                      "(x * 0.1) @ w": (x * 0.1) @ w}
 
 
 # Not a spec nor a rule: onnxruntime's own optimizer, which the check runs at
 # every level, found here. The plain model (MatMul, Div) is exact until
 # ORT_ENABLE_EXTENDED folds the constant into FusedMatMul's alpha, a float32.
-case(name="float64 MatMul times a constant", covers=(), make=_scaled_matmul,
+case(name="float64 MatMul times a constant",
+     covers=("f64_scale_after_matmul_Div", "f64_scale_after_matmul_Mul", "f64_scale_before_matmul"),
+     make=_scaled_matmul,
      inputs=((("B", 6), None),), families={"normal": normal}, dtypes=(F64,),
      known="onnxruntime (ORT_ENABLE_EXTENDED and up) fuses a float64 MatMul and a constant "
            "scale into FusedMatMul, whose alpha is a float32: 1/3 and 0.1 lose 3e-8 relative; "

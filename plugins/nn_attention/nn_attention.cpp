@@ -92,6 +92,12 @@ void lower_attention(Lowering& L) {
         additive = L.op("Add", {L.input(3), additive}, b.with_shape(s));
       }
     }
+    // A bias of finfo.min (an additive mask written in JAX) must not reach
+    // Attention as the float's lowest value, which onnxruntime turns into a
+    // zero row: below -1e30 every bias is clamped to -1e30 (exp of either is
+    // 0 beside any unmasked logit; a row of them is the mean, as in JAX).
+    if (has_bias)
+      additive = L.op("Max", {additive, scalar(L, q.dtype, -1e30)}, L.aval_of(additive));
     // onnxruntime 1.31's Attention does not broadcast the mask over the query
     // and key lengths (a BERT padding mask, (B, 1, 1, S), fails to run): it
     // gets them spelled out.
@@ -162,7 +168,7 @@ Binding attention(bool bias, bool mask) {
 
 JAXONNX_PLUGIN("nn_attention", "0.1.0") {
   plugin.primitive("jaxonnx.nn.dot_product_attention", lower_attention)
-      .emits({"Attention", "Reshape", "Where", "Add", "Expand", "If", "ConstantOfShape", "Shape", "Concat",
+      .emits({"Attention", "Reshape", "Where", "Add", "Max", "Expand", "If", "ConstantOfShape", "Shape", "Concat",
               "ReduceMin", "Equal"})
       .doc(onnx_doc("Attention"))
       .summary("jax.nn.dot_product_attention (4-D) as Attention (opset 23); a boolean mask "

@@ -185,13 +185,12 @@ def test_wrong_architecture_plugin_is_named_as_such(test_plugins, tmp_path):
     assert "it is built for" in reason and "rebuild the plugin for this platform" in reason
 
 
-def test_conv_with_symbolic_padding_says_so():
-    def fn(x, w):  # SAME padding of a symbolic spatial dim with stride 2 depends on H
+def test_conv_with_symbolic_padding_converts():
+    # SAME padding of a symbolic spatial dim with stride 2 depends on H: one Pad
+    # computed at run time (test_lax_conv.py checks the numbers).
+    def fn(x, w):
         return jax.lax.conv_general_dilated(x, w, (2, 1), "SAME")
     specs = [jax.ShapeDtypeStruct(jax.export.symbolic_shape("1, 2, H, 5"), np.float32),
              jax.ShapeDtypeStruct((3, 2, 3, 3), np.float32)]
-    with pytest.raises(jaxonnx.ConversionError) as info:
-        jaxonnx.to_onnx(fn, specs)
-    msg = str(info.value)
-    assert "kind 6" not in msg
-    assert "symbolic dim expression" in msg and "needs it static" in msg
+    model = jaxonnx.to_onnx(fn, specs)
+    assert "Pad" in [n.op_type for n in model.graph.node]
