@@ -8,6 +8,38 @@
 #include "lowering.hpp"
 
 namespace jaxonnx {
+namespace {
+
+// The rules the fuse pass may apply: by the fusion option's numerics, and
+// none that may emit an op the target refuses.
+std::vector<const RuleInfo*> selected_rules(const Registry& registry, const ConvertOptions& options) {
+  std::vector<const RuleInfo*> out;
+  if (options.fusion == ConvertOptions::Fusion::kNone) return out;
+  const sdk::targets::Profile& profile = target_profile(options.target);
+  for (const RuleInfo* r : registry.rules()) {
+    if (options.fusion == ConvertOptions::Fusion::kExact && r->numerics != JXO_NUMERICS_EXACT) continue;
+    bool refused = false;
+    for (const std::string& op : r->onnx_ops) {
+      const sdk::targets::Lack* lack = sdk::targets::lack(profile, op);
+      refused = refused || (lack && lack->refused);
+    }
+    if (!refused) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+const sdk::targets::Profile& target_profile(const std::string& name) {
+  const sdk::targets::Profile* p = sdk::targets::find(name);
+  if (!p) {
+    std::string known;
+    for (const sdk::targets::Profile& q : sdk::targets::kProfiles)
+      known += (known.empty() ? "" : ", ") + std::string("\"") + std::string(q.name) + "\"";
+    throw ConversionError("unknown target \"" + name + "\"; the targets are " + known);
+  }
+  return *p;
+}
 
 ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
                       const ConvertOptions& options) {
@@ -32,7 +64,8 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
     passes_options.dump_dir = options.dump_ir_dir;
     passes_options.pass_seconds = &times.per_pass;
     passes_options.poll = options.poll;
-    if (options.fuse) passes_options.rules = registry.rules();
+    passes_options.rules = selected_rules(registry, options);
+    passes_options.target = &target_profile(options.target);
     passes::optimize(model, passes_options);
   } else {
     prune(model);

@@ -158,6 +158,14 @@ jxo_status* lower_jaxpr(jxo_lowering* ctx, const jxo_jaxpr* j, const jxo_value* 
 }
 
 int64_t opset(const jxo_lowering* ctx) noexcept { return ctx->lowering->model.opset; }
+jxo_str target(const jxo_lowering* ctx) noexcept {
+  const std::string_view name = ctx->lowering->target.name;
+  return {name.data(), name.size()};
+}
+int32_t target_supports(const jxo_lowering* ctx, jxo_str feature) noexcept {
+  if (feature.size && !feature.data) return 1;
+  return sdk::targets::supports(ctx->lowering->target, std::string_view(feature.data, feature.size)) ? 1 : 0;
+}
 
 // -- subgraphs (minor 1)
 jxo_status* graph_begin(jxo_lowering* ctx, jxo_str name) noexcept {
@@ -319,6 +327,8 @@ const jxo_api kApi = {
     rewrite_api::rw_replace,
     // minor 3
     status_create_with_code, status_code,
+    // minor 5
+    target, target_supports, rewrite_api::rw_target_supports,
 };
 
 const jxo_api* get_api(uint32_t minor) noexcept { return minor <= JXO_ABI_MINOR ? &kApi : nullptr; }

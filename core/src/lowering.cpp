@@ -35,7 +35,7 @@ std::string literal_key(const Tensor& t) {
 }  // namespace
 
 Lowering::Lowering(const Registry& registry, const ConvertOptions& options)
-    : registry_(registry), options_(options) {
+    : target(target_profile(options.target)), registry_(registry), options_(options) {
   auto root = std::make_unique<GraphScope>();
   root->graph = &model.graph;
   open_.push_back(root.get());

@@ -94,6 +94,7 @@ class Lowering {
 
   ir::Model model;
   std::map<std::string, std::pair<ir::ValueId, int64_t>> symbol_origins;
+  const sdk::targets::Profile& target;  // options.target's profile
 
  private:
   void lower_eqn(const Eqn& eqn, Scope& scope);  // throws EquationError

@@ -18,6 +18,10 @@ namespace {
 std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const jxo_node& node,
                         const std::string& op, int32_t out0) {
   if (node.domain.size) return "";
+  if (const sdk::targets::Lack* lack = sdk::targets::lack(lowering.target, op); lack && lack->refused)
+    return "emit_node: the target \"" + std::string(lowering.target.name) + "\" refuses " + op +
+           " (" + std::string(lack->why) + "); lower it another way where "
+           "target_supports(\"" + op + "\") is false";
 #ifdef JAXONNX_CHECK_EMITS
   if (std::find(prim.onnx_ops.begin(), prim.onnx_ops.end(), op) == prim.onnx_ops.end())
     return "emit_node: op '" + op + "' is not among the ops '" + prim.name + "' declares (.emits)";

@@ -97,6 +97,15 @@ std::vector<std::string> strs(const jxo_str* v, size_t n) {
   return out;
 }
 
+// A declared numerics (ABI 1.5), checked: a value this host does not know is
+// an error (a newer plugin would have been refused by its minor).
+int32_t numerics(int32_t v, const std::string& where) {
+  if (v != JXO_NUMERICS_UNDECLARED && v != JXO_NUMERICS_FINITE && v != JXO_NUMERICS_EXACT)
+    throw PluginLoadError(where + " declares numerics " + std::to_string(v) +
+                          ", which is not a JXO_NUMERICS_* value");
+  return v;
+}
+
 // A binding spec's copy; `where` names it in errors.
 BindingSpec binding(const jxo_binding* bp, const std::string& where) {
   const jxo_binding bc = read_desc(bp, where + "'s binding spec");
@@ -107,6 +116,8 @@ BindingSpec binding(const jxo_binding* bp, const std::string& where) {
   spec.params = strs(b->params, b->num_params);
   spec.when = strs(b->when, b->num_when);
   spec.leading_dims_operands = b->leading_dims_operands;
+  spec.numerics = numerics(b->numerics, where + "'s binding spec for " + spec.target);
+  spec.numerics_note = str(b->numerics_note);
   if (spec.target.find('.') == std::string::npos)
     throw PluginLoadError(where + " has a binding spec whose target '" + spec.target +
                           "' is not a dotted path (module.attribute)");
@@ -215,6 +226,8 @@ LoadedPlugin describe(const std::string& path, const jxo_plugin_desc* dp) {
       for (size_t k = 0; k < rd->num_onnx_ops; ++k)
         rule.onnx_ops.push_back(checked_str(rd->onnx_ops[k], what + "'s ONNX op"));
       rule.summary = checked_str(rd->summary, what + "'s summary");
+      rule.numerics = numerics(rd->numerics, what);
+      rule.numerics_note = checked_str(rd->numerics_note, what + "'s numerics note");
       p.rules.push_back(std::move(rule));
     }
   }

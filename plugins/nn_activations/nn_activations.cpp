@@ -128,6 +128,7 @@ void bind_everywhere(Plugin::PrimitiveRef& ref, const std::string& fn,
                      bool leading = true, const std::vector<const char*>& namespaces = kNamespaces) {
   for (const char* ns : namespaces) {
     Binding b(std::string(ns) + "." + fn);
+    b.exact();
     b.operand("x", leading);
     for (const char* p : params) {
       std::string s(p);

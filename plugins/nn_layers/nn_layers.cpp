@@ -205,7 +205,8 @@ void lower_batch_norm(Lowering& L) {
 // onnxruntime's GroupNormalization (its function body reshapes to (N, G, -1))
 // fails on a batch of 0, which JAX defines (an empty result): a symbolic
 // batch is checked at run time (an If giving the empty input itself, else the
-// op); a static 0 lowers the reference.
+// op); a static 0, or a target without guard Ifs (target="portable"), lowers
+// the reference.
 Value group_normalization(Lowering& L, Value xt, const Aval& t_aval) {
   std::vector<Attr> attrs = {Attr::i("num_groups", L.param("num_groups").as_int()),
                              Attr::f("epsilon", L.param("epsilon").as_float())};
@@ -224,7 +225,7 @@ Value group_normalization(Lowering& L, Value xt, const Aval& t_aval) {
 void lower_group_norm(Lowering& L) {
   Aval x = L.in_aval(0);
   if (L.opset() < 21 || x.dtype != dtype::f32 || !same_float_inputs(L) || x.rank() < 3 ||
-      x.shape[0] == Dim(0))
+      x.shape[0] == Dim(0) || (!x.shape[0].is_static() && !L.target_supports("if_guard")))
     return lower_reference(L);
   if (L.has_param("example_rank")) {
     if (x.rank() != L.param("example_rank").as_int() + 1) return lower_reference(L);
@@ -382,6 +383,7 @@ void lower_lstm_cell(Lowering& L) {
 // no cross-device statistics, the last axis.
 Binding nnx_norm(const std::string& cls, const char* axes_attr) {
   Binding b("flax.nnx." + cls + ".__call__");
+  b.exact();
   b.operand("x", Binding::kLeadingDims)
       .param("epsilon", "self.epsilon")
       .when("mask is None")
@@ -396,6 +398,7 @@ Binding nnx_norm(const std::string& cls, const char* axes_attr) {
 JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   auto linear = [](bool bias) {
     Binding b("flax.nnx.Linear.__call__");
+    b.exact();
     b.operand("inputs", Binding::kLeadingDims).operand("self.kernel[...]");
     if (bias) b.operand("self.bias[...]");
     b.when(bias ? "self.bias is not None" : "self.bias is None")
@@ -413,6 +416,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   };
   auto dense = [&](bool bias) {
     Binding b("flax.linen.Dense.__call__");
+    b.exact();
     b.operand("inputs", Binding::kLeadingDims).operand(linen_param("kernel"));
     if (bias) b.operand(linen_param("bias"));
     b.when("'params' in self.variables")
@@ -426,6 +430,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   // nnx.LinearGeneral over the last axis (MultiHeadAttention's projections).
   auto linear_general = [](bool bias) {
     Binding b("flax.nnx.LinearGeneral.__call__");
+    b.exact();
     b.operand("inputs", Binding::kLeadingDims).operand("self.kernel[...]");
     if (bias) b.operand("self.bias[...]");
     b.when(bias ? "self.bias is not None" : "self.bias is None")
@@ -444,6 +449,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   // weight (out, in). The "scalar" feature modes reshape around the product.
   auto eqx_linear = [](bool bias) {
     Binding b("equinox.nn.Linear.__call__");
+    b.exact();
     b.operand("x", Binding::kLeadingDims).operand("self.weight");
     if (bias) b.operand("self.bias");
     b.param("transposed_kernel", "True")
@@ -470,7 +476,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   Binding embed("flax.nnx.Embed.__call__");
   embed.operand("inputs", Binding::kLeadingDims)
       .operand("self.embedding[...]")
-      .when("not jaxonnx_exact")
+      .finite("an index out of range gives the first or last row; JAX gives a NaN row")
       .when("out_sharding is None")
       .when("self.num_embeddings > 1")
       .when("self.dtype == self.embedding.dtype")
@@ -486,6 +492,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   // nnx LSTMCell / OptimizedLSTMCell with sigmoid gates and tanh activations.
   auto lstm_cell = [](bool cell8) {
     Binding b(cell8 ? "flax.nnx.LSTMCell.__call__" : "flax.nnx.OptimizedLSTMCell.__call__");
+    b.exact();
     b.operand("carry[0]").operand("carry[1]").operand("inputs");
     if (cell8) {
       for (const char* k : {"ii", "if_", "ig", "io", "hi", "hf", "hg", "ho"})
@@ -530,6 +537,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   };
   auto linen_layer_norm = [&](bool bias) {
     Binding b("flax.linen.LayerNorm.__call__");
+    b.exact();
     b.operand("x", Binding::kLeadingDims).operand(linen_param("scale"));
     if (bias) b.operand(linen_param("bias"));
     b.param("epsilon", "self.epsilon")
@@ -551,6 +559,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
   // its type's name.
   auto eqx_norm = [](const std::string& cls, bool bias) {
     Binding b("equinox.nn." + cls + ".__call__");
+    b.exact();
     b.operand("x", Binding::kLeadingDims).operand("self.weight");
     if (bias) b.operand("self.bias");
     b.param("epsilon", "self.eps")
@@ -604,6 +613,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
                  .operand("self.var[...]"));
 
   Binding group_norm("flax.nnx.GroupNorm.__call__");
+  group_norm.exact();
   group_norm.operand("x")
       .operand("self.scale[...]")
       .operand("self.bias[...]")
@@ -617,6 +627,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .when("self.bias is not None")
       .when("self.num_groups * self.group_size == x.shape[-1]");
   Binding eqx_group_norm("equinox.nn.GroupNorm.__call__");
+  eqx_group_norm.exact();
   eqx_group_norm.operand("x", Binding::kLeadingDims)
       .operand("self.weight")
       .operand("self.bias")
@@ -653,8 +664,8 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
           .param("window", "tuple(window_shape)")
           .param("strides", "strides")
           .param("padding", "padding");
-      if (max) b.when("not jaxonnx_exact");
-      else b.param("count_include_pad", "count_include_pad");
+      if (max) b.finite("MaxPool skips NaN; the max of 0.0 and -0.0 is the first of them (JAX: 0.0)");
+      else b.exact().param("count_include_pad", "count_include_pad");
       ref.binds(b);
     }
   }

@@ -1057,60 +1057,73 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
                            "GreaterOrEqual", "LessOrEqual"})
     plugin.rule(std::string("scalar_constants_") + root, root,
                 [op = std::string(root)](Rewrite& R) { scalar_constants(R, op); })
+        .exact()
         .summary(std::string("a one-element ") + root + " of constants" +
                  (std::string(root) == "Cast" ? " to a float type" : "") +
                  " -> a constant (what jnp.var's divisor N - ddof and its guard leave); exact");
   plugin.rule("where_constant_condition", "Where", where_constant_condition)
+      .exact()
       .summary("Where with a constant all-true (all-false) condition -> the branch it picks, "
                "when that has the output's type");
   for (const char* root : {"Where", "Add", "Sub", "Mul", "Div"})
     plugin.rule(std::string("expand_into_broadcast_") + root, root, expand_into_broadcast)
+        .exact()
         .emits({"Where", "Add", "Sub", "Mul", "Div"})
         .summary(std::string(root) + " reading Expand(x) -> " + root +
                  " reading x, when its output keeps its shape (the op broadcasts itself)");
   plugin.rule("transpose_of_transpose", "Transpose", transpose_of_transpose)
+      .exact()
       .emits({"Transpose"})
       .summary("Transpose(Transpose(x, p), q) -> one Transpose (or x, for the identity)");
   for (const char* root : {"Softmax", "LogSoftmax"})
     plugin.rule(std::string("transpose_below_") + root, root,
                 [root](Rewrite& R) { softmax_transpose(R, root); })
+        .exact()
         .emits({root, "Transpose", "Mul", "Div"})
         .summary(std::string(root) + "(Transpose(y) [times or over a constant]) -> Transpose(" +
                  root + "(y [times or over it])) on the permuted axis, so that it meets the "
                  "Transpose after it (attention written with einsum)");
   plugin.rule("matmul_add_to_gemm", "Add", matmul_add_to_gemm)
+      .exact()
       .emits({"Gemm"})
       .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm");
   plugin.rule("conv_bias", "Add", conv_bias)
+      .exact()
       .emits({"Conv", "Transpose"})
       .summary("Transpose(Conv(x, w)) + c, c constant along the channels only -> "
                "Transpose(Conv(x, w, c)): the bias inside the Conv (a flax Conv's bias after the "
                "transpose back to channels-last)");
   for (const char* root : {"Mul", "Div"})
     plugin.rule(std::string("f64_scale_after_matmul_") + root, root, f64_scale_after_matmul)
+        .exact()
         .emits({root, "Tile", "Reshape"})
         .summary("a float64 MatMul times or over a one-element constant float32 cannot hold -> "
                  "the same with the constant as a vector: onnxruntime 1.31/1.32 would fuse it "
                  "into FusedMatMul's float32 alpha");
   plugin.rule("f64_scale_before_matmul", "MatMul", f64_scale_before_matmul)
+      .exact()
       .emits({"MatMul", "Mul", "Div", "Tile", "Reshape"})
       .summary("a float64 MatMul of an operand scaled by a one-element constant float32 cannot "
                "hold -> the scale as a vector (see f64_scale_after_matmul)");
   plugin.rule("max0_to_relu", "Max", max0_to_relu)
+      .finite("Relu(-0.0) is -0.0 where JAX gives 0.0")
       .emits({"Relu"})
       .summary("Max(x, 0) -> Relu. Signed zero: Relu(-0.0) is -0.0 where JAX gives 0.0; "
                "NaN and inf as JAX");
   plugin.rule("softmax", "Div", softmax)
+      .exact()
       .emits({"Softmax"})
       .summary("exp(x - max x) / sum exp(x - max x) over one axis (with JAX's -inf initial and "
                "the lowering's NaN guard) -> Softmax. A row holding NaN or inf gives NaN, as in JAX");
   plugin.rule("log_softmax", "Sub", log_softmax)
+      .exact()
       .emits({"LogSoftmax"})
       .summary("(x - max x) - log(sum exp(x - max x)) over one axis -> LogSoftmax, float32 "
                "only (onnxruntime's float64 kernel gives a row holding +inf NaN there and -inf "
                "elsewhere). A row holding NaN or inf gives NaN, as in JAX");
   for (const char* root : {"Mul", "Div"})
     plugin.rule(std::string("normalization_") + root, root, normalization)
+        .exact()
         .emits({"LayerNormalization", "RMSNormalization", "Mul"})
         .min_opset(17)
         .summary("(x - mean) / sqrt(var + eps) * scale over trailing axes (var as mean((x - "
@@ -1121,21 +1134,26 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
                  "constant, which keeps an epsilon float32 would round exact. NaN/inf rows give "
                  "NaN, as in JAX");
   plugin.rule("normalization_bias", "Add", normalization_bias)
+      .exact()
       .emits({"LayerNormalization", "Mul"})
       .min_opset(17)
       .summary("a layer norm plus a per-feature bias -> LayerNormalization with B");
   plugin.rule("normalization_scale", "Mul", normalization_scale)
+      .exact()
       .emits({"LayerNormalization", "RMSNormalization"})
       .min_opset(17)
       .summary("a normalization times a constant per-feature factor -> its scale (and bias) "
                "times the factor");
   plugin.rule("gelu", "Mul", gelu)
+      .exact()
       .emits({"Gelu"})
       .min_opset(20)
       .summary("0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))) or 0.5 x (1 + erf(x/sqrt 2)) -> "
                "Gelu (float32; onnxruntime has no float64 Gelu). NaN and inf as JAX. JAX's exact "
                "gelu lowers erfc as a polynomial, which this rule does not match");
   plugin.rule("swish", "Mul", swish)
+      .finite("onnxruntime's Swish, like its Sigmoid, is accurate in the absolute, not the "
+              "relative, sense for tiny results (x far below 0)")
       .emits({"Swish"})
       .min_opset(24)
       .summary("x * sigmoid(x) -> Swish (opset 24). Like onnxruntime's Sigmoid, accurate in the "

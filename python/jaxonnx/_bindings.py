@@ -105,6 +105,7 @@ class _Spec:
             self.params.append((name.strip(), _compile(expr.strip(), where)))
         self.when = [_compile(e, where) for e in d["when"]]
         self.leading = int(d["leading_dims_operands"])
+        self.numerics = d.get("numerics", "undeclared")
 
 
 # ------------------------------------------------------------ primitives
@@ -252,6 +253,10 @@ def _resolve(target):
 
 
 def _wrapper(original, specs, registry, exact):
+    if exact:  # only specs that declare themselves exact on NaN and infinity too
+        specs = [s for s in specs if s.numerics == "exact"]
+        if not specs:
+            return None
     try:
         signature = inspect.signature(original)
     except (TypeError, ValueError):
@@ -323,16 +328,16 @@ _WINDOW_LOCK = threading.RLock()
 
 
 @contextlib.contextmanager
-def window(registry, crisp=True):
-    """Applies every binding spec of `registry` (none when crisp is False) and
-    restores every target on exit, also on an exception. crisp="exact" passes
-    jaxonnx_exact=True to the spec expressions, whose specs then keep only ops
-    that agree with JAX on NaN and infinity as well. Windows of several threads
-    take turns (_WINDOW_LOCK)."""
-    if not (crisp is True or crisp is False or crisp == "exact"):
-        raise _core.ConversionError(f'crisp must be True, False or "exact"; got {crisp!r}')
+def window(registry, level="fast"):
+    """Applies the binding specs of `registry` at a fusion level (_fusion.LEVELS:
+    "fast" every spec, "exact" the specs declared exact on NaN and infinity too,
+    "none" none) and restores every target on exit, also on an exception.
+    "exact" also passes jaxonnx_exact=True to the spec expressions. Windows of
+    several threads take turns (_WINDOW_LOCK)."""
+    if level not in ("fast", "exact", "none"):
+        raise _core.ConversionError(f'fusion level must be "fast", "exact" or "none"; got {level!r}')
     with _WINDOW_LOCK:
-        if crisp is False:
+        if level == "none":
             yield
             return
         compiled = _compile_registry(registry)
@@ -347,7 +352,7 @@ def window(registry, crisp=True):
                 saved = owner.__dict__[name] if had else None
                 if had and isinstance(saved, (staticmethod, classmethod)):
                     continue
-                wrapper = compiled.wrapper(target, getattr(owner, name), crisp == "exact")
+                wrapper = compiled.wrapper(target, getattr(owner, name), level == "exact")
                 if wrapper is None:
                     continue
                 setattr(owner, name, wrapper)

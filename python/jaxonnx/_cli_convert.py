@@ -29,7 +29,13 @@ def add_parser(sub) -> None:
     p.add_argument("--dtype", action="append", default=[], metavar="DTYPE",
                    help="its dtype (default float32; float64 turns on 64-bit tracing); once "
                         "for all inputs or once per --input")
-    p.add_argument("--opset", type=int, default=23, help="default-domain opset (default 23)")
+    p.add_argument("--opset", type=int, default=None,
+                   help="default-domain opset (default: the target's, 23 for onnxruntime)")
+    p.add_argument("--target", default="onnxruntime", choices=("onnxruntime", "portable"),
+                   help="the runtime the model is for (docs/targets.md; default onnxruntime)")
+    p.add_argument("--fusion", default="fast", choices=("fast", "exact", "none"),
+                   help="fused ONNX ops: all (fast, the default), only those exact on NaN and "
+                        "infinity too (exact), or none")
     p.add_argument("--model-name", default="jax_model", help="the ONNX graph's name")
     p.add_argument("--no-optimize", action="store_true", help="keep the raw lowering")
     p.add_argument("--external-data", action="store_true",
@@ -103,7 +109,7 @@ def run(args) -> int:
                         enable_double_precision=x64, return_mode="file", output_path=args.output,
                         plugin_dirs=args.plugin_dir or None, optimize=not args.no_optimize,
                         external_data=True if args.external_data else None,
-                        verify=args.verify)
+                        verify=args.verify, target=args.target, fusion=args.fusion)
     except jaxonnx.ConversionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -10,8 +10,9 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import (_bindings, _callbacks, _core, _functions, _keys, _layout, _opset, _output,
-                     _plugins, _progress, _record, _source, _specs, _supported, _trace, _verify)
+from jaxonnx import (_bindings, _callbacks, _core, _functions, _fusion, _keys, _layout, _opset,
+                     _output, _plugins, _progress, _record, _source, _specs, _supported, _targets,
+                     _trace, _verify)
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "ir", "bytes", "file")
@@ -63,15 +64,16 @@ def _default_names(names, taken):
     return out
 
 
-def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
+def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *,
             enable_double_precision=False, record_primitive_calls_file=None,
             return_mode="proto", output_path=None, inputs_as_nchw=None, outputs_as_nchw=None,
             input_names=None, output_names=None, export_mode="standard",
             normalization_mode="auto", plugin_dirs=None, optimize=True, plugin_overrides=None,
-            inline_functions=False, external_data=None, crisp=True, fuse=True, verify=False):
+            inline_functions=False, external_data=None, crisp=True, fuse=True, verify=False,
+            fusion=None, target="onnxruntime"):
     """Converts `fn` to an ONNX model. jax2onnx 0.17.1's signature and meanings,
     plus plugin_dirs, optimize, plugin_overrides, inline_functions,
-    external_data, crisp, fuse, verify and return_mode="bytes".
+    external_data, fusion, target, verify and return_mode="bytes".
 
     fn: a callable (a function, a flax nnx module or a bound method of one)
         taking one positional argument per entry of `inputs`. An nnx module is
@@ -91,7 +93,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         at run time between the input and its dropout. Code that needs the
         flag's Python value (`if train:`) fails with a ConversionError naming it.
     model_name: the ONNX graph's name.
-    opset: the default-domain opset (default 23). Models lower at 18 or newer;
+    opset: the default-domain opset (default: the target's, 23 for onnxruntime
+        and 17 for portable). Models lower at 18 or newer;
         an older opset converts when every operator of the model has the same
         form there, else the ConversionError names which operators need which opset.
     enable_double_precision: trace with 64-bit types enabled.
@@ -113,7 +116,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         onnxruntime-web loads: never external data).
     normalization_mode: "auto" or "prefer_native" (native LayerNormalization
         and the like where a plugin offers them and the opset has them), or
-        "force_decomposed" (their elementwise form, always).
+        "force_decomposed" (an alias of fusion="none").
     plugin_dirs: folders searched for plugins after the bundled folder, installed
         plugin packages (entry-point group "jaxonnx.plugins") and $JAXONNX_PLUGIN_PATH.
     optimize: run the structure-only IR passes (dead code, no-ops, transpose
@@ -134,16 +137,22 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
         ExternalData sets threshold, layout and file name, and for "proto"/"bytes"
         the folder the data is written to (the model then references it there);
         False: never. A model over 2 GB without external data raises ConversionError.
-    crisp: apply the plugins' binding specs while tracing, so that calls such as
-        flax.nnx.LayerNorm or jax.nn.gelu become one ONNX op (docs/crisp_ops.md).
-        "exact" keeps only those that agree with JAX on NaN and infinity too;
-        False traces through every callable (as normalization_mode="force_decomposed"
-        does).
-    fuse: with optimize, apply the plugins' rewrite rules, which turn JAX's
-        decompositions into fused ONNX ops (MatMul+Add -> Gemm, the softmax
-        chain -> Softmax, layer norm -> LayerNormalization, ...). They agree
-        with JAX within float rounding on finite inputs; docs/coverage.md lists
-        where they differ on NaN/inf. False keeps the exact decompositions.
+    fusion: which fused ONNX ops the model may use, for both stages that make
+        them: the binding specs while tracing (flax.nnx.LayerNorm or jax.nn.gelu
+        as one op; docs/crisp_ops.md) and, with optimize, the rewrite rules
+        after lowering (MatMul+Add -> Gemm, the softmax chain -> Softmax, ...;
+        docs/optimizer.md). "fast" (the default): all of them, which agree with
+        JAX within float rounding on finite inputs (docs/coverage.md lists where
+        they differ on NaN/inf); "exact": only those that agree on NaN and
+        infinity too; "none": JAX's own decompositions.
+    crisp, fuse: older switches, kept as aliases: crisp="exact" is
+        fusion="exact"; crisp=False turns off the binding specs only, fuse=False
+        the rewrite rules only (to tell which stage a difference comes from).
+    target: the runtime the model is for (docs/targets.md). "onnxruntime" (the
+        default): standard ONNX, the fastest graph in onnxruntime. "portable":
+        what onnxruntime, OpenVINO, tract, the ONNX reference evaluator and
+        onnxruntime's symbolic shape inference all run (opset 17 unless given,
+        no guard If, no op a tool misreads), at some cost in onnxruntime.
     verify: after converting, run the model in onnxruntime on random inputs,
         with every symbolic dim at 1 and at two larger sizes, and compare each
         output with fn's (float rounding: rtol 1e-4 for float32, 1e-9 for
@@ -164,8 +173,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
     _choice("normalization_mode", normalization_mode, NORMALIZATION_MODES)
     # jax2onnx's switch for native normalization ops maps onto the binding-spec
     # window: "force_decomposed" traces through every high-level call.
-    if normalization_mode == "force_decomposed":
-        crisp = False
+    spec_level, rule_level = _fusion.levels(fusion, crisp, fuse, normalization_mode)
+    target, opset = _targets.resolve(target, opset)
     if export_mode == "web":  # onnxruntime-web loads one self-contained file
         if external_data not in (None, False):
             raise ConversionError('export_mode="web" writes one self-contained file; '
@@ -199,7 +208,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
             raise ConversionError(f"input_names {sorted(set(names_in) & set(params))} are "
                                   f"input_params keys too")
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
-        with _functions.tracing(), _bindings.window(registry, crisp):
+        with _functions.tracing(), _bindings.window(registry, spec_level):
             closed = _trace.trace(fn, _layout.input_specs(specs, nchw_in), param_specs,
                                   list(params), wrap=_layout.bridge(nchw_in, nchw_out))
         names_out = _names("output_names", output_names, len(closed.jaxpr.outvars)) or []
@@ -219,14 +228,14 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
                              inline_functions=bool(inline_functions),
                              provenance=_source.provenance_from_env(),
                              external_data=external, data_files=data_files,
-                             fuse=bool(fuse))
+                             fusion=rule_level, target=target)
         if lowered_opset != opset:
             data = _opset.relabel(data, int(opset))
     progress.converted(data, data_files, inline=external is _output.INLINE)
     if verify:
         plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),
                                   bool(enable_double_precision), int(opset), plugin_dirs,
-                                  plugin_overrides)
+                                  plugin_overrides, spec_level, target)
         _verified(plan, data, data_files, external)
 
     if return_mode == "file":

@@ -10,7 +10,8 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxonnx import _bindings, _core, _functions, _keys, _plugins, _source, _specs, _trace
+from jaxonnx import (_bindings, _core, _functions, _fusion, _keys, _plugins, _source, _specs,
+                     _targets, _trace)
 from jaxonnx._core import ConversionError
 from jaxonnx._layout import TO_NCHW, TO_NHWC
 
@@ -161,8 +162,8 @@ def _probe(closed):
 
 
 def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
-                     enable_double_precision=False, opset=23, plugin_dirs=None,
-                     plugin_overrides=None, crisp=True):
+                     enable_double_precision=False, opset=None, plugin_dirs=None,
+                     plugin_overrides=None, crisp=True, fusion=None, target="onnxruntime"):
     """Converts fn with every value of its top-level equations as a model
     output (unoptimized, so each is its equation's own lowering), runs that in
     onnxruntime and the same equations in JAX, and returns the first equation
@@ -171,22 +172,26 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
     sub-program (jit, scan, cond) counts as one.
 
     inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
-    crisp: as in to_onnx, so the equations are the ones to_onnx lowers (a
-        crisp op such as jaxonnx.nn.layer_norm is one equation).
+    crisp, fusion, target: as in to_onnx, so the equations are the ones
+        to_onnx lowers (a crisp op such as jaxonnx.nn.layer_norm is one
+        equation) with the lowerings it picks for the target.
     """
+    spec_level, _ = _fusion.levels(fusion, crisp)
+    target, opset = _targets.resolve(target, opset)
     xs = _arrays(inputs)
     params = dict(input_params or {})
     with jax.enable_x64(bool(enable_double_precision)), jax.default_matmul_precision("float32"):
         specs = _specs.normalize_inputs(xs, enable_double_precision)
         param_specs = _specs.normalize_params(params, enable_double_precision)
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
-        with _functions.tracing(), _bindings.window(registry, crisp):
+        with _functions.tracing(), _bindings.window(registry, spec_level):
             closed = _trace.trace(fn, specs, param_specs, list(params))
         closed = _keys.physical_keys(closed)
         where, probe = _probe(closed)
         data = _core.convert(registry, probe, max(int(opset), _core.MIN_OPSET), "first_divergence",
                              [f"in_{i}" for i in range(len(xs))] + list(params),
-                             [f"eqn{k}_out{j}" for k, j in where], _source.describe, "", False, "")
+                             [f"eqn{k}_out{j}" for k, j in where], _source.describe, "", False, "",
+                             target=target)
         args = [*xs, *(np.asarray(v) for v in params.values())]
         expected = jax.extend.core.jaxpr_as_fun(probe)(*args)
         session = _session(data)
@@ -276,6 +281,8 @@ class VerifyPlan(NamedTuple):
     opset: int
     plugin_dirs: object
     plugin_overrides: object
+    spec_level: str = "fast"  # _fusion.levels' first: which binding specs applied
+    target: str = "onnxruntime"
 
 
 def verify_conversion(plan: VerifyPlan, model) -> None:
@@ -335,7 +342,8 @@ def _cause(plan, xs):
     try:
         found = first_divergence(plan.fn, xs, plan.params, enable_double_precision=plan.x64,
                                  opset=plan.opset, plugin_dirs=plan.plugin_dirs,
-                                 plugin_overrides=plan.plugin_overrides)
+                                 plugin_overrides=plan.plugin_overrides, fusion=plan.spec_level,
+                                 target=plan.target)
     except Exception as e:  # the diagnosis must not hide the finding
         return f"locating the equation failed ({type(e).__name__}: {e})"
     if found is None:

@@ -21,6 +21,10 @@ using namespace jaxonnx;
 
 namespace {
 
+const char* numerics_name(int32_t v) {
+  return v == JXO_NUMERICS_EXACT ? "exact" : v == JXO_NUMERICS_FINITE ? "finite" : "undeclared";
+}
+
 pb::dict plugin_dict(const LoadedPlugin& p) {
   pb::dict d;
   d["name"] = p.name;
@@ -44,6 +48,8 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
       spec["params"] = b.params;
       spec["when"] = b.when;
       spec["leading_dims_operands"] = b.leading_dims_operands;
+      spec["numerics"] = numerics_name(b.numerics);
+      spec["numerics_note"] = b.numerics_note;
       bindings.append(spec);
     }
     q["bindings"] = bindings;
@@ -58,6 +64,8 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
     q["root_op"] = rule.root_op;
     q["onnx_ops"] = rule.onnx_ops;
     q["min_opset"] = rule.min_opset;
+    q["numerics"] = numerics_name(rule.numerics);
+    q["numerics_note"] = rule.numerics_note;
     q["summary"] = rule.summary;
     q["applied"] = rule.applied->load(std::memory_order_relaxed);
     rules.append(q);
@@ -72,7 +80,7 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
                   const std::string& producer_version, bool optimize,
                   const std::string& dump_ir_dir, pb::object times, bool inline_functions,
                   pb::object provenance, pb::object external_data, pb::object data_files,
-                  bool fuse) {
+                  const std::string& fusion, const std::string& target) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
@@ -86,7 +94,12 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
   options.output_names = std::move(output_names);
   options.producer_version = producer_version;
   options.optimize = optimize;
-  options.fuse = fuse;
+  if (fusion != "fast" && fusion != "exact" && fusion != "none")
+    throw ConversionError("fusion must be \"fast\", \"exact\" or \"none\"; got \"" + fusion + "\"");
+  options.fusion = fusion == "fast"    ? ConvertOptions::Fusion::kFast
+                   : fusion == "exact" ? ConvertOptions::Fusion::kExact
+                                       : ConvertOptions::Fusion::kNone;
+  options.target = target;
   options.dump_ir_dir = dump_ir_dir;
   options.inline_functions = inline_functions;
   options.times = &phases;
@@ -249,7 +262,27 @@ PYBIND11_MODULE(_core, m) {
         pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(),
         pb::arg("inline_functions") = false, pb::arg("provenance") = pb::none(),
         pb::arg("external_data") = pb::none(), pb::arg("data_files") = pb::none(),
-        pb::arg("fuse") = true);
+        pb::arg("fusion") = "fast", pb::arg("target") = "onnxruntime");
+  m.def(
+      "targets",
+      [] {
+        pb::list out;
+        for (const sdk::targets::Profile& p : sdk::targets::kProfiles) {
+          pb::dict d;
+          d["name"] = std::string(p.name);
+          d["default_opset"] = p.default_opset;
+          d["summary"] = std::string(p.summary);
+          pb::list lacks;
+          for (size_t i = 0; i < p.num_lacks; ++i)
+            lacks.append(pb::make_tuple(std::string(p.lacks[i].what), p.lacks[i].refused,
+                                        std::string(p.lacks[i].why)));
+          d["lacks"] = lacks;
+          out.append(d);
+        }
+        return out;
+      },
+      "The target profiles (jaxonnx/targets.hpp): [{name, default_opset, summary, lacks: "
+      "[(op or capability, refused, why)]}].");
   m.def(
       "load_plugin",
       [](const std::string& path) {

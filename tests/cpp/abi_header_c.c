@@ -39,7 +39,7 @@ int main(void) {
   EXPECT(JXO_OK == 0 && JXO_ERROR == 1 && JXO_NESTED_FAILURE == 5 && JXO_INTERNAL == 6);
   EXPECT(offsetof(jxo_api, status_create_with_code) ==
          offsetof(jxo_api, rw_replace) + sizeof(void*));
-  EXPECT(offsetof(jxo_api, status_code) + sizeof(void*) == sizeof(jxo_api));
+  EXPECT(offsetof(jxo_api, status_code) + sizeof(void*) == offsetof(jxo_api, target));
   /* minor 4: a primitive's test equations are the last fields, read as absent
    * (none) from a descriptor of an older minor */
   EXPECT(JXO_ABI_MINOR >= 4);
@@ -62,6 +62,22 @@ int main(void) {
     EXPECT(JXO_HAS_FIELD(&prim, jxo_primitive_desc, num_test_eqns));
     EXPECT(JXO_HAS_FIELD(prim.test_eqns[0], jxo_test_eqn, num_outputs) &&
            prim.test_eqns[0]->num_outputs == 0);
+  }
+  /* minor 5: target profiles at the table's end; declared numerics at the
+   * end of the binding and rule descriptors, UNDECLARED (0) when absent */
+  EXPECT(JXO_ABI_MINOR >= 5);
+  EXPECT(offsetof(jxo_api, rw_target_supports) + sizeof(void*) == sizeof(jxo_api));
+  EXPECT(offsetof(jxo_api, target_supports) == offsetof(jxo_api, target) + sizeof(void*));
+  EXPECT(JXO_NUMERICS_UNDECLARED == 0 && JXO_NUMERICS_FINITE == 1 && JXO_NUMERICS_EXACT == 2);
+  EXPECT(offsetof(jxo_binding, numerics) > offsetof(jxo_binding, leading_dims_operands));
+  EXPECT(offsetof(jxo_binding, numerics_note) + sizeof(jxo_str) == sizeof(jxo_binding));
+  EXPECT(offsetof(jxo_rule_desc, numerics) > offsetof(jxo_rule_desc, summary));
+  EXPECT(offsetof(jxo_rule_desc, numerics_note) + sizeof(jxo_str) == sizeof(jxo_rule_desc));
+  {
+    jxo_rule_desc rule;
+    memset(&rule, 0, sizeof rule);
+    rule.struct_size = (uint32_t)offsetof(jxo_rule_desc, numerics); /* a minor-4 rule */
+    EXPECT(!JXO_HAS_FIELD(&rule, jxo_rule_desc, numerics));
   }
   if (failures == 0) printf("plugin_abi.h compiles and holds as C99\n");
   return failures == 0 ? 0 : 1;

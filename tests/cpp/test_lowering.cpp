@@ -103,6 +103,23 @@ int count_op(const ir::Graph& g, const std::string& op) {
 
 }  // namespace
 
+TEST_CASE("target profiles: a lowering asks the target; the host refuses what it refuses") {
+  Registry reg = good();
+  ConvertOptions options;
+  CHECK(count_op(lower_to_ir(one_eqn("test.target"), reg, options).graph, "Identity") == 1);
+  options.target = "portable";
+  CHECK(count_op(lower_to_ir(one_eqn("test.target"), reg, options).graph, "Neg") == 1);
+  ClosedJaxpr attention = one_eqn("test.target");
+  attention.jaxpr.eqns[0].params = record({"attention"}, {float_param(1.0)});
+  std::string msg = conversion_error(attention, reg, options);
+  CHECK(msg.find("the target \"portable\" refuses Attention") != std::string::npos);
+  CHECK(msg.find("test_good") != std::string::npos);
+  options.target = "tpu";
+  msg = conversion_error(one_eqn("test.target"), reg, options);
+  CHECK(msg.find("unknown target \"tpu\"") != std::string::npos);
+  CHECK(msg.find("\"portable\"") != std::string::npos);
+}
+
 TEST_CASE("a small jaxpr lowers through the good plugin") {
   Registry reg = good();
   ir::Model m = lower_to_ir(identity_then_scale(), reg, {});

@@ -50,7 +50,7 @@ TEST_CASE("the good plugin loads and negotiates ABI 1.0") {
   CHECK_FALSE(p.sdk_version.empty());
   CHECK(contains(p.path, "good.so"));
   CHECK(contains(p.label(), "'test_good' 1.2.3"));
-  REQUIRE(p.primitives.size() == 2);
+  REQUIRE(p.primitives.size() == 3);
   CHECK(p.primitives[0].name == "test.identity");
   CHECK(p.primitives[0].onnx_ops == std::vector<std::string>{"Identity"});
   CHECK(p.primitives[0].summary == "returns its input");
@@ -209,7 +209,7 @@ TEST_CASE("the host serves minors up to its own and nothing newer") {
 
 TEST_CASE("test equations (ABI 1.4) are read from the descriptor") {
   const LoadedPlugin& p = load_plugin(file_in(JXO_TEST_GOOD_DIR, "good.so"));
-  REQUIRE(p.primitives.size() == 2);
+  REQUIRE(p.primitives.size() == 3);
   REQUIRE(p.primitives[0].tests.size() == 1);
   const TestEqn& identity = p.primitives[0].tests[0];
   REQUIRE(identity.inputs.size() == 1);
@@ -233,7 +233,7 @@ TEST_CASE("the preflight runs each test equation and reports its steps and error
   PreflightReport good = preflight(file_in(JXO_TEST_GOOD_DIR, "good.so"), record);
   CHECK(good.load_error.empty());
   CHECK(good.name == "test_good");
-  REQUIRE(good.primitives.size() == 2);
+  REQUIRE(good.primitives.size() == 3);
   REQUIRE(good.primitives[0].tests.size() == 1);
   CHECK(good.primitives[0].tests[0].eqn == "float32[2,3] -> float32[2,3]");
   CHECK(good.primitives[0].tests[0].error == "");

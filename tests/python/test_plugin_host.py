@@ -160,7 +160,7 @@ def test_cli_plugins_json_lists_a_plugin_dir(test_plugins):
     assert Path(p["file"]).name == "good.so" and Path(p["file"]).parent == Path(good).resolve()
     assert p["version"] == "1.2.3"
     assert p["abi"] == f"{jaxonnx._core.ABI_MAJOR}.{jaxonnx._core.ABI_MINOR}"
-    assert [q["name"] for q in p["primitives"]] == ["test.identity", "test.scale"]
+    assert [q["name"] for q in p["primitives"]] == ["test.identity", "test.scale", "test.target"]
     assert p["primitives"][0]["onnx_ops"] == ["Identity"]
     assert p["primitives"][0]["abstract_eval"] is True
     skipped = {Path(s["file"]).name: s["reason"] for s in info["skipped"]}
@@ -173,7 +173,7 @@ def test_cli_plugins_text_output(test_plugins):
         [sys.executable, "-m", "jaxonnx", "plugins", "--plugin-dir", str(test_plugins / "good")],
         check=True, capture_output=True, text=True, env=env).stdout
     assert "test_good 1.2.3" in out
-    assert "test.identity, test.scale" in out
+    assert "test.identity, test.scale, test.target" in out
 
 
 def test_primitive_on_unknown_name(test_plugins, monkeypatch):

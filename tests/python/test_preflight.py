@@ -282,7 +282,7 @@ def test_cli_check_prints_a_table_and_fails_on_a_crash(test_plugins, capsys):
             for line, detail in zip(lines[3::2], lines[4::2])}
     assert rows["abort_lower.so"][0] == "crashed" and "SIGABRT" in rows["abort_lower.so"][1]
     assert rows["crash_init.so"][0] == "crashed" and "SIGSEGV" in rows["crash_init.so"][1]
-    assert rows["good.so"] == ("ok", "'test_good' 1.2.3: 2 primitives, 2 test equations passed")
+    assert rows["good.so"] == ("ok", "'test_good' 1.2.3: 3 primitives, 2 test equations passed")
     code, rows = _check_json(capsys, good)
     assert code == 0 and [(Path(r["file"]).name, r["result"]) for r in rows] == [("good.so", "ok")]
 

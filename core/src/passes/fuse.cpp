@@ -61,6 +61,10 @@ bool made_here(const jxo_rewrite* rw, jxo_value v) {
 
 int64_t rw_root(const jxo_rewrite* rw) noexcept { return rw ? static_cast<int64_t>(rw->root) : -1; }
 int64_t rw_opset(const jxo_rewrite* rw) noexcept { return rw ? rw->opset : 0; }
+int32_t rw_target_supports(const jxo_rewrite* rw, jxo_str feature) noexcept {
+  if (!rw || !rw->target || (feature.size && !feature.data)) return 1;
+  return sdk::targets::supports(*rw->target, std::string_view(feature.data, feature.size)) ? 1 : 0;
+}
 int64_t rw_producer(const jxo_rewrite* rw, jxo_value v) noexcept {
   return existing(rw, v) ? rw->uses->producer[v] : -1;
 }
@@ -257,13 +261,14 @@ namespace {
 
 class Fuse : public Pass {
  public:
-  Fuse(std::vector<const RuleInfo*> rules, int64_t opset) : rules_(rules), opset_(opset) {
+  Fuse(std::vector<const RuleInfo*> rules, int64_t opset, const sdk::targets::Profile* target)
+      : rules_(rules), opset_(opset), target_(target) {
     for (const RuleInfo* r : rules)
       if (r->min_opset <= opset) by_root_[r->root_op].push_back(r);
   }
   const char* name() const override { return "fuse"; }
   Properties needs() const override { return {topologically_sorted(), typed_values()}; }
-  Properties guarantees() const override { return {no_rule_matches(rules_, opset_)}; }
+  Properties guarantees() const override { return {no_rule_matches(rules_, opset_, target_)}; }
 
   // The first node of `scratch` where a rule applies ("node #3 Add 'n3', rule
   // ..."), or empty. A match is committed: `scratch` is a copy to throw away.
@@ -342,6 +347,7 @@ class Fuse : public Pass {
     rw.uses = &uses;
     rw.root = k;
     rw.opset = opset_;
+    rw.target = target_;
     rw.allowed_ops = &rule.onnx_ops;
     rw.rule = "'" + rule.name + "' of plugin '" + rule.plugin->name + "'";
     rw.values_before = g.values.size();
@@ -422,20 +428,23 @@ class Fuse : public Pass {
 
   std::vector<const RuleInfo*> rules_;
   int64_t opset_;
+  const sdk::targets::Profile* target_;
   std::map<std::string, std::vector<const RuleInfo*>> by_root_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset) {
-  return std::make_unique<Fuse>(std::move(rules), opset);
+std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset,
+                           const sdk::targets::Profile* target) {
+  return std::make_unique<Fuse>(std::move(rules), opset, target);
 }
 
 // The pass's own attempts, on a scratch copy.
-Property no_rule_matches(std::vector<const RuleInfo*> rules, int64_t opset) {
-  return {"no plugin rule matches", [rules, opset](const ir::Graph& g) -> std::string {
+Property no_rule_matches(std::vector<const RuleInfo*> rules, int64_t opset,
+                         const sdk::targets::Profile* target) {
+  return {"no plugin rule matches", [rules, opset, target](const ir::Graph& g) -> std::string {
             ir::Graph scratch = scratch_copy(g);
-            return Fuse(rules, opset).first_match(scratch);
+            return Fuse(rules, opset, target).first_match(scratch);
           }};
 }
 

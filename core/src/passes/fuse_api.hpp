@@ -9,6 +9,7 @@
 
 #include "jaxonnx/core/ir.hpp"
 #include "jaxonnx/plugin_abi.h"
+#include "jaxonnx/targets.hpp"
 #include "rewrite.hpp"
 
 // One attempt of one rule at one root node. Nothing touches the graph until
@@ -18,6 +19,7 @@ struct jxo_rewrite {
   const jaxonnx::passes::Uses* uses = nullptr;
   size_t root = 0;
   int64_t opset = 0;
+  const jaxonnx::sdk::targets::Profile* target = nullptr;  // null: has everything
   const std::vector<std::string>* allowed_ops = nullptr;  // the rule's declared ops
   std::string rule;  // "plugin/rule", for messages
   // The attempt's work: nodes to insert before the root, initializers to add,
@@ -35,6 +37,7 @@ struct jxo_rewrite {
 namespace jaxonnx::rewrite_api {
 int64_t rw_root(const jxo_rewrite* rw) noexcept;
 int64_t rw_opset(const jxo_rewrite* rw) noexcept;
+int32_t rw_target_supports(const jxo_rewrite* rw, jxo_str feature) noexcept;
 int64_t rw_producer(const jxo_rewrite* rw, jxo_value v) noexcept;
 jxo_str rw_op_type(const jxo_rewrite* rw, int64_t node) noexcept;
 jxo_str rw_domain(const jxo_rewrite* rw, int64_t node) noexcept;

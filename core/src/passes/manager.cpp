@@ -109,7 +109,7 @@ Pipeline all_passes() {
 void optimize(ir::Model& model, const ManagerOptions& options) {
   Pipeline pipeline = default_pipeline();
   if (!options.rules.empty())  // before dce, which removes what a fusion leaves unread
-    pipeline.insert(pipeline.end() - 1, fuse(options.rules, model.opset));
+    pipeline.insert(pipeline.end() - 1, fuse(options.rules, model.opset, options.target));
   PassManager manager(std::move(pipeline), options);
   for (ir::Function& f : model.functions) manager.run(*f.body);
   manager.run(model.graph);

@@ -36,6 +36,16 @@ class Lowering {
   Aval in_aval(size_t i) const { return Aval::from(checked(api_->input_aval(ctx_, i), "input", i)); }
   Aval out_aval(size_t i) const { return Aval::from(checked(api_->output_aval(ctx_, i), "output", i)); }
   int64_t opset() const { return api_->opset(ctx_); }
+  // The target profile (ABI 1.5; jaxonnx/targets.hpp): its name, and whether
+  // it has an op type or capability ("Attention", "if_guard"). A host older
+  // than 1.5 serves only onnxruntime, which has everything.
+  std::string_view target() const {
+    return JXO_HAS_FIELD(api_, jxo_api, target) ? from_jxo(api_->target(ctx_)) : "onnxruntime";
+  }
+  bool target_supports(std::string_view feature) const {
+    return !JXO_HAS_FIELD(api_, jxo_api, target_supports) ||
+           api_->target_supports(ctx_, to_jxo(feature)) != 0;
+  }
 
   // The equation's params (a record).
   Param params() const { return Param(api_, api_->params(ctx_), "params"); }

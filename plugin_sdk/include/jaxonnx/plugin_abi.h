@@ -83,8 +83,12 @@
  * Minor 3 (append-only): status codes (JXO_ERROR ..., status_create_with_code and
  * status_code of jxo_api). No struct a plugin hands over changed.
  * Minor 4 (append-only): test equations for the preflight (jxo_test_eqn,
- * jxo_primitive_desc.test_eqns and num_test_eqns). */
-#define JXO_ABI_MINOR 4
+ * jxo_primitive_desc.test_eqns and num_test_eqns).
+ * Minor 5 (append-only): target profiles (target, target_supports and
+ * rw_target_supports of jxo_api) and declared numerics (JXO_NUMERICS_*,
+ * jxo_binding.numerics and numerics_note, jxo_rule_desc.numerics and
+ * numerics_note). */
+#define JXO_ABI_MINOR 5
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
 
@@ -454,6 +458,18 @@ typedef struct jxo_api {
   jxo_status* (*status_create_with_code)(int32_t code, jxo_str message);
   /* [in, optional] status. Its code: JXO_OK for NULL. */
   int32_t (*status_code)(const jxo_status* status);
+
+  /* -- target profiles (minor 5) --
+   * The runtime the model is for (to_onnx target=): "onnxruntime" (the
+   * default), "portable", ... (jaxonnx/targets.hpp, docs/targets.md). A
+   * lowering or rule asks whether the target has `feature`: an ONNX op type of
+   * the default domain ("Attention") or a capability ("if_guard"), and picks
+   * another form where it has not. 1: it has it (also for a name the host does
+   * not know), 0: it lacks it. The host refuses a node of an op the target
+   * refuses, whoever emits it. */
+  jxo_str (*target)(const jxo_lowering* ctx);
+  int32_t (*target_supports)(const jxo_lowering* ctx, jxo_str feature);
+  int32_t (*rw_target_supports)(const jxo_rewrite* rw, jxo_str feature);
 } jxo_api;
 
 /* --------------------------------------------------- the plugin's side -- */
@@ -471,6 +487,19 @@ typedef jxo_status* (*jxo_abstract_eval_fn)(const jxo_api* api, jxo_abstract_eva
  * fails the conversion. */
 typedef jxo_status* (*jxo_rewrite_fn)(const jxo_api* api, jxo_rewrite* rw, void* user_data);
 
+/* How a binding spec's op or a rule's replacement agrees with JAX (minor 5),
+ * which the user's fusion option selects by (to_onnx fusion=): "exact" keeps
+ * only JXO_NUMERICS_EXACT ones, "fast" all, "none" none. An older plugin's
+ * spec or rule reads as UNDECLARED, which counts as FINITE. */
+enum {
+  JXO_NUMERICS_UNDECLARED = 0,
+  /* within float rounding on finite inputs; NaN, infinity or signed zero may
+   * differ (numerics_note says how) */
+  JXO_NUMERICS_FINITE = 1,
+  /* within float rounding on every input, NaN and infinity included */
+  JXO_NUMERICS_EXACT = 2
+};
+
 /* A binding spec (minor 2): while jaxonnx traces, a call of the Python callable
  * `target` binds the primitive of the jxo_primitive_desc that lists it, instead
  * of tracing through the callable. The host only stores it; the Python side
@@ -479,7 +508,7 @@ typedef jxo_status* (*jxo_rewrite_fn)(const jxo_api* api, jxo_rewrite* rw, void*
  * attributes (no dunders but __name__, __module__), constant subscripts,
  * constants, tuples, comparisons, and/or/not, and calls of len, tuple, int,
  * float, bool, str, abs, min, max, type. The name jaxonnx_exact is true when the user
- * asked for ops exact on NaN and infinity as well (to_onnx crisp="exact"). An
+ * asked for ops exact on NaN and infinity as well (to_onnx fusion="exact"; a spec declares its own numerics since minor 5). An
  * expression that fails to evaluate counts as false (in `when`) or makes the
  * call fall back to the original (elsewhere). */
 typedef struct jxo_binding {
@@ -503,6 +532,9 @@ typedef struct jxo_binding {
    * with the batch dim leading. A vmap over any other operand calls the
    * original. */
   uint64_t leading_dims_operands;
+  /* -- minor 5 -- */
+  int32_t numerics;     /* JXO_NUMERICS_* */
+  jxo_str numerics_note; /* where it differs from JAX, for docs; may be empty */
 } jxo_binding;
 
 /* A test equation (minor 4): a small example of a primitive's equation that
@@ -561,6 +593,9 @@ typedef struct jxo_rule_desc {
   const jxo_str* onnx_ops; /* the ONNX ops the replacement may emit, for docs and checks */
   size_t num_onnx_ops;
   jxo_str summary; /* one line, may be empty */
+  /* -- minor 5 -- */
+  int32_t numerics;     /* JXO_NUMERICS_* */
+  jxo_str numerics_note; /* where it differs from JAX, for docs; may be empty */
 } jxo_rule_desc;
 
 typedef struct jxo_plugin_desc {

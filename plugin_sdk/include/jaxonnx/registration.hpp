@@ -47,6 +47,8 @@ struct BindingEntry {
   std::string target;
   std::vector<std::string> operands, params, when;
   uint64_t leading = 0;
+  int32_t numerics = JXO_NUMERICS_UNDECLARED;
+  std::string numerics_note;
   std::vector<jxo_str> operands_c, params_c, when_c;
   jxo_binding c{};
 };
@@ -118,6 +120,17 @@ class Binding {
   // A call mode handled: the expression must be true, else the original runs.
   Binding& when(std::string expr) {
     e_.when.push_back(std::move(expr));
+    return *this;
+  }
+  // How the bound op agrees with JAX (ABI 1.5; see RuleRef::exact/finite):
+  // to_onnx(fusion="exact") applies only exact() specs.
+  Binding& exact() {
+    e_.numerics = JXO_NUMERICS_EXACT;
+    return *this;
+  }
+  Binding& finite(std::string note) {
+    e_.numerics = JXO_NUMERICS_FINITE;
+    e_.numerics_note = std::move(note);
     return *this;
   }
   const detail::BindingEntry& entry() const { return e_; }
@@ -218,6 +231,8 @@ class Plugin {
         b->c.when = b->when_c.data();
         b->c.num_when = b->when_c.size();
         b->c.leading_dims_operands = b->leading;
+        b->c.numerics = b->numerics;
+        b->c.numerics_note = to_jxo(b->numerics_note);
         e->bindings_c.push_back(&b->c);
       }
       d.bindings = e->bindings_c.data();
@@ -262,6 +277,8 @@ class Plugin {
       d.onnx_ops = r->ops_c.data();
       d.num_onnx_ops = r->ops_c.size();
       d.summary = to_jxo(r->summary);
+      d.numerics = r->numerics;
+      d.numerics_note = to_jxo(r->numerics_note);
       rule_ptrs_.push_back(&d);
     }
     desc_.rules = rule_ptrs_.data();

@@ -38,6 +38,12 @@ class Rewrite {
   // The node the rule is tried at, and the target default-domain opset.
   int64_t root() const { return api_->rw_root(rw_); }
   int64_t opset() const { return api_->rw_opset(rw_); }
+  // Whether the target profile has an op type or capability (ABI 1.5; see
+  // Lowering::target_supports).
+  bool target_supports(std::string_view feature) const {
+    return !JXO_HAS_FIELD(api_, jxo_api, rw_target_supports) ||
+           api_->rw_target_supports(rw_, to_jxo(feature)) != 0;
+  }
 
   // -- the view. Nodes are indices; -1 is "no node" and every accessor takes it.
   std::string_view op_type(int64_t node) const { return from_jxo(api_->rw_op_type(rw_, node)); }
@@ -177,6 +183,8 @@ struct RuleEntry {
   std::vector<std::string> ops;
   std::vector<jxo_str> ops_c;
   int64_t min_opset = 0;
+  int32_t numerics = JXO_NUMERICS_UNDECLARED;
+  std::string numerics_note;
   RewriteFn fn;
   jxo_rule_desc desc{};
 };
@@ -201,6 +209,16 @@ class RuleRef {
   // The rule is not tried below this default-domain opset.
   RuleRef& min_opset(int64_t v) { e_->min_opset = v; return *this; }
   RuleRef& summary(std::string s) { e_->summary = std::move(s); return *this; }
+  // How the replacement agrees with JAX (ABI 1.5), which to_onnx's fusion
+  // option selects by: exact() within rounding on every input, NaN and
+  // infinity included (kept under fusion="exact"); finite(note) within
+  // rounding on finite inputs only, `note` saying how it differs elsewhere.
+  RuleRef& exact() { e_->numerics = JXO_NUMERICS_EXACT; return *this; }
+  RuleRef& finite(std::string note) {
+    e_->numerics = JXO_NUMERICS_FINITE;
+    e_->numerics_note = std::move(note);
+    return *this;
+  }
 
  private:
   detail::RuleEntry* e_;

@@ -4,6 +4,9 @@
 // abstract eval).
 //   test.identity(x)            -> Identity(x)
 //   test.scale(x, factor=2.0)   -> Mul(x, factor as a scalar of x's dtype)
+//   test.target(x)              -> Identity(x) where the target has guard Ifs,
+//                                  else Neg(x); Attention(x, x, x) with the
+//                                  param `attention` (ABI 1.5 target profiles)
 #include <jaxonnx/plugin.hpp>
 
 namespace sdk = jaxonnx::sdk;
@@ -26,6 +29,15 @@ void lower_scale(sdk::Lowering& L) {
   L.bind(0, L.op("Mul", {L.input(0), k}, L.out_aval(0)));
 }
 
+void lower_target(sdk::Lowering& L) {
+  if (L.has_param("attention")) {
+    L.bind(0, L.op("Attention", {L.input(0), L.input(0), L.input(0)}, L.out_aval(0),
+                   {sdk::Attr::i("q_num_heads", 1), sdk::Attr::i("kv_num_heads", 1)}));
+    return;
+  }
+  L.bind(0, L.op(L.target_supports("if_guard") ? "Identity" : "Neg", {L.input(0)}, L.out_aval(0)));
+}
+
 }  // namespace
 
 JAXONNX_PLUGIN("test_good", "1.2.3") {
@@ -40,4 +52,8 @@ JAXONNX_PLUGIN("test_good", "1.2.3") {
       .abstract_eval(same_aval)
       .test({sdk::Aval(sdk::dtype::f64, {sdk::Dim::sym("B"), 4})},
             {sdk::Aval(sdk::dtype::f64, {sdk::Dim::sym("B"), 4})});
+  plugin.primitive("test.target", lower_target)
+      .emits({"Identity", "Neg", "Attention"})
+      .summary("Identity where the target has guard Ifs, else Neg; Attention with `attention`")
+      .abstract_eval(same_aval);
 }

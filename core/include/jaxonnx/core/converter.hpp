@@ -12,6 +12,7 @@
 #include "jaxonnx/core/jaxpr.hpp"
 #include "jaxonnx/core/onnx_export.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
+#include "jaxonnx/targets.hpp"
 
 namespace jaxonnx {
 
@@ -45,9 +46,15 @@ struct ConvertOptions {
   // Run the optimizer (passes.hpp) after lowering. Off, the model is the raw
   // lowering with only dead code removed.
   bool optimize = true;
-  // With optimize, also apply the plugins' rewrite rules (fused ops such as
-  // Gemm, Softmax, LayerNormalization). Off keeps JAX's exact decompositions.
-  bool fuse = true;
+  // Which of the plugins' rewrite rules the optimizer applies (fused ops such
+  // as Gemm, Softmax, LayerNormalization), by their declared numerics: kFast
+  // all, kExact those exact on NaN and infinity too, kNone none. The Python
+  // side applies the same choice to binding specs (to_onnx fusion=).
+  enum class Fusion { kFast, kExact, kNone };
+  Fusion fusion = Fusion::kFast;
+  // The target profile (jaxonnx/targets.hpp) by name; lowerings and rules ask
+  // it what the runtime has, and the host refuses the ops it refuses.
+  std::string target = "onnxruntime";
   // When non-empty, the optimizer writes the graph around every pass run here.
   std::string dump_ir_dir;
   // When set, convert() fills it.
@@ -75,6 +82,9 @@ void prune(ir::Graph& graph);
 // prune over the main graph and every function body, then drops the
 // functions no graph calls any more.
 void prune(ir::Model& model);
+
+// The profile of the target `name`, or a ConversionError naming the targets.
+const sdk::targets::Profile& target_profile(const std::string& name);
 
 // lower_to_ir, then passes::optimize (or only prune when !options.optimize),
 // then export_onnx.

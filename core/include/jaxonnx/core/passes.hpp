@@ -26,6 +26,9 @@
 namespace jaxonnx {
 struct RuleInfo;
 }
+namespace jaxonnx::sdk::targets {
+struct Profile;
+}
 
 namespace jaxonnx::passes {
 
@@ -57,8 +60,10 @@ std::unique_ptr<Pass> constant_folding();
 std::unique_ptr<Pass> deduplication();
 std::unique_ptr<Pass> dead_code_elimination();
 Pipeline default_pipeline();
-// Applies plugins' rewrite rules (ABI 1.2) for the target `opset`; see fuse.cpp.
-std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset);
+// Applies plugins' rewrite rules (ABI 1.2) for the target `opset` and
+// profile (null: onnxruntime's, which has everything); see fuse.cpp.
+std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset,
+                           const sdk::targets::Profile* target = nullptr);
 // Replaces every call of one of `functions` (which must outlive the pass) by
 // a copy of the callee's body; see inline_functions below.
 std::unique_ptr<Pass> inlining(const std::vector<ir::Function>& functions);
@@ -79,6 +84,8 @@ struct ManagerOptions {
   std::function<void()> poll;
   // Plugins' rewrite rules: when any, optimize() runs the fuse pass before dce.
   std::vector<const RuleInfo*> rules;
+  // The target profile the rules ask about (rw_target_supports); null: all.
+  const sdk::targets::Profile* target = nullptr;
 };
 
 class PassManager {

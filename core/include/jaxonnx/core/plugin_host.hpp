@@ -23,6 +23,8 @@ struct BindingSpec {
   std::string target;
   std::vector<std::string> operands, params, when;
   uint64_t leading_dims_operands = 0;
+  int32_t numerics = JXO_NUMERICS_UNDECLARED;  // ABI 1.5; see jxo_binding
+  std::string numerics_note;
 };
 
 // A test equation (ABI 1.4): its input avals and its output avals (empty:
@@ -51,6 +53,8 @@ struct RuleInfo {
   jxo_rewrite_fn rewrite = nullptr;
   void* user_data = nullptr;
   int64_t min_opset = 0;
+  int32_t numerics = JXO_NUMERICS_UNDECLARED;  // ABI 1.5; see jxo_rule_desc
+  std::string numerics_note;
   std::vector<std::string> onnx_ops;
   const LoadedPlugin* plugin = nullptr;
   // Rewrites the fuse pass has made with this rule in this process (not the

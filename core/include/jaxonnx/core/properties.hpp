@@ -20,6 +20,9 @@
 namespace jaxonnx {
 struct RuleInfo;
 }
+namespace jaxonnx::sdk::targets {
+struct Profile;
+}
 
 namespace jaxonnx::passes {
 
@@ -62,7 +65,8 @@ Property no_duplicate_initializers();
 Property no_common_subexpressions();   // deterministic default-domain nodes
 
 // The fuse pass's (fuse.cpp): no rule of `rules` applies anywhere.
-Property no_rule_matches(std::vector<const RuleInfo*> rules, int64_t opset);
+Property no_rule_matches(std::vector<const RuleInfo*> rules, int64_t opset,
+                         const sdk::targets::Profile* target = nullptr);
 
 // The first violated property of `properties` in `graph`: "'no dead nodes':
 // node #4 ...", or empty.

@@ -1,0 +1,78 @@
+// jaxonnx plugin SDK: target profiles, the runtimes a model is for.
+//
+// A user picks one with to_onnx(target=...). A profile is data: what the
+// target lacks, as ONNX op types of the default domain and as named
+// capabilities (lower_snake_case). Plugins ask through the ABI
+// (target_supports, ABI 1.5) and choose a lowering; the host refuses a node of
+// a refused op, skips a rewrite rule that may emit one, and answers
+// target_supports for everything here. docs/targets.md is generated from this
+// table. Header-only, no dependencies: the core includes it too.
+//
+// Profiles grow by measurement (benchmarks/portability.py): an entry names
+// why the target lacks it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace jaxonnx::sdk::targets {
+
+struct Lack {
+  std::string_view what;  // an ONNX op type ("Attention") or a capability ("if_guard")
+  // true: the host refuses a node of this op (there is always another
+  // lowering); false: advisory, a plugin avoids it where it can.
+  bool refused;
+  std::string_view why;
+};
+
+struct Profile {
+  std::string_view name;
+  int64_t default_opset;  // the opset to_onnx uses for this target unless told
+  std::string_view summary;
+  const Lack* lacks;
+  size_t num_lacks;
+};
+
+// Capabilities a plugin may ask about (target_supports). Op types are asked by
+// their ONNX name.
+//  if_guard:     an If whose only job is to skip an op on an empty size
+//                (onnxruntime's fused ops refuse a dim of 0 that JAX allows).
+//  negative_pad: Pad with negative pads (cropping).
+//  static_loop:  Loop where the trip count is known when converting (else it
+//                is unrolled).
+inline constexpr Lack kPortableLacks[] = {
+    {"Attention", true,
+     "onnxruntime's symbolic shape inference applies its com.microsoft Attention rule to the "
+     "standard op and fails; tract has no kernel"},
+    {"if_guard", false,
+     "OpenVINO computes wrong results downstream of an If on a dynamic batch; tract and "
+     "shape-inference tools cannot see through one"},
+    {"negative_pad", false, "tract aborts the process on a negative Pad; the reference evaluator refuses it"},
+    {"static_loop", false, "tract has no Loop"},
+};
+
+inline constexpr Profile kProfiles[] = {
+    {"onnxruntime", 23,
+     "the default: onnxruntime's CPU provider, standard ONNX only, its fastest graph there", nullptr, 0},
+    {"portable", 17,
+     "what onnxruntime, OpenVINO, tract, the ONNX reference evaluator and onnxruntime's symbolic "
+     "shape inference all run: opset 17, no guard If, no fused op a tool misreads",
+     kPortableLacks, sizeof(kPortableLacks) / sizeof(kPortableLacks[0])},
+};
+
+inline const Profile* find(std::string_view name) {
+  for (const Profile& p : kProfiles)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+// What `profile` lacks of `what`, or nullptr when it has it.
+inline const Lack* lack(const Profile& profile, std::string_view what) {
+  for (size_t i = 0; i < profile.num_lacks; ++i)
+    if (profile.lacks[i].what == what) return &profile.lacks[i];
+  return nullptr;
+}
+
+inline bool supports(const Profile& profile, std::string_view what) { return !lack(profile, what); }
+
+}  // namespace jaxonnx::sdk::targets

@@ -1,0 +1,49 @@
+"""to_onnx's fusion option: what each stage may fuse.
+
+Two stages make fused ONNX ops: binding specs while tracing (flax's LayerNorm
+call -> LayerNormalization) and the plugins' rewrite rules after lowering
+(MatMul + Add -> Gemm). Each spec and rule declares its numerics (ABI 1.5):
+"exact" (within float rounding on every input, NaN and infinity included) or
+"finite" (within rounding on finite inputs). One option picks for both:
+
+  fusion="fast"   every spec and rule (the default)
+  fusion="exact"  only exact ones
+  fusion="none"   neither: JAX's own decompositions
+
+The older switches stay as aliases: crisp="exact" is fusion="exact";
+normalization_mode="force_decomposed" is fusion="none"; crisp=False and
+fuse=False turn off one stage each (specs, rules), to tell which one a
+difference comes from.
+"""
+
+from __future__ import annotations
+
+from jaxonnx._core import ConversionError
+
+LEVELS = ("fast", "exact", "none")
+
+
+def _lower(a, b):
+    return LEVELS[max(LEVELS.index(a), LEVELS.index(b))]
+
+
+def levels(fusion, crisp=True, fuse=True, normalization_mode="auto"):
+    """(spec level, rule level), each one of LEVELS."""
+    if fusion is None:
+        fusion = "fast"
+    if fusion not in LEVELS:
+        raise ConversionError(f"fusion must be one of {LEVELS}; got {fusion!r}")
+    if not (crisp is True or crisp is False or crisp == "exact"):
+        raise ConversionError(f'crisp must be True, False or "exact"; got {crisp!r}')
+    if not isinstance(fuse, bool):
+        raise ConversionError(f"fuse must be True or False; got {fuse!r}")
+    spec = rule = fusion
+    if crisp == "exact":
+        spec, rule = _lower(spec, "exact"), _lower(rule, "exact")
+    if normalization_mode == "force_decomposed":
+        spec = rule = "none"
+    if crisp is False:
+        spec = "none"
+    if fuse is False:
+        rule = "none"
+    return spec, rule
