@@ -52,7 +52,7 @@ import portability_models  # noqa: E402
 from portability_targets import TARGETS, Worker, installed  # noqa: E402
 
 BATCHES = (1, 3)
-CONVERTERS = ("jaxonnx", "jax2onnx")
+CONVERTERS = ("jaxonnx", "jaxonnx-portable", "jax2onnx")
 
 # Known failure messages -> the label a cell shows: (target or None for any,
 # regex, label). docs/portability.md gives each label's diagnosed cause. First
@@ -115,6 +115,9 @@ def converter(name, opset):
     """(fn, specs) -> ModelProto, or None where the converter is not installed."""
     if name == "jaxonnx":
         return lambda fn, specs: jaxonnx.to_onnx(fn, specs, opset=opset)
+    if name == "jaxonnx-portable":  # to_onnx(target="portable"): its own opset unless given
+        return lambda fn, specs: jaxonnx.to_onnx(fn, specs, target="portable",
+                                                 opset=None if opset == 23 else opset)
     import logging
     for logger in ("jax2onnx", "onnx_ir"):  # its notes on values it leaves untyped
         logging.getLogger(logger).setLevel(logging.ERROR)
@@ -302,7 +305,7 @@ def main(argv=None):
     parser.add_argument("--models", help="comma-separated model names (default: all)")
     parser.add_argument("--targets", help=f"comma-separated, of: {', '.join(TARGETS)} (default: all)")
     parser.add_argument("--converters", default=",".join(CONVERTERS),
-                        help="comma-separated, of: jaxonnx, jax2onnx (default: both)")
+                        help="comma-separated, of: jaxonnx, jaxonnx-portable (target=\"portable\"), jax2onnx (default: all)")
     parser.add_argument("--opset", type=int, default=23)
     parser.add_argument("--timeout", type=float, default=300, help="seconds per cell")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables (for docs)")

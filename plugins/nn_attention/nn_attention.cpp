@@ -37,6 +37,7 @@
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,58 @@ using namespace jaxonnx::sdk;
 void lower_reference(Lowering& L) {
   std::vector<Value> outs = L.inline_jaxpr(L.param("reference").as_jaxpr(), L.inputs());
   for (size_t i = 0; i < outs.size(); ++i) L.bind(i, outs[i]);
+}
+
+// Where Attention does not fit but the operands are plain float32/float64
+// heads (as many key as query heads): JAX's own computation in few ops, which
+// every runtime and tool runs and which handles every size (an empty key set
+// gives zeros, as in JAX): logits = MatMul(q, k^T) * scale (+ bias), masked by
+// Where(mask, logits, -0.7 max) as JAX masks, Softmax, MatMul with v. Returns
+// false (nothing emitted) where it does not fit.
+bool lower_decomposed(Lowering& L) {
+  Aval q = L.in_aval(0), k = L.in_aval(1), v = L.in_aval(2);
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4 || (q.dtype != dtype::f32 && q.dtype != dtype::f64) ||
+      k.dtype != q.dtype || v.dtype != q.dtype || q.shape[2] != k.shape[2] || k.shape[2] != v.shape[2] ||
+      !q.shape[3].is_static())
+    return false;
+  const bool has_bias = L.param("has_bias").as_bool(), has_mask = L.param("has_mask").as_bool();
+  for (size_t i = 3; i < L.num_inputs(); ++i)
+    if (L.in_aval(i).rank() != 4) return false;
+  const Dim B = q.shape[0], T = q.shape[1], N = q.shape[2], S = k.shape[1];
+  Value qt = transpose(L, L.input(0), q, {0, 2, 1, 3});
+  Value kt = transpose(L, L.input(1), k, {0, 2, 3, 1});
+  Value vt = transpose(L, L.input(2), v, {0, 2, 1, 3});
+  Aval logits_aval = q.with_shape({B, N, T, S});
+  Value logits = L.op("MatMul", {qt, kt}, logits_aval);
+  const double scale = L.param("scale").is_none() ? 1.0 / std::sqrt(static_cast<double>(q.shape[3].value))
+                                                  : L.param("scale").as_float();
+  logits = L.op("Mul", {logits, scalar(L, q.dtype, scale)}, logits_aval);
+  if (has_bias) logits = L.op("Add", {logits, L.input(3)}, logits_aval);
+  Value allowed = has_mask ? L.input(L.num_inputs() - 1) : kNoValue;
+  if (L.param("is_causal").as_bool()) {
+    // tril(ones(T, S)): query i sees keys 0..i.
+    Aval rows(dtype::i64, {T, Dim(1)}), cols(dtype::i64, {Dim(1), S});
+    auto range = [&](const Dim& n, const Aval& a) {
+      Value r = L.op("Range", {scalar(L, dtype::i64, 0), L.op("Squeeze", {dim_value(L, n)}, Aval(dtype::i64, {})),
+                              scalar(L, dtype::i64, 1)},
+                     Aval(dtype::i64, {n}));
+      return reshape(L, r, Aval(dtype::i64, {n}), a);
+    };
+    Value causal = L.op("GreaterOrEqual", {range(T, rows), range(S, cols)}, Aval(dtype::boolean, {T, S}));
+    allowed = allowed == kNoValue ? causal
+                                  : L.op("And", {allowed, causal},
+                                         L.in_aval(L.num_inputs() - 1).with_shape(
+                                             {L.in_aval(L.num_inputs() - 1).shape[0],
+                                              L.in_aval(L.num_inputs() - 1).shape[1], T, S}));
+  }
+  if (allowed != kNoValue) {
+    const double large_negative = -0.7 * 3.4028234663852886e38;  // JAX: -0.7 * float32 max
+    logits = L.op("Where", {allowed, logits, scalar(L, q.dtype, large_negative)}, logits_aval);
+  }
+  Value probs = L.op("Softmax", {logits}, logits_aval, {Attr::i("axis", -1)});
+  Value o = L.op("MatMul", {probs, vt}, v.with_shape({B, N, T, v.shape[3]}));
+  L.bind(0, transpose(L, o, v.with_shape({B, N, T, v.shape[3]}), {0, 2, 1, 3}));
+  return true;
 }
 
 void lower_attention(Lowering& L) {
@@ -66,7 +119,10 @@ void lower_attention(Lowering& L) {
   std::vector<Dim> sizes = {q.shape[0], q.shape[1], k.shape[0], k.shape[1]};
   if (fits)
     for (const Dim& d : sizes) fits = fits && d != Dim(0) && (d.is_static() || L.target_supports("if_guard"));
-  if (!fits) return lower_reference(L);
+  if (!fits) {
+    if (!lower_decomposed(L)) lower_reference(L);
+    return;
+  }
 
   const int64_t heads = q.shape[2].value, kv_heads = k.shape[2].value;
   // Reshape: 0 keeps batch and seq, symbolic or not. Not -1 for the last
@@ -176,7 +232,8 @@ Binding attention(bool bias, bool mask) {
 JAXONNX_PLUGIN("nn_attention", "0.1.0") {
   plugin.primitive("jaxonnx.nn.dot_product_attention", lower_attention)
       .emits({"Attention", "Reshape", "Where", "Add", "Max", "Expand", "If", "ConstantOfShape", "Shape", "Concat",
-              "ReduceMin", "Equal"})
+              "ReduceMin", "Equal", "Transpose", "MatMul", "Mul", "Softmax", "Range", "Squeeze",
+              "GreaterOrEqual", "And"})
       .doc(onnx_doc("Attention"))
       .summary("jax.nn.dot_product_attention (4-D) as Attention (opset 23); a boolean mask "
                "(with any bias) becomes one additive mask, so fully masked rows are the mean "

@@ -1,0 +1,171 @@
+"""Target profiles (to_onnx target=) and the one fusion option (fusion=).
+
+target="portable" must give graphs that every runtime and tool of the
+portability matrix runs (tests/python/test_portability.py runs the default
+target's; benchmarks/portability.py both); fusion picks fused ops in both
+stages by their declared numerics.
+"""
+
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import onnx
+import pytest
+from flax import nnx
+
+import jaxonnx
+from helpers import all_op_types, symbolic_specs
+from jaxonnx.testing import ort_session
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import portability_targets as pt  # noqa: E402
+
+
+def _attention(q, k, v, mask=None, causal=False):
+    return jax.nn.dot_product_attention(q, k, v, mask=mask, is_causal=causal)
+
+
+def _run(model, xs):
+    sess = ort_session(model, "all")
+    return sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), xs)})
+
+
+QKV = [("B", "T", 4, 8)] * 3
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [False, True])
+def test_portable_attention_has_no_guard_and_matches_at_every_size(dtype, causal):
+    x64 = dtype == np.float64
+    with jax.enable_x64(x64):
+        model = jaxonnx.to_onnx(lambda q, k, v: _attention(q, k, v, causal=causal),
+                                symbolic_specs(QKV, [dtype] * 3), target="portable", opset=18,
+                                enable_double_precision=x64)
+        onnx.checker.check_model(model, full_check=True)
+        ops = set(all_op_types(model.graph))
+        assert not ops & {"If", "Attention"}, ops
+        assert "Softmax" in ops  # JAX's computation in few ops, not the traced reference
+        rng = np.random.default_rng(0)
+        for b, t in [(1, 5), (3, 2), (0, 4), (2, 0)]:
+            xs = [rng.standard_normal((b, t, 4, 8)).astype(dtype) for _ in range(3)]
+            want = np.asarray(_attention(*xs, causal=causal))
+            got = _run(model, xs)[0]
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-5 if not x64 else 1e-12, atol=1e-6)
+
+
+def test_portable_attention_masks_like_jax():
+    """A boolean mask as JAX applies it (Where with -0.7 max), fully masked rows included."""
+    spec = [jax.ShapeDtypeStruct((2, 6, 2, 4), np.float32)] * 3
+    mask_spec = jax.ShapeDtypeStruct((2, 1, 6, 6), np.bool_)
+    model = jaxonnx.to_onnx(lambda q, k, v, m: _attention(q, k, v, mask=m), spec + [mask_spec],
+                            target="portable", opset=18)
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((2, 6, 2, 4)).astype(np.float32) for _ in range(3)]
+    m = rng.random((2, 1, 6, 6)) > 0.5
+    m[0, 0, 2] = False  # a fully masked query row: the mean of the values, as in JAX
+    got = _run(model, xs + [m])[0]
+    np.testing.assert_allclose(got, np.asarray(_attention(*xs, mask=m)), rtol=1e-5, atol=1e-6)
+
+
+def test_the_default_target_keeps_attention_and_its_guard():
+    model = jaxonnx.to_onnx(_attention, QKV)
+    assert {"Attention", "If"} <= set(all_op_types(model.graph))
+
+
+@pytest.mark.parametrize("target", ["openvino", "tract", "reference", "symshape"])
+def test_portable_attention_runs_on_every_runtime(target, tmp_path):
+    """The probe the default target's guard breaks on OpenVINO (a wrong answer) and tract."""
+    if not pt.installed(target):
+        pytest.skip(f"{pt.NEEDS[target]} is not installed (pip install -r scripts/requirements.txt)")
+    w = [np.random.default_rng(2).standard_normal((16, 16)).astype(np.float32) for _ in range(3)]
+
+    def fn(q, k, v):
+        y = _attention(q, k, v).reshape(q.shape[0], q.shape[1], 16)
+        return y @ w[0] @ w[1] @ w[2]
+    path = tmp_path / "m.onnx"
+    onnx.save(jaxonnx.to_onnx(fn, [("B", 8, 4, 4)] * 3, target="portable", opset=18), path)
+    rng = np.random.default_rng(3)
+    cases = []
+    for b in (1, 3):
+        xs = [rng.standard_normal((b, 8, 4, 4)).astype(np.float32) for _ in range(3)]
+        cases.append((b, xs, [np.asarray(fn(*xs))]))
+    cell = pt.check(target, path, cases)
+    assert cell.status == "pass", (cell.status, cell.detail)
+
+
+def test_portable_group_norm_has_no_guard():
+    m = nnx.GroupNorm(8, num_groups=2, rngs=nnx.Rngs(0))
+    model = jaxonnx.to_onnx(m, [("B", 4, 4, 8)], target="portable", opset=23)
+    assert "If" not in set(all_op_types(model.graph))
+    assert "If" in set(all_op_types(jaxonnx.to_onnx(m, [("B", 4, 4, 8)], opset=23).graph))
+    x = np.random.default_rng(4).standard_normal((3, 4, 4, 8)).astype(np.float32)
+    np.testing.assert_allclose(_run(model, [x])[0], np.asarray(m(x)), rtol=1e-4, atol=1e-5)
+
+
+def test_targets_are_data_and_checked():
+    profiles = jaxonnx._targets.profiles()
+    assert list(profiles) == ["onnxruntime", "portable"]
+    assert profiles["onnxruntime"]["lacks"] == [] and profiles["onnxruntime"]["default_opset"] == 23
+    lacks = {what: refused for what, refused, _ in profiles["portable"]["lacks"]}
+    assert lacks["Attention"] is True and lacks["if_guard"] is False
+    with pytest.raises(jaxonnx.ConversionError, match="target must be one of .*'portable'"):
+        jaxonnx.to_onnx(jnp.sin, [(3,)], target="tpu")
+
+
+class _Block(nnx.Module):
+    """A layer norm, a gelu, attention and a relu: each stage's fused ops."""
+
+    def __init__(self):
+        self.ln = nnx.LayerNorm(16, rngs=nnx.Rngs(0))
+        self.attn = nnx.MultiHeadAttention(2, 16, decode=False, rngs=nnx.Rngs(1))
+
+    def __call__(self, x):
+        y = self.attn(self.ln(x))
+        return jnp.maximum(jax.nn.gelu(y) @ jnp.ones((16, 16)) + 1.0, 0.0)
+
+
+@pytest.mark.parametrize("fusion", ["fast", "exact", "none"])
+def test_fusion_drives_both_stages(fusion):
+    block = _Block()
+    model = jaxonnx.to_onnx(block, [("B", 5, 16)], fusion=fusion)
+    ops = set(all_op_types(model.graph))
+    spec_ops = {"LayerNormalization", "Attention"}  # binding specs (declared exact)
+    if fusion == "none":
+        assert not ops & (spec_ops | {"Gelu", "Gemm", "Relu", "Softmax"}), ops
+    else:
+        assert spec_ops <= ops, ops
+        assert "Gelu" in ops  # jax.nn.gelu's spec: exact
+        # max(x, 0) -> Relu is finite-only (Relu(-0.0) is -0.0): not under "exact"
+        assert ("Relu" in ops) == (fusion == "fast"), ops
+    x = np.random.default_rng(5).standard_normal((2, 5, 16)).astype(np.float32)
+    np.testing.assert_allclose(_run(model, [x])[0], np.asarray(block(x)), rtol=1e-4, atol=1e-4)
+
+
+def test_fusion_aliases():
+    from jaxonnx import _fusion
+    assert _fusion.levels(None) == ("fast", "fast")
+    assert _fusion.levels(None, crisp="exact") == ("exact", "exact")
+    assert _fusion.levels(None, crisp=False) == ("none", "fast")
+    assert _fusion.levels(None, fuse=False) == ("fast", "none")
+    assert _fusion.levels("exact", fuse=False) == ("exact", "none")
+    assert _fusion.levels(None, normalization_mode="force_decomposed") == ("none", "none")
+    with pytest.raises(jaxonnx.ConversionError, match="fusion must be one of"):
+        jaxonnx.to_onnx(jnp.sin, [(3,)], fusion="fastest")
+
+
+def test_every_bundled_spec_and_rule_declares_its_numerics():
+    from jaxonnx import _plugins
+    for plugin in _plugins.registry(None).plugins:
+        for p in plugin["primitives"]:
+            for b in p["bindings"]:
+                assert b["numerics"] in ("exact", "finite"), (plugin["name"], b["target"])
+                assert (b["numerics"] == "finite") == bool(b["numerics_note"]), b["target"]
+        for r in plugin["rules"]:
+            assert r["numerics"] in ("exact", "finite"), (plugin["name"], r["name"])
+            assert (r["numerics"] == "finite") == bool(r["numerics_note"]), r["name"]
