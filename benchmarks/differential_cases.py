@@ -467,10 +467,8 @@ ATT_SCALES = (1.0, 10.0, 1e-30)  # logits up to ~1e3
 
 ATT_PLAIN = "jax.nn.dot_product_attention[bias is None; mask is None]"
 ATT_BIAS = "jax.nn.dot_product_attention[bias is not None; mask is None]"
-ATT_MASK = ("jax.nn.dot_product_attention[bias is None; mask is not None; not is_causal; "
-            "not jaxonnx_exact]")
-ATT_BOTH = ("jax.nn.dot_product_attention[bias is not None; mask is not None; not is_causal; "
-            "not jaxonnx_exact]")
+ATT_MASK = "jax.nn.dot_product_attention[bias is None; mask is not None; not is_causal]"
+ATT_BOTH = "jax.nn.dot_product_attention[bias is not None; mask is not None; not is_causal]"
 
 case(name="attention", covers=(ATT_PLAIN,),
      make=_attention(), inputs=ATT_INPUTS, families=ATT_FAMILIES, dtypes=(F32,),
