@@ -217,6 +217,9 @@ void lower_pad(Lowering& L) {
   }
 
   const size_t rank = in.shape.size();
+  // A negative pad crops. Pad takes it where the result cannot go negative;
+  // a target without negative pads (tract aborts on one) gets a Slice.
+  const bool negative_pad = L.target_supports("negative_pad");
   std::vector<int64_t> pads(2 * rank, 0), interior(rank, 0);
   std::vector<int64_t> interior_axes, interior_ends, crop_axes, crop_starts, crop_ends;
   for (size_t i = 0; i < rank; ++i) {
@@ -233,7 +236,7 @@ void lower_pad(Lowering& L) {
       interior_ends.push_back(-c[2]);
     }
     const int64_t len = n >= 1 ? n * (c[2] + 1) : 0;  // after the interior step (r extra at the end)
-    if ((lo < 0 || hi < 0) && len + std::min<int64_t>(lo, 0) + std::min<int64_t>(hi, 0) < 0) {
+    if ((lo < 0 || hi < 0) && (!negative_pad || len + std::min<int64_t>(lo, 0) + std::min<int64_t>(hi, 0) < 0)) {
       crop_axes.push_back(static_cast<int64_t>(i));
       crop_starts.push_back(std::max<int64_t>(-lo, 0));
       crop_ends.push_back(hi < 0 ? hi : kMaxI64);

@@ -169,3 +169,14 @@ def test_every_bundled_spec_and_rule_declares_its_numerics():
         for r in plugin["rules"]:
             assert r["numerics"] in ("exact", "finite"), (plugin["name"], r["name"])
             assert (r["numerics"] == "finite") == bool(r["numerics_note"]), r["name"]
+
+
+def test_portable_crops_with_a_slice_not_a_negative_pad():
+    f = lambda x: jax.lax.pad(x, 0.0, [(0, 0, 0), (-1, 2, 0)])  # noqa: E731
+    model = jaxonnx.to_onnx(f, [("B", 6)], target="portable", opset=18)
+    pads = [onnx.numpy_helper.to_array(i) for i in model.graph.initializer
+            if any(n.op_type == "Pad" and n.input[1] == i.name for n in model.graph.node)]
+    assert pads and all((p >= 0).all() for p in pads)
+    assert "Slice" in set(all_op_types(model.graph))
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.testing.assert_array_equal(_run(model, [x])[0], np.asarray(f(x)))

@@ -38,8 +38,6 @@ struct Profile {
 //  if_guard:     an If whose only job is to skip an op on an empty size
 //                (onnxruntime's fused ops refuse a dim of 0 that JAX allows).
 //  negative_pad: Pad with negative pads (cropping).
-//  static_loop:  Loop where the trip count is known when converting (else it
-//                is unrolled).
 inline constexpr Lack kPortableLacks[] = {
     {"Attention", true,
      "onnxruntime's symbolic shape inference applies its com.microsoft Attention rule to the "
@@ -48,7 +46,6 @@ inline constexpr Lack kPortableLacks[] = {
      "OpenVINO computes wrong results downstream of an If on a dynamic batch; tract and "
      "shape-inference tools cannot see through one"},
     {"negative_pad", false, "tract aborts the process on a negative Pad; the reference evaluator refuses it"},
-    {"static_loop", false, "tract has no Loop"},
 };
 
 inline constexpr Profile kProfiles[] = {
