@@ -73,12 +73,17 @@ Keys float_keys(Lowering& L, Value x, const Aval& a, Order order) {
     Aval a64 = a.with_dtype(dtype::f64);
     Value c = cast(L, x, a, dtype::f64);
     Value k = L.op("Min", {c, scalar(L, dtype::f64, DBL_MAX)}, a64);
+    // The NaN and -0.0 tests read a float32 key itself (tract has no float64
+    // IsNaN or IsInf); a 16-bit one its float64 copy.
+    const bool own = a.dtype == dtype::f32;
+    Value t = own ? x : c;
+    const Aval& ta = own ? a : a64;
     if (order == Order::kTotal) {
       // -0.0 is the only value whose reciprocal is -inf.
-      Value neg0 = L.op("IsInf", {L.op("Reciprocal", {c}, a64)}, mask, {Attr::i("detect_positive", 0)});
+      Value neg0 = L.op("IsInf", {L.op("Reciprocal", {t}, ta)}, mask, {Attr::i("detect_positive", 0)});
       k = L.op("Where", {neg0, scalar(L, dtype::f64, -1e-300), k}, a64);
     }
-    k = L.op("Where", {L.op("IsNaN", {c}, mask), scalar(L, dtype::f64, INFINITY), k}, a64);
+    k = L.op("Where", {L.op("IsNaN", {t}, mask), scalar(L, dtype::f64, INFINITY), k}, a64);
     return {{{k, a64}}, false};
   }
   // f64: the value with NaN -> +inf, then a uint8 tie-breaker among equals.
