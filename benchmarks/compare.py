@@ -35,6 +35,7 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 import _common  # noqa: E402
+import timing  # noqa: E402
 import jaxonnx  # noqa: E402
 from jaxonnx import _bindings, _core, _plugins, _source, _trace  # noqa: E402  (for the phase breakdown)
 
@@ -121,18 +122,8 @@ def start_up(j2o):
 
 
 def latency(sessions, feed_of, runs):
-    """Median seconds per run of every session, runs interleaved (load hits all alike)."""
-    times = [[] for _ in sessions]
-    for s in sessions:
-        for _ in range(5):
-            s.run(None, feed_of(s))
-    for _ in range(runs):
-        for s, t in zip(sessions, times):
-            feed = feed_of(s)
-            start = time.perf_counter()
-            s.run(None, feed)
-            t.append(time.perf_counter() - start)
-    return [median(t) for t in times]
+    """Median seconds per run of every session, in alternating blocks (timing.py)."""
+    return timing.block_latency(sessions, feed_of, runs)
 
 
 def latency_alone(sessions, feed_of, runs):

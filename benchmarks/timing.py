@@ -1,0 +1,34 @@
+"""onnxruntime latency of several sessions, measured fairly.
+
+onnxruntime's intra-op threads spin for a while after a run, so a session
+timed right after another one inherits its warm (or busy) threads. Sessions
+are therefore timed in alternating blocks of runs, each block's first run
+dropped, and each session's time is the median of its kept runs: load that
+comes and goes hits every session alike, and no session is timed in another's
+wake.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def block_latency(sessions, feed_of, runs, block=5, warmup=3):
+    """Median seconds per run of each of `sessions` (a list), over `runs` kept
+    runs each, in alternating blocks of `block` + 1 runs (the first dropped).
+    feed_of(session) gives the session's input dict."""
+    for s in sessions:
+        feed = feed_of(s)
+        for _ in range(warmup):
+            s.run(None, feed)
+    times = [[] for _ in sessions]
+    while min(len(t) for t in times) < runs:
+        for s, t in zip(sessions, times):
+            feed = feed_of(s)
+            s.run(None, feed)  # the block's first run: the previous session's threads may still spin
+            for _ in range(block):
+                start = time.perf_counter()
+                s.run(None, feed)
+                t.append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
