@@ -192,3 +192,23 @@ def test_help_documents_both():
     insp = subprocess.run([sys.executable, "-m", "jaxonnx", "inspect", "--help"],
                           capture_output=True, text=True, check=True).stdout
     assert "--json" in insp and "external data" in insp
+
+
+def test_convert_target_and_fusion(models, tmp_path, capsys):
+    """--target picks the profile (and its opset unless --opset says); --fusion none
+    leaves JAX's decompositions; the choices are the core's profiles."""
+    import jaxonnx
+    from jaxonnx import _cli_convert
+    out = tmp_path / "m.onnx"
+    code, _, err = _run(["convert", f"{models}:scaled", "--input", "B,3", "--target", "portable",
+                         "--opset", "18", "--fusion", "none", "-o", str(out)], capsys)
+    assert code == 0, err
+    model = onnx.load(str(out))
+    assert model.opset_import[0].version == 18
+    assert {n.op_type for n in model.graph.node} == {"MatMul", "Tanh", "Mul"}
+    import argparse
+    parser = argparse.ArgumentParser()
+    _cli_convert.add_parser(parser.add_subparsers())
+    choices = next(a for a in parser._subparsers._group_actions[0].choices["convert"]._actions
+                   if a.dest == "target").choices
+    assert tuple(choices) == tuple(jaxonnx._targets.profiles())
