@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -21,10 +22,53 @@ import numpy as np
 from portability_models import Input, Model
 
 
+# Modules are built abstractly and given random weights from numpy: running
+# their initializers eagerly compiles an XLA program per parameter shape (most
+# of a second each on a shared machine), for weights thrown away.
+
+def _random(tree, fan_in_axes, seed=0):
+    """`tree` with every abstract float leaf drawn at random: statistics and
+    scales (named "var", "scale") in [0.5, 1.5], matrices scaled by
+    1/sqrt(fan-in) (over `fan_in_axes` of their shape: flax kernels put the
+    outputs last, equinox weights first), the rest small."""
+    rng = np.random.default_rng(seed)
+
+    def draw(path, leaf):
+        if not isinstance(leaf, jax.ShapeDtypeStruct):
+            return leaf
+        if not jnp.issubdtype(leaf.dtype, jnp.floating):
+            return jnp.zeros(leaf.shape, leaf.dtype)
+        name = jax.tree_util.keystr(path)
+        shape = leaf.shape
+        if re.search(r"\b(var|scale)\b", name):
+            x = rng.uniform(0.5, 1.5, shape)
+        elif len(shape) >= 2:
+            fan_in = np.prod(shape[:-1] if fan_in_axes == "leading" else shape[1:])
+            x = rng.standard_normal(shape) / np.sqrt(fan_in)
+        else:
+            x = 0.1 * rng.standard_normal(shape)
+        return jnp.asarray(x, leaf.dtype)
+    return jax.tree_util.tree_map_with_path(draw, tree)
+
+
+def _nnx(factory):
+    """The nnx module factory() makes, with random weights."""
+    from flax import nnx
+    module = nnx.eval_shape(factory)
+    nnx.update(module, _random(nnx.state(module), "leading"))
+    return module
+
+
 def _linen(module, *example):
-    """module.apply with variables initialized on `example` (batch 1), as a function."""
-    variables = module.init(jax.random.key(0), *example)
+    """module.apply with random variables for `example` (batch 1), as a function."""
+    variables = _random(jax.eval_shape(module.init, jax.random.key(0), *example), "leading")
     return lambda *xs: module.apply(variables, *xs)
+
+
+def _eqx(factory):
+    """The equinox module factory() makes, with random weights."""
+    import equinox as eqx
+    return _random(eqx.filter_eval_shape(factory), "trailing")
 
 
 # ---------------------------------------------------- diffusion U-Net (nnx)
@@ -77,7 +121,7 @@ def unet():
             u = self.up1(jnp.concatenate([u, h1], axis=-1), e)
             return self.out(u)
 
-    return UNet(nnx.Rngs(0))
+    return _nnx(lambda: UNet(nnx.Rngs(0)))
 
 
 # ---------------------------------------------------- ResNet18-ish (linen)
@@ -116,14 +160,7 @@ def resnet_linen():
             x = jnp.mean(x, axis=(1, 2))
             return nn.Dense(10)(x)
 
-    model = ResNet()
-    variables = model.init(jax.random.key(0), jnp.ones((1, 32, 32, 3)))
-    # Non-trivial running statistics, as a trained model has.
-    keys = iter(jax.random.split(jax.random.key(1), 200))
-    stats = jax.tree.map(lambda v: jax.random.uniform(next(keys), v.shape, v.dtype, 0.5, 1.5),
-                         variables["batch_stats"])
-    variables = {"params": variables["params"], "batch_stats": stats}
-    return lambda x: model.apply(variables, x)
+    return _linen(ResNet(), jax.ShapeDtypeStruct((1, 32, 32, 3), jnp.float32))
 
 
 # ------------------------------------------------- actor-critic CNN (nnx)
@@ -151,7 +188,7 @@ def actor_critic():
             x = nnx.relu(self.torso(x.reshape(x.shape[0], -1)))
             return jax.nn.log_softmax(self.pi(x)), self.v(x)[:, 0]
 
-    return ActorCritic(nnx.Rngs(0))
+    return _nnx(lambda: ActorCritic(nnx.Rngs(0)))
 
 
 # ---------------------------------------------------- Mamba2 SSD (nnx + jnp)
@@ -216,7 +253,7 @@ def mamba2():
             y = self.gnorm(y * nnx.silu(z))
             return u + self.out_proj(y)
 
-    return Mamba2(nnx.Rngs(0))
+    return _nnx(lambda: Mamba2(nnx.Rngs(0)))
 
 
 # ---------------------------------------------------------- ConvNeXt (nnx)
@@ -252,7 +289,7 @@ def convnext():
                 x = blk(x)
             return self.head(self.head_norm(x.mean(axis=(1, 2))))
 
-    return ConvNeXt(nnx.Rngs(0))
+    return _nnx(lambda: ConvNeXt(nnx.Rngs(0)))
 
 
 # ---------------------------------------------------------- DenseNet (linen)
@@ -288,7 +325,7 @@ def densenet():
             x = nn.relu(nn.BatchNorm(use_running_average=True)(x))
             return nn.Dense(10)(x.mean(axis=(1, 2)))
 
-    return _linen(DenseNet(), jnp.ones((1, 32, 32, 3)))
+    return _linen(DenseNet(), jax.ShapeDtypeStruct((1, 32, 32, 3), jnp.float32))
 
 
 # ------------------------------------------------- EfficientNet MBConv (nnx)
@@ -334,7 +371,7 @@ def mbconv():
                 x = b(x)
             return self.head(x.mean(axis=(1, 2)))
 
-    return Net(nnx.Rngs(0))
+    return _nnx(lambda: Net(nnx.Rngs(0)))
 
 
 # ---------------------------------------------------- T5 encoder layer (nnx)
@@ -387,7 +424,7 @@ def t5_encoder():
                 x = layer(x, bias)
             return t5_norm(x, self.final[...])
 
-    return Encoder(nnx.Rngs(0))
+    return _nnx(lambda: Encoder(nnx.Rngs(0)))
 
 
 # ------------------------------------------- Whisper front end + layer (nnx)
@@ -424,7 +461,7 @@ def whisper():
             x = x + self.fc2(nnx.gelu(self.fc1(self.ln2(x)), approximate=False))
             return self.ln_post(x)
 
-    return Encoder(nnx.Rngs(0))
+    return _nnx(lambda: Encoder(nnx.Rngs(0)))
 
 
 # ------------------------------------------------ GRU over time (equinox)
@@ -435,9 +472,8 @@ def gru():
     import equinox as eqx
 
     d_in, hidden = 16, 32
-    k1, k2 = jax.random.split(jax.random.key(0))
-    cell = eqx.nn.GRUCell(d_in, hidden, key=k1)
-    head = eqx.nn.Linear(hidden, 4, key=k2)
+    cell = _eqx(lambda: eqx.nn.GRUCell(d_in, hidden, key=jax.random.key(0)))
+    head = _eqx(lambda: eqx.nn.Linear(hidden, 4, key=jax.random.key(1)))
 
     def encode(xs):  # xs: (T, d_in)
         def step(h, x):
@@ -462,7 +498,7 @@ def lstm_linen():
             y = nn.RNN(nn.OptimizedLSTMCell(32))(x)
             return nn.Dense(5)(y)
 
-    return _linen(Tagger(), jnp.ones((1, 12, 16)))
+    return _linen(Tagger(), jax.ShapeDtypeStruct((1, 12, 16), jnp.float32))
 
 
 # ---------------------------------------------------- VAE encoder (equinox)
@@ -492,7 +528,7 @@ def vae_encoder():
             mu, logvar = self.mu(h), self.logvar(h)
             return mu + jnp.exp(0.5 * logvar) * eps, mu, logvar
 
-    return jax.vmap(Encoder())
+    return jax.vmap(_eqx(Encoder))
 
 
 MODELS = {
