@@ -361,7 +361,11 @@ case(name="nnx BatchNorm", covers=("flax.nnx.BatchNorm.__call__",), make=_nnx_ba
 
 
 def _linen_batch_norm(dtype):
-    bn = linen.BatchNorm(use_running_average=True, param_dtype=dtype, epsilon=1e-5)
+    # force_float32_reductions=False: statistics of the params' dtype, as the op
+    # needs (linen's default keeps them float32, and a float64 x then runs the
+    # original, whose float32 rsqrt XLA and onnxruntime round apart).
+    bn = linen.BatchNorm(use_running_average=True, param_dtype=dtype, epsilon=1e-5,
+                         force_float32_reductions=False)
     f2 = linen_bound(bn, (1, 4), dtype, seed=2, around_one=("scale", "var"))
     f4 = linen_bound(bn, (1, 3, 2, 4), dtype, seed=3, around_one=("scale", "var"))
     return lambda x, x4: {"flax.linen.BatchNorm.__call__ 2-D": f2(x),
@@ -637,6 +641,30 @@ def _conv_bias(dtype):
 
 _rule("conv_bias", ["conv_bias"], _conv_bias, ((("B", 5, 4, 2), None),), {"normal": normal},
       dtypes=(F32,))
+
+
+def _batch_norm_affine(dtype):
+    rng = np.random.default_rng(9)
+    w = jnp.asarray(rng.standard_normal((3, 3, 2, 4)), dtype)
+    mean, scale, bias = (jnp.asarray(rng.standard_normal(4), dtype) for _ in range(3))
+    var = jnp.asarray(np.array([0.0, 0.5, 2.0, 1e-3]), dtype)  # a channel of zero variance
+
+    def bn(x):
+        return (x - mean) * (jax.lax.rsqrt(var + 1e-5) * scale) + bias
+
+    def fn(x, x2):
+        out = {"2-D hand-written batch norm": bn(x2), "bias first": bias + (x2 - mean) * scale}
+        # float64 Convs are not ONNX Convs (onnxruntime has float32 only): nothing to fuse.
+        if dtype == np.float32:
+            y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            out["conv, hand-written batch norm"] = bn(y)
+        return out
+    return fn
+
+
+_rule("batch_norm_affine", ["batch_norm_affine"], _batch_norm_affine,
+      ((("B", 5, 4, 2), None), (("B", 4), None)), {"normal": normal})
 
 
 def _transposed_elementwise(dtype):

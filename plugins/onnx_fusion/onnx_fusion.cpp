@@ -1053,6 +1053,72 @@ void normalization_scale(Rewrite& R) {
   }
 }
 
+// ------------------------------------------------------------- batch norm --
+
+// The per-channel vector `v` (computed from constants; dims 1 but its last,
+// which is `c`) as a (c,) value, else kNoValue.
+Value channel_vector(Rewrite& R, Value v, int64_t c, int64_t rank, int32_t dt) {
+  const Aval a = R.aval(v);
+  if (a.dtype != dt || a.rank() < 1 || a.rank() > rank || !from_constants(R, v)) return kNoValue;
+  for (int64_t i = 0; i + 1 < a.rank(); ++i)
+    if (a.shape[i] != Dim(1)) return kNoValue;
+  if (a.shape.back() != Dim(c)) return kNoValue;
+  if (a.rank() == 1) return v;
+  return R.op("Reshape", {v, R.i64s({c})}, Aval(dt, {Dim(c)}));
+}
+
+// (x - m) * k + b with m, k, b per-channel vectors over x's last axis computed
+// from constants (an inference batch norm written out, as linen's BatchNorm
+// and hand-written `(x - mean) * rsqrt(var + eps) * scale + bias` trace:
+// k = rsqrt(var + eps) * scale) -> BatchNormalization(mean m, scale k, bias b,
+// var 1, epsilon 0), where the channels are axis 1: x of rank 2, or x a
+// Transpose of a channels-first value y (a Conv's result moved to
+// channels-last), which the op then reads, Transposed after it; onnxruntime
+// then folds it into the Conv. Rounding only: the op computes (x - m) / sqrt(1)
+// * k + b.
+void batch_norm_affine(Rewrite& R) {
+  const int64_t add = R.root();
+  const Value out = R.output(add);
+  const Aval oa = R.aval(out);
+  if (!float_type(oa) || oa.rank() < 2 || !oa.shape.back().is_static()) return;
+  const int64_t rank = oa.rank(), c = oa.shape.back().value;
+  for (int k = 0; k < 2; ++k) {
+    Value prod = R.input(add, k);
+    const int64_t mul = R.def(prod, "Mul");
+    if (mul < 0 || !R.single_use(prod)) continue;
+    for (int j = 0; j < 2; ++j) {
+      Value centered = R.input(mul, j);
+      const int64_t sub = R.def(centered, "Sub");
+      if (sub < 0 || !R.single_use(centered)) continue;
+      Value x = R.input(sub, 0);
+      const Aval xa = R.aval(x);
+      if (xa.shape != oa.shape || xa.dtype != oa.dtype) continue;
+      const Value m = channel_vector(R, R.input(sub, 1), c, rank, oa.dtype);
+      if (m == kNoValue) continue;
+      const Value kk = channel_vector(R, R.input(mul, 1 - j), c, rank, oa.dtype);
+      if (kk == kNoValue) continue;
+      const Value b = channel_vector(R, R.input(add, 1 - k), c, rank, oa.dtype);
+      if (b == kNoValue) continue;
+      // Where the channels are axis 1.
+      Value y = x;
+      std::optional<std::vector<int64_t>> perm;
+      if (rank > 2) {
+        const int64_t t = R.def(x, "Transpose");
+        if (t < 0 || !R.single_use(x)) continue;
+        perm = perm_of(R, t, rank);
+        if (!perm || perm->back() != 1) continue;
+        y = R.input(t, 0);
+      }
+      std::vector<double> one(static_cast<size_t>(c), 1.0);
+      Value var = feature_constant(R, Aval(oa.dtype, {Dim(c)}), {0}, one);
+      const Aval ya = R.aval(y);
+      Value bn = R.op("BatchNormalization", {y, kk, b, m, var}, ya, {Attr::f("epsilon", 0.0)});
+      R.replace(out, perm ? R.op("Transpose", {bn}, oa, {Attr::ints("perm", *perm)}) : bn);
+      return;
+    }
+  }
+}
+
 // --------------------------------------------------------------------- gelu --
 
 // `v` is `k * x` for the given k (within float32 rounding).
@@ -1194,6 +1260,13 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
       .emits({"MatMul", "Mul", "Div", "Tile", "Reshape"})
       .summary("a float64 MatMul of an operand scaled by a one-element constant float32 cannot "
                "hold -> the scale as a vector (see f64_scale_after_matmul)");
+  plugin.rule("batch_norm_affine", "Add", batch_norm_affine)
+      .emits({"BatchNormalization", "Transpose", "Reshape"})
+      .summary("(x - m) * k + b with per-channel m, k, b computed from constants (an inference "
+               "batch norm written out: linen's BatchNorm traced, or by hand) -> "
+               "BatchNormalization (var 1, epsilon 0) where the channels are axis 1: a 2-D x, or "
+               "x the channels-last Transpose of a Conv's result (onnxruntime then folds it into "
+               "the Conv)");
   plugin.rule("max0_to_relu", "Max", max0_to_relu)
       .emits({"Relu"})
       .summary("Max(x, 0) -> Relu. Signed zero: Relu(-0.0) is -0.0 where JAX gives 0.0; "

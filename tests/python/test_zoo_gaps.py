@@ -164,3 +164,27 @@ def test_equinox_conv_bias_goes_into_the_conv():
         lambda: eqx.nn.Conv2d(2, 4, 3, padding=1, key=jax.random.key(0))))
     model = check(jax.vmap(conv), [("B", 2, 5, 5)], batches=(1, 3))
     assert op_types(model) == ["Conv"]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=IDS)
+def test_hand_written_batch_norm_is_batch_normalization(dtype, x64):
+    """(x - mean) * rsqrt(var + eps) * scale + bias of constants over the channels:
+    after an NHWC conv (float32: onnxruntime's Conv) and on a 2-D x."""
+    rng = np.random.default_rng(0)
+    mean, scale, bias = (rng.standard_normal(4).astype(dtype) for _ in range(3))
+    var = rng.uniform(0.5, 1.5, 4).astype(dtype)
+
+    def bn(x):
+        return (x - mean) * (jax.lax.rsqrt(var + 1e-5) * scale) + bias
+
+    model = check(bn, [("B", 4)], x64=x64, batches=(1, 4))
+    assert "BatchNormalization" in op_types(model) and "Sub" not in op_types(model)
+    if not x64:
+        model = check(lambda x: bn(_conv(x, _weights((3, 3, 2, 4)))), [("B", 5, 5, 2)],
+                      batches=(1, 4))
+        ops = op_types(model)
+        # The op reads the Conv's (channels-first) result: onnxruntime folds it into the
+        # Conv (its scale, rsqrt(var + eps) * scale, is computed from constants).
+        producer = {o: n.op_type for n in model.graph.node for o in n.output}
+        bn_node, = [n for n in model.graph.node if n.op_type == "BatchNormalization"]
+        assert producer[bn_node.input[0]] == "Conv" and "Sub" not in ops, ops
