@@ -360,6 +360,24 @@ case(name="nnx BatchNorm", covers=("flax.nnx.BatchNorm.__call__",), make=_nnx_ba
      long_scales=LONG_SCALES)
 
 
+def _linen_batch_norm(dtype):
+    # force_float32_reductions=False: statistics of the params' dtype, as the op
+    # needs (linen's default keeps them float32, and a float64 x then runs the
+    # original, whose float32 rsqrt XLA and onnxruntime round apart).
+    bn = linen.BatchNorm(use_running_average=True, param_dtype=dtype, epsilon=1e-5,
+                         force_float32_reductions=False)
+    f2 = linen_bound(bn, (1, 4), dtype, seed=2, around_one=("scale", "var"))
+    f4 = linen_bound(bn, (1, 3, 2, 4), dtype, seed=3, around_one=("scale", "var"))
+    return lambda x, x4: {"flax.linen.BatchNorm.__call__ 2-D": f2(x),
+                          "flax.linen.BatchNorm.__call__ 4-D": f4(x4)}
+
+
+case(name="linen BatchNorm", covers=("flax.linen.BatchNorm.__call__",), make=_linen_batch_norm,
+     inputs=((("B", 4), None), (("B", 3, 2, 4), None)),
+     families={"normal": normal, "equal examples": equal_examples}, scales=SCALES,
+     long_scales=LONG_SCALES)
+
+
 def _group_norms(dtype):
     m = nnx_random(lambda: nnx.GroupNorm(8, num_groups=4, param_dtype=dtype, epsilon=1e-5,
                                          rngs=rngs()))
@@ -401,6 +419,22 @@ for _kind in ("max_pool", "avg_pool"):
          inputs=((("B", 5, 6, 3), None),),
          families={"normal": normal, "negative": negative}, scales=SCALES,
          long_scales=LONG_SCALES)
+
+
+# flax's generic pool with a max window: what max_pool reached through a
+# reference stored before the conversion (not the patched attribute) calls.
+def _pool_max(dtype):
+    from flax.linen import pooling
+
+    def fn(x):
+        return {f"flax.linen.pooling.pool max {i}": pooling.pool(x, -jnp.inf, jax.lax.max, w, s, p)
+                for i, (p, w, s) in enumerate(POOLS)}
+    return fn
+
+
+case(name="pool (max)", covers=("flax.linen.pooling.pool",), make=_pool_max,
+     inputs=((("B", 5, 6, 3), None),), families={"normal": normal, "negative": negative},
+     scales=SCALES, long_scales=LONG_SCALES)
 
 
 # ------------------------------------------------------------------ embed, LSTM
@@ -591,15 +625,65 @@ def _conv_bias(dtype):
     w = jnp.asarray(rng.standard_normal((3, 3, 2, 4)), dtype)
     b = jnp.asarray(rng.standard_normal(4), dtype)
 
+    wc = jnp.asarray(rng.standard_normal((4, 2, 3, 3)), dtype)
+
     def fn(x):
         y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
                                          dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        return {"conv + per-channel bias": y + b}
+        # Channels first (equinox's Conv2d): the (C, 1, 1) bias right after the Conv.
+        yc = jax.lax.conv_general_dilated(x.transpose(0, 3, 1, 2), wc, (1, 1), "SAME")
+        return {"conv + per-channel bias": y + b,
+                "NCHW conv + (C, 1, 1) bias": yc + b[:, None, None]}
     return fn
 
 
 _rule("conv_bias", ["conv_bias"], _conv_bias, ((("B", 5, 4, 2), None),), {"normal": normal},
       dtypes=(F32,))
+
+
+def _batch_norm_affine(dtype):
+    rng = np.random.default_rng(9)
+    w = jnp.asarray(rng.standard_normal((3, 3, 2, 4)), dtype)
+    mean, scale, bias = (jnp.asarray(rng.standard_normal(4), dtype) for _ in range(3))
+    var = jnp.asarray(np.array([0.0, 0.5, 2.0, 1e-3]), dtype)  # a channel of zero variance
+
+    def bn(x):
+        return (x - mean) * (jax.lax.rsqrt(var + 1e-5) * scale) + bias
+
+    def fn(x, x2):
+        out = {"2-D hand-written batch norm": bn(x2), "bias first": bias + (x2 - mean) * scale}
+        # float64 Convs are not ONNX Convs (onnxruntime has float32 only): nothing to fuse.
+        if dtype == np.float32:
+            y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
+            out["conv, hand-written batch norm"] = bn(y)
+        return out
+    return fn
+
+
+_rule("batch_norm_affine", ["batch_norm_affine"], _batch_norm_affine,
+      ((("B", 5, 4, 2), None), (("B", 4), None)), {"normal": normal})
+
+
+def _transposed_elementwise(dtype):
+    rng = np.random.default_rng(8)
+    w1 = jnp.asarray(rng.standard_normal((3, 3, 2, 4)), dtype)
+    w2 = jnp.asarray(rng.standard_normal((1, 1, 4, 3)), dtype)
+
+    def conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def fn(x):
+        # SiLU reads the transposed value twice; tanh(h) * h + 0.5 likewise.
+        h, g = conv(x, w1), conv(x, 2 * w1)
+        return {"conv, silu, conv": conv(jax.nn.silu(h), w2),
+                "conv, tanh(h) * h + 0.5, conv": conv(jnp.tanh(g) * g + 0.5, w2)}
+    return fn
+
+
+_rule("transpose_through_elementwise", ["transpose_through_elementwise"], _transposed_elementwise,
+      ((("B", 5, 4, 2), None),), {"normal": normal}, dtypes=(F32,))
 
 
 _rule("max0_to_relu", ["max0_to_relu"], _relu, ((("B", 6), None),),

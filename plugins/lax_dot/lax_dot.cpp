@@ -19,7 +19,8 @@
 // Merged symbolic sizes go through the SDK's reshape idiom (0 / -1 codes, or
 // runtime values with allowzero).
 // Complex operands (carried packed, jaxonnx/complex.hpp) take four real
-// products of the parts (lower_complex_dot).
+// products of the parts (lower_complex_dot). Nothing contracted: one Mul
+// (outer).
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
@@ -261,6 +262,32 @@ Plan best_plan(const DimNumbers& dn, int64_t lrank, int64_t rrank) {
 
 // ------------------------------------------------------------- dot_general --
 
+// Nothing contracted (jnp.einsum's path multiplies a mask into a product so:
+// "bhcls,bhcls->bhcls" with every axis a batch axis): an elementwise Mul,
+// each side transposed to (batch, lhs free, rhs free) order with 1s for the
+// other side's free axes. MatMul would compute it with K = 1 (a (1, 1)
+// matrix product per element), several times slower. Exact: one product.
+Value outer(Lowering& L, const DimNumbers& dn, Value lhs, const Aval& la, Value rhs, const Aval& ra,
+            const Aval& result, const Aval& out) {
+  const Axes lfree = free_axes(la.rank(), dn.lhs_contract, dn.lhs_batch);
+  const Axes rfree = free_axes(ra.rank(), dn.rhs_contract, dn.rhs_batch);
+  const int64_t nb = static_cast<int64_t>(dn.lhs_batch.size());
+  const int64_t nl = static_cast<int64_t>(lfree.size()), nr = static_cast<int64_t>(rfree.size());
+  auto side = [&](Value v, const Aval& a, const Axes& perm, int64_t ones_at, int64_t ones) {
+    Shape s;
+    for (int64_t ax : perm) s.push_back(a.shape.at(static_cast<size_t>(ax)));
+    v = transpose(L, v, a, perm);
+    if (ones == 0 || ones_at == 0) return v;  // leading 1s: Mul broadcasts them
+    s.insert(s.begin() + ones_at, static_cast<size_t>(ones), Dim(1));
+    return L.op("Unsqueeze", {v, i64s(L, iota(ones_at, ones))}, a.with_shape(s));
+  };
+  Value a = side(lhs, la, concat({dn.lhs_batch, lfree}), nb + nl, nr);
+  Value b = side(rhs, ra, concat({dn.rhs_batch, rfree}), nb, nl);
+  Value y = L.op("Mul", {a, b}, result);
+  if (result.dtype != out.dtype) y = L.op("Cast", {y}, out, {Attr::i("to", out.dtype)});
+  return y;
+}
+
 // The real dot_general of `lhs` (aval la) and `rhs` (aval ra) giving `out`.
 Value dot_real(Lowering& L, const DimNumbers& dn, Value lhs, Aval la, Value rhs, Aval ra, const Aval& out) {
   // Cast the operands to the accumulation type.
@@ -271,6 +298,7 @@ Value dot_real(Lowering& L, const DimNumbers& dn, Value lhs, Aval la, Value rhs,
   ra = ra.with_dtype(acc);
   Aval result = out.with_dtype(acc);
 
+  if (dn.lhs_contract.empty()) return outer(L, dn, lhs, la, rhs, ra, result, out);
   const Plan p = best_plan(dn, la.rank(), ra.rank());
   if (p.swapped) {
     std::swap(lhs, rhs);
@@ -346,5 +374,6 @@ JAXONNX_PLUGIN("lax_dot", "0.1.0") {
       .emits({"MatMul", "Transpose", "Reshape", "Unsqueeze", "Squeeze", "Cast", "Concat", "Shape", "Mul",
               "Gather", "Sub", "Add"})
       .doc(onnx_doc("MatMul"))
-      .summary("one MatMul; Transpose/Reshape (or Unsqueeze/Squeeze) around it only where needed");
+      .summary("one MatMul; Transpose/Reshape (or Unsqueeze/Squeeze) around it only where needed; "
+               "a product contracting nothing: one Mul");
 }

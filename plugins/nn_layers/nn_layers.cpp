@@ -4,10 +4,11 @@
 //                        nnx.LinearGeneral over the last axis)
 //   nnx.LayerNorm     -> LayerNormalization (opset 17)     (and linen.LayerNorm)
 //   nnx.RMSNorm       -> RMSNormalization (opset 23)
-//   nnx.BatchNorm     -> BatchNormalization (inference mode)
+//   nnx.BatchNorm     -> BatchNormalization (inference mode; and linen.BatchNorm)
 //   nnx.GroupNorm     -> GroupNormalization (opset 21)
 //   max_pool/avg_pool -> MaxPool / AveragePool (NHWC inside one Transpose pair,
-//                        which the optimizer folds against a Conv's)
+//                        which the optimizer folds against a Conv's; max_pool
+//                        also through flax.linen.pooling.pool)
 //   nnx.Embed         -> Clip + Gather (not with crisp="exact", see lower_embed)
 //   nnx.LSTMCell      -> two Gemms for all gates (and OptimizedLSTMCell)
 //   equinox.nn Linear, LayerNorm, RMSNorm, GroupNorm (per example, usually
@@ -597,11 +598,35 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
                  .when("self.scale is not None")
                  .operand("self.scale[...]"));
 
+  // flax linen BatchNorm in inference mode: the statistics live in the bound
+  // module's batch_stats (linen's merge_param: exactly one of the call's flag
+  // and the attribute is set).
+  Binding linen_batch_norm("flax.linen.BatchNorm.__call__");
+  linen_batch_norm.exact()
+      .operand("x", Binding::kLeadingDims)
+      .operand(linen_param("scale"))
+      .operand(linen_param("bias"))
+      .operand("self.variables['batch_stats']['mean']")
+      .operand("self.variables['batch_stats']['var']")
+      .param("epsilon", "self.epsilon")
+      .when("(use_running_average is None and self.use_running_average is True) or "
+            "(use_running_average is True and self.use_running_average is None)")
+      .when("'params' in self.variables")
+      .when("'batch_stats' in self.variables")
+      .when("'scale' in self.variables['params']")
+      .when("'bias' in self.variables['params']")
+      .when("self.use_scale")
+      .when("self.use_bias")
+      .when("mask is None")
+      .when("self.dtype is None")
+      .when("self.axis_name is None")
+      .when("self.axis in (-1, (-1,))");
   plugin.primitive("jaxonnx.nn.batch_norm", lower_batch_norm)
       .emits({"BatchNormalization", "Transpose", "Add"})
       .doc(onnx_doc("BatchNormalization"))
-      .summary("flax nnx BatchNorm in inference mode as BatchNormalization (float64: "
+      .summary("flax nnx / linen BatchNorm in inference mode as BatchNormalization (float64: "
                "the variance plus what float32 rounds off epsilon)")
+      .binds(linen_batch_norm)
       .binds(nnx_norm("BatchNorm", "axis")
                  .when("use_running_average or (use_running_average is None and "
                        "self.use_running_average)")
@@ -666,6 +691,24 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
           .param("padding", "padding");
       if (max) b.finite("MaxPool skips NaN; the max of 0.0 and -0.0 is the first of them (JAX: 0.0)");
       else b.exact().param("count_include_pad", "count_include_pad");
+      ref.binds(b);
+    }
+    // flax's max_pool reached through a reference stored before conversion
+    // (`pool = nnx.max_pool`, a functools.partial of it in an nnx.Sequential)
+    // is not the patched attribute, but it calls the generic `pool` by its
+    // module-global name, which the window patches: max windows bind here.
+    // (avg_pool's sum windows stay lax's: AveragePool measured slower than
+    // the slices in onnxruntime, see plugins/lax_window.)
+    if (max) {
+      Binding b("flax.linen.pooling.pool");
+      b.operand("inputs")
+          .param("window", "tuple(window_shape)")
+          .param("strides", "strides")
+          .param("padding", "padding")
+          .finite("MaxPool skips NaN; the max of 0.0 and -0.0 is the first of them (JAX: 0.0)")
+          .when("reduce_fn.__name__ == 'max'")
+          .when("reduce_fn.__module__ in ('jax.lax', 'jax._src.lax.lax')")
+          .when("float(init) == -float('inf')");
       ref.binds(b);
     }
   }

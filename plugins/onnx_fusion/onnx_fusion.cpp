@@ -19,6 +19,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -222,18 +223,26 @@ void matmul_add_to_gemm(Rewrite& R) {
 // Conv's channels (a flax or equinox Conv's bias, added after the transpose
 // back to channels-last) -> Transpose(Conv(x, w, c as [C])). onnxruntime folds
 // no Add a Transpose separates from its Conv; Conv's bias input is free.
+// Add(Conv(x, w), c) itself (equinox's Conv2d adds a (C, 1, 1) bias to the
+// channels-first result) takes the bias the same way.
 void conv_bias(Rewrite& R) {
   const int64_t add = R.root();
   for (int k = 0; k < 2; ++k) {
     Value t = R.input(add, k), c = R.input(add, 1 - k);
     const int64_t tr = R.def(t, "Transpose");
-    if (tr < 0 || !R.single_use(t)) continue;
-    Value y = R.input(tr, 0);
+    if (!R.single_use(t)) continue;
+    Value y = tr >= 0 ? R.input(tr, 0) : t;
     const int64_t conv = R.def(y, "Conv");
     if (conv < 0 || !R.single_use(y) || R.num_inputs(conv) != 2 || R.attr(conv, "auto_pad")) continue;
     const jxo_tensor* bias = R.constant(c);
     const Aval tc = R.aval(c), ty = R.aval(t), out = R.aval(R.output(add)), yc = R.aval(y);
-    auto perm = R.attr_ints(tr, "perm");
+    std::optional<std::vector<int64_t>> perm;
+    if (tr >= 0) {
+      perm = R.attr_ints(tr, "perm");
+    } else if (ty.rank() >= 0) {
+      perm = std::vector<int64_t>();
+      for (int64_t i = 0; i < ty.rank(); ++i) perm->push_back(i);
+    }
     const int64_t rank = ty.rank();
     if (!bias || !float_type(out) || tc.dtype != out.dtype || yc.dtype != out.dtype || rank < 3 ||
         tc.rank() < 1 || tc.rank() > rank || ty.shape != out.shape || !perm ||
@@ -252,7 +261,7 @@ void conv_bias(Rewrite& R) {
     attrs.push_back(Attr::i("group", R.attr_int(conv, "group", 1)));
     Value b = R.constant(bias->dtype, {yc.shape[1].value}, bias->data, bias->nbytes);
     Value biased = R.op("Conv", {R.input(conv, 0), R.input(conv, 1), b}, yc, attrs);
-    R.replace(R.output(add), R.op("Transpose", {biased}, out, {Attr::ints("perm", *perm)}));
+    R.replace(R.output(add), tr < 0 ? biased : R.op("Transpose", {biased}, out, {Attr::ints("perm", *perm)}));
     return;
   }
 }
@@ -473,6 +482,89 @@ void transpose_of_transpose(Rewrite& R) {
     return;
   }
   R.replace(out, R.op("Transpose", {x}, oa, {Attr::ints("perm", c)}));
+}
+
+// Transpose(f(Transpose(y, p), ...), q) with q undoing p, f a graph of
+// attribute-free elementwise ops (SiLU's x * sigmoid(x) reads its input
+// twice) whose other leaves are constants of one element -> f(y, ...): the
+// core folds transpose pairs across chains, not across such diamonds, which
+// a Conv (channels first) -> BatchNorm -> SiLU -> Conv in NHWC code leaves
+// between each pair of Convs. Every value of f must be read only inside f
+// (else the transposed form stays alive and the work doubles). Same ops on
+// the same elements: exact.
+bool elementwise(std::string_view op) {
+  static const char* kOps[] = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Sigmoid",
+                               "Tanh", "Relu", "Exp", "Log", "Neg", "Abs", "Sqrt",
+                               "Reciprocal", "Erf", "Softplus", "Sin", "Cos", "Where"};
+  for (const char* o : kOps)
+    if (op == o) return true;
+  return false;
+}
+
+void transpose_through_elementwise(Rewrite& R) {
+  const int64_t root = R.root();
+  Value out = R.output(root), top = R.input(root, 0);
+  const Aval oa = R.aval(out);
+  const int64_t rank = oa.rank();
+  if (rank < 2) return;
+  auto q = perm_of(R, root, rank);
+  if (!q) return;
+  std::map<Value, int> edges;              // reads of each value from inside f (and the root)
+  std::map<Value, int64_t> inner;          // value -> its elementwise node
+  std::map<Value, Value> leaves;           // a transposed value -> y
+  std::vector<Value> stack = {top};
+  edges[top] = 1;
+  size_t visited = 0;
+  while (!stack.empty()) {
+    Value v = stack.back();
+    stack.pop_back();
+    if (inner.count(v) || leaves.count(v)) continue;
+    if (++visited > 64) return;  // a bounded walk
+    if (const int64_t t = R.def(v, "Transpose"); t >= 0) {
+      auto p = perm_of(R, t, rank);
+      if (!p || R.aval(R.input(t, 0)).rank() != rank) return;
+      bool undone = true;
+      for (int64_t i = 0; i < rank; ++i) undone = undone && (*p)[static_cast<size_t>((*q)[i])] == i;
+      if (!undone) return;
+      leaves[v] = R.input(t, 0);
+      continue;
+    }
+    const int64_t n = R.producer(v);
+    if (n < 0 || R.num_outputs(n) != 1 || !R.is(n, R.op_type(n)) || !elementwise(R.op_type(n)) ||
+        R.aval(v).rank() != rank)
+      return;
+    inner[v] = n;
+    for (size_t i = 0; i < R.num_inputs(n); ++i) {
+      Value in = R.input(n, i);
+      const Aval ia = R.aval(in);
+      ++edges[in];
+      if (R.constant(in)) {  // one element: the same under any permutation
+        if (ia.rank() < 0 || ia.rank() > rank) return;
+        for (const Dim& d : ia.shape)
+          if (d != Dim(1)) return;
+        continue;
+      }
+      stack.push_back(in);
+    }
+  }
+  if (leaves.empty()) return;
+  for (const auto& [v, count] : edges)
+    if ((inner.count(v) || leaves.count(v)) && R.reads(v) != static_cast<size_t>(count)) return;
+  std::map<Value, Value> done;
+  std::function<Value(Value)> build = [&](Value v) -> Value {
+    if (auto l = leaves.find(v); l != leaves.end()) return l->second;
+    auto it = inner.find(v);
+    if (it == inner.end()) return v;  // a constant
+    if (auto d = done.find(v); d != done.end()) return d->second;
+    const int64_t n = it->second;
+    std::vector<Value> ins;
+    for (size_t i = 0; i < R.num_inputs(n); ++i) ins.push_back(build(R.input(n, i)));
+    const Aval a = R.aval(v);
+    Shape shape;
+    for (int64_t i = 0; i < rank; ++i) shape.push_back(a.shape[static_cast<size_t>((*q)[i])]);
+    return done[v] = R.op(R.op_type(n), ins, Aval(a.dtype, shape));
+  };
+  R.replace(out, build(top));
 }
 
 // Softmax / LogSoftmax(e(Transpose(y, p)), axis a), e an optional Mul or Div
@@ -961,6 +1053,72 @@ void normalization_scale(Rewrite& R) {
   }
 }
 
+// ------------------------------------------------------------- batch norm --
+
+// The per-channel vector `v` (computed from constants; dims 1 but its last,
+// which is `c`) as a (c,) value, else kNoValue.
+Value channel_vector(Rewrite& R, Value v, int64_t c, int64_t rank, int32_t dt) {
+  const Aval a = R.aval(v);
+  if (a.dtype != dt || a.rank() < 1 || a.rank() > rank || !from_constants(R, v)) return kNoValue;
+  for (int64_t i = 0; i + 1 < a.rank(); ++i)
+    if (a.shape[i] != Dim(1)) return kNoValue;
+  if (a.shape.back() != Dim(c)) return kNoValue;
+  if (a.rank() == 1) return v;
+  return R.op("Reshape", {v, R.i64s({c})}, Aval(dt, {Dim(c)}));
+}
+
+// (x - m) * k + b with m, k, b per-channel vectors over x's last axis computed
+// from constants (an inference batch norm written out, as linen's BatchNorm
+// and hand-written `(x - mean) * rsqrt(var + eps) * scale + bias` trace:
+// k = rsqrt(var + eps) * scale) -> BatchNormalization(mean m, scale k, bias b,
+// var 1, epsilon 0), where the channels are axis 1: x of rank 2, or x a
+// Transpose of a channels-first value y (a Conv's result moved to
+// channels-last), which the op then reads, Transposed after it; onnxruntime
+// then folds it into the Conv. Rounding only: the op computes (x - m) / sqrt(1)
+// * k + b.
+void batch_norm_affine(Rewrite& R) {
+  const int64_t add = R.root();
+  const Value out = R.output(add);
+  const Aval oa = R.aval(out);
+  if (!float_type(oa) || oa.rank() < 2 || !oa.shape.back().is_static()) return;
+  const int64_t rank = oa.rank(), c = oa.shape.back().value;
+  for (int k = 0; k < 2; ++k) {
+    Value prod = R.input(add, k);
+    const int64_t mul = R.def(prod, "Mul");
+    if (mul < 0 || !R.single_use(prod)) continue;
+    for (int j = 0; j < 2; ++j) {
+      Value centered = R.input(mul, j);
+      const int64_t sub = R.def(centered, "Sub");
+      if (sub < 0 || !R.single_use(centered)) continue;
+      Value x = R.input(sub, 0);
+      const Aval xa = R.aval(x);
+      if (xa.shape != oa.shape || xa.dtype != oa.dtype) continue;
+      const Value m = channel_vector(R, R.input(sub, 1), c, rank, oa.dtype);
+      if (m == kNoValue) continue;
+      const Value kk = channel_vector(R, R.input(mul, 1 - j), c, rank, oa.dtype);
+      if (kk == kNoValue) continue;
+      const Value b = channel_vector(R, R.input(add, 1 - k), c, rank, oa.dtype);
+      if (b == kNoValue) continue;
+      // Where the channels are axis 1.
+      Value y = x;
+      std::optional<std::vector<int64_t>> perm;
+      if (rank > 2) {
+        const int64_t t = R.def(x, "Transpose");
+        if (t < 0 || !R.single_use(x)) continue;
+        perm = perm_of(R, t, rank);
+        if (!perm || perm->back() != 1) continue;
+        y = R.input(t, 0);
+      }
+      std::vector<double> one(static_cast<size_t>(c), 1.0);
+      Value var = feature_constant(R, Aval(oa.dtype, {Dim(c)}), {0}, one);
+      const Aval ya = R.aval(y);
+      Value bn = R.op("BatchNormalization", {y, kk, b, m, var}, ya, {Attr::f("epsilon", 0.0)});
+      R.replace(out, perm ? R.op("Transpose", {bn}, oa, {Attr::ints("perm", *perm)}) : bn);
+      return;
+    }
+  }
+}
+
 // --------------------------------------------------------------------- gelu --
 
 // `v` is `k * x` for the given k (within float32 rounding).
@@ -1075,6 +1233,13 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
       .exact()
       .emits({"Transpose"})
       .summary("Transpose(Transpose(x, p), q) -> one Transpose (or x, for the identity)");
+  plugin.rule("transpose_through_elementwise", "Transpose", transpose_through_elementwise)
+      .exact()
+      .emits({"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Sigmoid", "Tanh", "Relu", "Exp",
+              "Log", "Neg", "Abs", "Sqrt", "Reciprocal", "Erf", "Softplus", "Sin", "Cos", "Where"})
+      .summary("Transpose(f(Transpose(y, p)), q), q undoing p, f elementwise ops reading the "
+               "transposed value more than once (SiLU: x * sigmoid(x)) and one-element "
+               "constants -> f(y); exact");
   for (const char* root : {"Softmax", "LogSoftmax"})
     plugin.rule(std::string("transpose_below_") + root, root,
                 [root](Rewrite& R) { softmax_transpose(R, root); })
@@ -1092,7 +1257,7 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
       .emits({"Conv", "Transpose"})
       .summary("Transpose(Conv(x, w)) + c, c constant along the channels only -> "
                "Transpose(Conv(x, w, c)): the bias inside the Conv (a flax Conv's bias after the "
-               "transpose back to channels-last)");
+               "transpose back to channels-last; equinox's (C, 1, 1) bias without one)");
   for (const char* root : {"Mul", "Div"})
     plugin.rule(std::string("f64_scale_after_matmul_") + root, root, f64_scale_after_matmul)
         .exact()
@@ -1105,6 +1270,14 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
       .emits({"MatMul", "Mul", "Div", "Tile", "Reshape"})
       .summary("a float64 MatMul of an operand scaled by a one-element constant float32 cannot "
                "hold -> the scale as a vector (see f64_scale_after_matmul)");
+  plugin.rule("batch_norm_affine", "Add", batch_norm_affine)
+      .exact()
+      .emits({"BatchNormalization", "Transpose", "Reshape"})
+      .summary("(x - m) * k + b with per-channel m, k, b computed from constants (an inference "
+               "batch norm written out: linen's BatchNorm traced, or by hand) -> "
+               "BatchNormalization (var 1, epsilon 0) where the channels are axis 1: a 2-D x, or "
+               "x the channels-last Transpose of a Conv's result (onnxruntime then folds it into "
+               "the Conv)");
   plugin.rule("max0_to_relu", "Max", max0_to_relu)
       .finite("Relu(-0.0) is -0.0 where JAX gives 0.0")
       .emits({"Relu"})

@@ -1,4 +1,5 @@
-"""lax_dot plugin: every dot_general as one MatMul (never Einsum), with Transpose/Reshape only where needed."""
+"""lax_dot plugin: every dot_general as one MatMul (never Einsum), or one Mul when
+nothing is contracted, with Transpose/Reshape only where needed."""
 
 import jax
 import jax.numpy as jnp
@@ -41,13 +42,15 @@ CASES = {
                          ["Reshape", "Reshape", "MatMul"]),
     "two_contractions_swapped": (("B", 3, 4), (4, 3, 6), (((2, 1), (0, 1)), ((), ())),
                                  ["Transpose", "Reshape", "Reshape", "MatMul"]),
-    "outer": (("B",), (6,), (((), ()), ((), ())), ["Unsqueeze", "Unsqueeze", "MatMul"]),
-    "scalar_lhs": ((), ("B", 6), (((), ()), ((), ())), ["Unsqueeze", "Unsqueeze", "MatMul"]),
+    # Nothing contracted: one (broadcasting) Mul.
+    "outer": (("B",), (6,), (((), ()), ((), ())), ["Unsqueeze"]),
+    "scalar_lhs": ((), ("B", 6), (((), ()), ((), ())), []),
     "free_dims_both": (("B", 5, 8), (8, 3, 6), (((2,), (0,)), ((), ())), ["Reshape", "MatMul", "Reshape"]),
     "batch_no_free": (("B", 8), ("B", 8), (((1,), (1,)), ((0,), (0,))),
                       ["Unsqueeze", "Unsqueeze", "MatMul", "Squeeze"]),
     "batch_matvec": (("B", 5, 8), ("B", 8), (((2,), (1,)), ((0,), (0,))), ["Unsqueeze", "MatMul", "Squeeze"]),
-    "batch_outer": (("B", 5), ("B", 6), (((), ()), ((0,), (0,))), ["Unsqueeze", "Unsqueeze", "MatMul"]),
+    "batch_outer": (("B", 5), ("B", 6), (((), ()), ((0,), (0,))), ["Unsqueeze", "Unsqueeze"]),
+    "all_batch": (("B", 3, 4), (3, "B", 4), (((), ()), ((0, 1, 2), (1, 0, 2))), ["Transpose"]),
     "batch_two_free": (("B", 2, 5, 8), ("B", 8, 6), (((3,), (1,)), ((0,), (0,))),
                        ["Reshape", "MatMul", "Reshape"]),
     # Two symbolic merged sizes: 5*B takes Reshape's -1, 3*T its runtime value.
