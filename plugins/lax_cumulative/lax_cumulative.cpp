@@ -62,7 +62,7 @@ int32_t order_dtype(int32_t t) {
 // x (of type `in`) in order_dtype, and back. Flipping the top bit maps uint64
 // [0, 2^64) onto int64 [-2^63, 2^63) monotonically.
 Value flip_top_bit(Lowering& L, Value x, const Aval& u64) {
-  return L.op("BitwiseXor", {x, L.constant(std::vector<uint64_t>{uint64_t{1} << 63}, {})}, u64);
+  return bitwise(L, "BitwiseXor", {x, L.constant(std::vector<uint64_t>{uint64_t{1} << 63}, {})}, u64);
 }
 Value to_order(Lowering& L, Value x, const Aval& in) {
   if (in.dtype == dtype::u64) return cast(L, flip_top_bit(L, x, in), in, dtype::i64);

@@ -87,8 +87,44 @@ Value dims_minus(Lowering& L, const Shape& a, const Shape& b) {
   return L.op("Sub", {shape_value(L, a), shape_value(L, b)}, out);
 }
 
+// ScatterND with `reduction` where the opset has none (add/mul before 16,
+// min/max before 18): a Loop over the index tuples in order, each gathering
+// the current slice, combining it with its update and writing it back, so
+// duplicates combine one after another as in the reduction.
+Value scatter_nd_loop(Lowering& L, Value data, Value idx, Value upd, const Aval& out,
+                      const std::string& reduction) {
+  const char* op = reduction == "add" ? "Add" : reduction == "mul" ? "Mul"
+                   : reduction == "max" ? "Max" : "Min";
+  const Aval ia = L.aval_of(idx);
+  const int64_t q = ia.shape.back().value, R = out.rank();
+  const Aval i64_1(dtype::i64, {1}), any_i64 = Aval::of_unknown_shape(dtype::i64);
+  const Aval any = Aval::of_unknown_shape(out.dtype);
+  // idx as [N, q], upd as [N, data dims q..]: N is the product of the index batch dims.
+  Value flat_idx = L.op("Reshape", {idx, i64s(L, {-1, q})}, any_i64);
+  Value tail = q < R ? shape_slice(L, data, q, R) : kNoValue;
+  Value ushape = tail == kNoValue ? i64s(L, {-1})
+                                  : L.op("Concat", {i64s(L, {-1}), tail}, any_i64, {Attr::i("axis", 0)});
+  Value flat_upd = L.op("Reshape", {upd, ushape}, any);
+  Value n = L.op("Squeeze", {shape_slice(L, flat_idx, 0, 1), i64s(L, {0})}, Aval(dtype::i64, {}));
+  Subgraph g = L.begin_subgraph("scatter_" + reduction + "_body");
+  Value i = g.input(Aval(dtype::i64, {}), "i");
+  Value cond = g.input(Aval(dtype::boolean, {}), "cond_in");
+  Value acc = g.input(out, "acc");
+  Value at = L.op("Unsqueeze", {i, i64s(L, {0})}, i64_1);
+  Value row = L.op("Gather", {flat_idx, at}, any_i64, {Attr::i("axis", 0)});
+  Value u = L.op("Gather", {flat_upd, at}, any, {Attr::i("axis", 0)});
+  Value cur = L.op("GatherND", {acc, row}, any);
+  Value next = L.op("ScatterND", {acc, row, L.op(op, {cur, u}, any)}, out);
+  GraphRef body = g.end({cond, next});
+  return L.op_n("Loop", {n, scalar(L, dtype::boolean, 1), data}, {out},
+                {Attr::graph("body", body)})[0];
+}
+
 Value scatter_nd(Lowering& L, Value data, Value idx, Value upd, const Aval& out,
                  const std::string& reduction) {
+  if (reduction != "none" &&
+      L.opset() < (reduction == "add" || reduction == "mul" ? 16 : 18))
+    return scatter_nd_loop(L, data, idx, upd, out, reduction);
   std::vector<Attr> attrs;
   if (reduction != "none") attrs.push_back(Attr::s("reduction", reduction));
   return L.op("ScatterND", {data, idx, upd}, out, attrs);
@@ -156,7 +192,7 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
       Value valid = L.op("Equal", {clipped, idx}, ia.with_dtype(dtype::boolean));
       if (K > 1) {  // all over the index vector; ReduceMin has no bool kernel
         Value v = cast(L, valid, ia.with_dtype(dtype::boolean), dtype::i32);
-        v = L.op("ReduceMin", {v, i64s(L, {nb})}, Aval(dtype::i32, vshape), {Attr::i("keepdims", 1)});
+        v = reduce_over(L, "ReduceMin", v, {nb}, true, Aval(dtype::i32, vshape));
         valid = cast(L, v, Aval(dtype::i32, vshape), dtype::boolean);
       }
       Shape redirect(static_cast<size_t>(K), Dim(0));
@@ -381,7 +417,7 @@ JAXONNX_PLUGIN("lax_scatter", "0.1.0") {
   // Ops any scatter may emit: index arithmetic, bounds handling, the scatter.
 #define JAXONNX_SCATTER_OPS                                                                        \
   "ScatterND", "Cast", "Transpose", "Min", "Max", "Equal", "ReduceMin", "Where", "Pad", "Slice", \
-      "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub"
+      "Loop", "GatherND", "Shape", "Reshape", "Concat", "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub"
   // name, ScatterND reduction, negated updates, the op its NaN or negation adds
   struct Scatter { const char* name; const char* reduction; bool negate; const char* extra; };
   static const Scatter kScatters[] = {

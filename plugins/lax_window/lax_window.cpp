@@ -266,10 +266,10 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
   const int32_t id_t = dtype::is_float(in.dtype) ? ct : in.dtype;
   Value pad = cast(L, scalar_const(L, id_t, encode(identity(k, in.dtype), id_t)), Aval(id_t, {}), ct);
   Value x = cast(L, L.input(xi), in, ct);
-  Value r = windowed(L, [&](Value a, Value b, const Aval& t) { return L.op(op, {a, b}, t); }, x,
+  Value r = windowed(L, [&](Value a, Value b, const Aval& t) { return bitwise(L, op, {a, b}, t); }, x,
                      in.with_dtype(ct), pad, w, out.shape);
   Aval rc = out.with_dtype(ct);
-  if (init != kNoValue) r = L.op(op, {cast(L, init, Aval(in.dtype, {}), ct), r}, rc);
+  if (init != kNoValue) r = bitwise(L, op, {cast(L, init, Aval(in.dtype, {}), ct), r}, rc);
   return cast(L, r, rc, out.dtype);
 }
 

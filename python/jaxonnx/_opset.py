@@ -1,7 +1,8 @@
-"""Opsets below the oldest the plugins emit (jaxonnx._core.MIN_OPSET).
+"""Opsets below the oldest the plugins lower to (jaxonnx._core.MIN_OPSET, 13).
 
-The program is lowered at MIN_OPSET; when every operator of the model has the
-same definition at the requested opset (Add, Mul, Conv, ... changed long ago),
+From MIN_OPSET up, every plugin lowers at the requested opset itself. Below
+it, the program is lowered at MIN_OPSET; when every operator of the model has
+the same definition at the requested opset (Add, Conv, ... changed long ago),
 the model is relabelled to it. Otherwise the ConversionError names each
 operator and the opset its form needs.
 """
@@ -43,7 +44,7 @@ def relabel(data: bytes, opset: int) -> bytes:
         raise ConversionError(
             f"opset {opset}: this model needs operators in forms newer than opset {opset}: "
             f"{listed}; pass opset={max(need.values())} or newer ({_core.MIN_OPSET} is the oldest "
-            f"jaxonnx lowers to; older opsets work only when every operator kept its form)")
+            f"jaxonnx lowers to; below it a model converts only when every operator kept its form)")
     for entry in model.opset_import:
         if entry.domain in ("", "ai.onnx"):
             entry.version = opset
