@@ -42,9 +42,14 @@ using namespace jaxonnx::sdk;
 
 // The dtype onnxruntime (CPU) runs `op` in for operands of dtype `t`: `t`
 // itself, or an exact widening where it has no kernel for `t` (kernels.hpp).
-int32_t compute_type(std::string_view op, int32_t t) {
+// Before opset 14, Add/Sub/Mul/Div have no 8- and 16-bit integer forms: int32
+// keeps every value, and the Cast back wraps as XLA does.
+int32_t compute_type(std::string_view op, int32_t t, int64_t opset = 23) {
   if (op == "Cast" || op == "Identity") return t;
   if (t == dtype::bf16) return dtype::f32;  // bfloat16: Cast is the only kernel
+  if (opset < 14 && (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") &&
+      (t == dtype::i8 || t == dtype::i16 || t == dtype::u8 || t == dtype::u16))
+    return dtype::i32;
   int32_t c = kernels::compute_type(op, t, /*bits_only=*/op == "Where");
   return c == JXO_DTYPE_UNDEFINED ? t : c;
 }
@@ -53,7 +58,7 @@ int32_t compute_type(std::string_view op, int32_t t) {
 // condition is not one) have dtype `t`, giving `out`; run in compute_type.
 Value emit(Lowering& L, const char* op, std::vector<Value> ins, int32_t t, const Aval& out,
            size_t first_data = 0) {
-  int32_t c = compute_type(op, t);
+  int32_t c = compute_type(op, t, L.opset());
   if (c == t) return L.op(op, ins, out);
   for (size_t i = first_data; i < ins.size(); ++i) ins[i] = cast(L, ins[i], L.aval_of(ins[i]), c);
   if (out.dtype != t) return L.op(op, ins, out);
