@@ -173,10 +173,23 @@ Value popcount(Lowering& L, Value x, const Aval& a) {
   return x;
 }
 
+// The unsigned type bit counts run in: shift_type, but uint32 for 8-bit
+// values before opset 14 (Add/Sub/Mul have no uint8 form there); the
+// zero-extended value has the same bits.
+int32_t count_type(Lowering& L, int n) {
+  int32_t W = shift_type(n);
+  return W == dtype::u8 && L.opset() < 14 ? dtype::u32 : W;
+}
+
+Value counted_view(Lowering& L, Value x, const Aval& a) {
+  int n = bits_of(a.dtype);
+  return cast(L, unsigned_view(L, x, a), a.with_dtype(shift_type(n)), count_type(L, n));
+}
+
 void lower_population_count(Lowering& L) {
   Aval a = L.in_aval(0), out = L.out_aval(0);
-  Aval wa = a.with_dtype(shift_type(bits_of(a.dtype)));
-  Value r = popcount(L, unsigned_view(L, L.input(0), a), wa);
+  Aval wa = a.with_dtype(count_type(L, bits_of(a.dtype)));
+  Value r = popcount(L, counted_view(L, L.input(0), a), wa);
   L.bind(0, cast(L, r, wa, out.dtype));
 }
 
@@ -185,8 +198,8 @@ void lower_population_count(Lowering& L) {
 void lower_clz(Lowering& L) {
   Aval a = L.in_aval(0), out = L.out_aval(0);
   int n = bits_of(a.dtype);
-  Aval wa = a.with_dtype(shift_type(n));
-  Value x = unsigned_view(L, L.input(0), a);
+  Aval wa = a.with_dtype(count_type(L, n));
+  Value x = counted_view(L, L.input(0), a);
   for (int k = 1; k < n; k *= 2)
     x = bitwise(L, "BitwiseOr", {x, shift(L, x, int_scalar(L, wa.dtype, k), wa, "RIGHT")}, wa);
   Value r = L.op("Sub", {int_scalar(L, wa.dtype, n), popcount(L, x, wa)}, wa);

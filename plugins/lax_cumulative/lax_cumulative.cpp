@@ -88,9 +88,12 @@ Params cum_params(Lowering& L, const Aval& in) {
   return {axis, L.param("reverse").as_bool()};
 }
 
+// CumSum-11 (before opset 14) has no float16: it sums in float32 then.
 Value cumsum(Lowering& L, Value x, const Aval& a, int64_t axis, bool reverse) {
-  return L.op("CumSum", {x, scalar(L, dtype::i64, static_cast<double>(axis))}, a,
-              {Attr::i("exclusive", 0), Attr::i("reverse", reverse ? 1 : 0)});
+  const int32_t c = a.dtype == dtype::f16 && L.opset() < 14 ? dtype::f32 : a.dtype;
+  Value r = L.op("CumSum", {cast(L, x, a, c), scalar(L, dtype::i64, static_cast<double>(axis))},
+                 a.with_dtype(c), {Attr::i("exclusive", 0), Attr::i("reverse", reverse ? 1 : 0)});
+  return cast(L, r, a.with_dtype(c), a.dtype);
 }
 
 // ------------------------------------------------------------------ cumsum --

@@ -246,7 +246,7 @@ void lower_neg(Lowering& L) {
   Aval a = L.in_aval(0);
   Value x = L.input(0);
   if (dtype::is_unsigned_int(a.dtype)) {
-    L.bind(0, L.op("Sub", {scalar(L, a.dtype, 0), x}, L.out_aval(0)));
+    L.bind(0, emit(L, "Sub", {scalar(L, a.dtype, 0), x}, a.dtype, L.out_aval(0)));
   } else {
     L.bind(0, emit(L, "Neg", {x}, a.dtype, L.out_aval(0)));
   }
@@ -376,11 +376,11 @@ void lower_integer_pow(Lowering& L) {
   uint64_t n = reciprocal ? 0 - static_cast<uint64_t>(y) : static_cast<uint64_t>(y);
   Value acc = kNoValue;
   while (n > 0) {
-    if (n & 1) acc = acc == kNoValue ? x : L.op("Mul", {acc, x}, out);
+    if (n & 1) acc = acc == kNoValue ? x : emit(L, "Mul", {acc, x}, out.dtype, out);
     n >>= 1;
-    if (n > 0) x = L.op("Mul", {x, x}, out);
+    if (n > 0) x = emit(L, "Mul", {x, x}, out.dtype, out);
   }
-  if (reciprocal) acc = L.op("Div", {scalar(L, out.dtype, 1), acc}, out);
+  if (reciprocal) acc = emit(L, "Div", {scalar(L, out.dtype, 1), acc}, out.dtype, out);
   L.bind(0, narrow(L, acc, out, result_dtype));
 }
 

@@ -114,7 +114,13 @@ Value scatter_nd_loop(Lowering& L, Value data, Value idx, Value upd, const Aval&
   Value row = L.op("Gather", {flat_idx, at}, any_i64, {Attr::i("axis", 0)});
   Value u = L.op("Gather", {flat_upd, at}, any, {Attr::i("axis", 0)});
   Value cur = L.op("GatherND", {acc, row}, any);
-  Value next = L.op("ScatterND", {acc, row, L.op(op, {cur, u}, any)}, out);
+  // Add/Mul on 8- and 16-bit integers exist from opset 14: int32, wrapped back.
+  const int32_t t = out.dtype;
+  const bool narrow = (t == dtype::i8 || t == dtype::u8 || t == dtype::i16 || t == dtype::u16) &&
+                      L.opset() < 14;
+  const Aval wide = Aval::of_unknown_shape(narrow ? dtype::i32 : t);
+  Value both = L.op(op, {cast(L, cur, any, wide.dtype), cast(L, u, any, wide.dtype)}, wide);
+  Value next = L.op("ScatterND", {acc, row, cast(L, both, wide, t)}, out);
   GraphRef body = g.end({cond, next});
   return L.op_n("Loop", {n, scalar(L, dtype::boolean, 1), data}, {out},
                 {Attr::graph("body", body)})[0];

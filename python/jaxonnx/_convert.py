@@ -226,6 +226,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=23, *,
                              fuse=bool(fuse))
         if lowered_opset != opset:
             data = _opset.relabel(data, int(opset))
+        elif opset < _opset.CHECKED_BELOW:
+            _opset.check_lowered(data, int(opset))
     progress.converted(data, data_files, inline=external is _output.INLINE)
     if verify:
         plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),

@@ -134,6 +134,12 @@ def _scatters(x):
     return _indices_add(x), _indices_max(x)
 
 
+def _fft(x):
+    z = jnp.fft.fft(x[:, :4] + 1j * x[:, 4:])
+    return (jnp.abs(jnp.fft.fft(x)), jnp.fft.irfft(jnp.fft.rfft(x), n=8), jnp.real(z), jnp.imag(z),
+            jnp.real(jnp.fft.ifft(z)))
+
+
 PRIMITIVES = {  # one model per family, to keep the file fast
     "reductions": (_reductions, [("B", 6)]),
     "shapes": (_shapes, [("B", 6)]),
@@ -143,6 +149,7 @@ PRIMITIVES = {  # one model per family, to keep the file fast
     "scatters": (_scatters, [(5, "B")]),
     "conv": (_conv, [("B", 6, 6, 4)]),
     "pooling": (_pool, [("B", 6, 6, 3)]),
+    "fft": (_fft, [("B", 8)]),
 }
 
 
@@ -161,6 +168,11 @@ def test_bitwise_ops_at_opset(opset):
     model = check(fn, [("B", 5), ("B", 5)], [np.int32, np.int32], make_inputs=_ints, opset=opset,
                   x64=True)
     assert declared(model) == opset
+
+
+def test_fft_along_a_symbolic_axis_needs_opset_17():
+    with pytest.raises(jaxonnx.ConversionError, match=r"symbolic axis .*needs opset 17"):
+        jaxonnx.to_onnx(lambda x: jnp.abs(jnp.fft.fft(x)), [("N",)], opset=16)
 
 
 def test_below_13_relabels_when_every_op_kept_its_form():

@@ -347,7 +347,7 @@ inline Value reshape(Lowering& L, Value x, const Aval& in, const Aval& out) {
   std::vector<Attr> attrs;
   if (L.opset() < 14 && zero_size) {
     // No allowzero before opset 14 (a 0 in the shape copies the input's
-    // dim): x has no elements, so reshape it to ones with -1 (inferred as 0)
+    // dim), and out has a static 0: x has no elements, so reshape it to ones with -1 (inferred as 0)
     // where out has a static 0, and Expand that to out's shape.
     std::vector<int64_t> ones(out.shape.size(), 1);
     for (size_t i = 0; i < out.shape.size(); ++i)
@@ -357,8 +357,22 @@ inline Value reshape(Lowering& L, Value x, const Aval& in, const Aval& out) {
     Value u = L.op("Reshape", {x, i64s(L, ones)}, out.with_dtype(in.dtype).with_shape(unit));
     return L.op("Expand", {u, shape_value(L, out.shape)}, out.with_dtype(in.dtype));
   }
-  // Before opset 14 a runtime dim that is 0 copies the input's dim instead
-  // (docs/api.md, opsets).
+  if (L.opset() < 14 && runtime) {
+    // No allowzero either, and a runtime dim may be 0: reshape into
+    // max(shape, 1) (never 0), x's elements padded with zeros up to that
+    // size (padding only when x is empty), then Slice to the shape.
+    const int64_t R = out.rank();
+    const Aval i1(dtype::i64, {1}), iR(dtype::i64, {R}), any = Aval::of_unknown_shape(in.dtype);
+    Value shape = shape_value(L, target);
+    Value ones = L.op("Max", {shape, i64s(L, {1})}, iR);
+    Value total = reduce_over(L, "ReduceProd", ones, {0}, true, i1);
+    Value flat = L.op("Reshape", {x, i64s(L, {-1})}, any);
+    Value fill = L.op("Expand", {scalar(L, in.dtype, 0), L.op("Sub", {total, shape_slice(L, flat, 0, 1)}, i1)}, any);
+    Value grid = L.op("Reshape", {L.op("Concat", {flat, fill}, any, {Attr::i("axis", 0)}), ones}, any);
+    std::vector<int64_t> starts(static_cast<size_t>(R), 0), axes;
+    for (int64_t i = 0; i < R; ++i) axes.push_back(i);
+    return L.op("Slice", {grid, i64s(L, starts), shape, i64s(L, axes)}, out.with_dtype(in.dtype));
+  }
   if ((runtime || zero_size) && L.opset() >= 14) attrs.push_back(Attr::i("allowzero", 1));
   return L.op("Reshape", {x, shape_value(L, target)}, out.with_dtype(in.dtype), attrs);
 }

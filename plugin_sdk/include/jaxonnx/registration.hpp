@@ -141,7 +141,8 @@ class Plugin {
         add_op(op);
         std::string_view o(op);
         if (o == "Shape") add_op("Slice");
-        if (o == "Reshape") add_op("Expand");
+        if (o == "Reshape")
+          for (const char* f : {"Expand", "Max", "ReduceProd", "Sub", "Shape", "Slice", "Concat"}) add_op(f);
         if (o == "BitwiseNot") for (const char* f : {"Cast", "Sub"}) add_op(f);
         if (o == "BitwiseAnd" || o == "BitwiseOr" || o == "BitwiseXor")
           for (const char* f : {"Cast", "Unsqueeze", "BitShift", "Mod", "Mul", "Slice", "Add", "Squeeze", "Sub"})
