@@ -187,3 +187,16 @@ def test_below_13_names_the_ops_that_need_newer_forms():
     with pytest.raises(jaxonnx.ConversionError, match=r"opset 11: .*ReduceSum \(opset 13\)"):
         jaxonnx.to_onnx(lambda x: jnp.sum(x, 0), [jax.ShapeDtypeStruct((3, 2), jnp.float32)],
                         opset=11)
+
+
+def test_a_node_in_a_newer_form_is_a_conversion_error():
+    # What to_onnx runs on every model lowered below 18: int8 Add exists from 14.
+    from onnx import TensorProto, helper
+
+    from jaxonnx import _opset
+    x = helper.make_tensor_value_info("x", TensorProto.INT8, [2])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "x"], ["y"])], "g", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(jaxonnx.ConversionError, match=r"opset 13: .*Add.*pass opset=14 or newer"):
+        _opset.check_lowered(model.SerializeToString(), 13)
