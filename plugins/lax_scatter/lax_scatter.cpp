@@ -87,53 +87,9 @@ Value dims_minus(Lowering& L, const Shape& a, const Shape& b) {
   return L.op("Sub", {shape_value(L, a), shape_value(L, b)}, out);
 }
 
-// ScatterND with `reduction` where the opset has none (add/mul before 16,
-// min/max before 18): a Loop over the index tuples in order, each gathering
-// the current slice, combining it with its update and writing it back, so
-// duplicates combine one after another as in the reduction.
-Value scatter_nd_loop(Lowering& L, Value data, Value idx, Value upd, const Aval& out,
-                      const std::string& reduction) {
-  const char* op = reduction == "add" ? "Add" : reduction == "mul" ? "Mul"
-                   : reduction == "max" ? "Max" : "Min";
-  const Aval ia = L.aval_of(idx);
-  const int64_t q = ia.shape.back().value, R = out.rank();
-  const Aval i64_1(dtype::i64, {1}), any_i64 = Aval::of_unknown_shape(dtype::i64);
-  const Aval any = Aval::of_unknown_shape(out.dtype);
-  // idx as [N, q], upd as [N, data dims q..]: N is the product of the index batch dims.
-  Value flat_idx = L.op("Reshape", {idx, i64s(L, {-1, q})}, any_i64);
-  Value tail = q < R ? shape_slice(L, data, q, R) : kNoValue;
-  Value ushape = tail == kNoValue ? i64s(L, {-1})
-                                  : L.op("Concat", {i64s(L, {-1}), tail}, any_i64, {Attr::i("axis", 0)});
-  Value flat_upd = L.op("Reshape", {upd, ushape}, any);
-  Value n = L.op("Squeeze", {shape_slice(L, flat_idx, 0, 1), i64s(L, {0})}, Aval(dtype::i64, {}));
-  Subgraph g = L.begin_subgraph("scatter_" + reduction + "_body");
-  Value i = g.input(Aval(dtype::i64, {}), "i");
-  Value cond = g.input(Aval(dtype::boolean, {}), "cond_in");
-  Value acc = g.input(out, "acc");
-  Value at = L.op("Unsqueeze", {i, i64s(L, {0})}, i64_1);
-  Value row = L.op("Gather", {flat_idx, at}, any_i64, {Attr::i("axis", 0)});
-  Value u = L.op("Gather", {flat_upd, at}, any, {Attr::i("axis", 0)});
-  Value cur = L.op("GatherND", {acc, row}, any);
-  // Add/Mul on 8- and 16-bit integers exist from opset 14: int32, wrapped back.
-  const int32_t t = out.dtype;
-  const bool narrow = (t == dtype::i8 || t == dtype::u8 || t == dtype::i16 || t == dtype::u16) &&
-                      L.opset() < 14;
-  const Aval wide = Aval::of_unknown_shape(narrow ? dtype::i32 : t);
-  Value both = L.op(op, {cast(L, cur, any, wide.dtype), cast(L, u, any, wide.dtype)}, wide);
-  Value next = L.op("ScatterND", {acc, row, cast(L, both, wide, t)}, out);
-  GraphRef body = g.end({cond, next});
-  return L.op_n("Loop", {n, scalar(L, dtype::boolean, 1), data}, {out},
-                {Attr::graph("body", body)})[0];
-}
-
 Value scatter_nd(Lowering& L, Value data, Value idx, Value upd, const Aval& out,
                  const std::string& reduction) {
-  if (reduction != "none" &&
-      L.opset() < (reduction == "add" || reduction == "mul" ? 16 : 18))
-    return scatter_nd_loop(L, data, idx, upd, out, reduction);
-  std::vector<Attr> attrs;
-  if (reduction != "none") attrs.push_back(Attr::s("reduction", reduction));
-  return L.op("ScatterND", {data, idx, upd}, out, attrs);
+  return scatter_nd_reduce(L, data, idx, upd, out, reduction);
 }
 
 // The scatter `dn` of `upd` (aval `ua`) into `data` (aval `da`) at int64

@@ -309,6 +309,55 @@ inline Value bitwise(Lowering& L, std::string_view op, const std::vector<Value>&
   return cast(L, r, ua, out.dtype);
 }
 
+// ScatterND(data, idx, upd) with `reduction` ("none", "add", "mul", "max",
+// "min") giving `out`, in the form the opset allows: the attribute from opset
+// 16 (add, mul) or 18 (max, min). Before, a Loop over the index tuples in
+// order, each gathering the current slice, combining it with its update and
+// writing it back, so duplicates combine one after another as in the
+// reduction (8- and 16-bit integers combine in int32 before opset 14). The
+// index vector's length must be static.
+inline Value scatter_nd_reduce(Lowering& L, Value data, Value idx, Value upd, const Aval& out,
+                               std::string_view reduction) {
+  const bool attr_form = reduction == "none" ||
+                         L.opset() >= (reduction == "add" || reduction == "mul" ? 16 : 18);
+  if (attr_form) {
+    std::vector<Attr> attrs;
+    if (reduction != "none") attrs.push_back(Attr::s("reduction", std::string(reduction)));
+    return L.op("ScatterND", {data, idx, upd}, out, attrs);
+  }
+  const char* op = reduction == "add" ? "Add" : reduction == "mul" ? "Mul"
+                   : reduction == "max" ? "Max" : "Min";
+  const Aval ia = L.aval_of(idx);
+  if (ia.unknown_rank || ia.rank() < 1 || !ia.shape.back().is_static())
+    throw Error("scatter_nd_reduce: the index vector's length must be static");
+  const int64_t q = ia.shape.back().value, nb = ia.rank() - 1;
+  const Aval any_i64 = Aval::of_unknown_shape(dtype::i64), any = Aval::of_unknown_shape(out.dtype);
+  // idx as [N, q], upd as [N, its slice dims]: N is the product of the index batch dims.
+  Value flat_idx = L.op("Reshape", {idx, i64s(L, {-1, q})}, any_i64);
+  Value tail = L.op("Slice", {L.op("Shape", {upd}, any_i64), i64s(L, {nb}), i64s(L, {INT64_MAX})},
+                    any_i64);
+  Value flat_upd = L.op("Reshape", {upd, L.op("Concat", {i64s(L, {-1}), tail}, any_i64,
+                                               {Attr::i("axis", 0)})}, any);
+  Value n = L.op("Squeeze", {shape_slice(L, flat_idx, 0, 1), i64s(L, {0})}, Aval(dtype::i64, {}));
+  const int32_t t = out.dtype;
+  const bool narrow = (t == dtype::i8 || t == dtype::u8 || t == dtype::i16 || t == dtype::u16) &&
+                      L.opset() < 14;
+  const Aval wide = Aval::of_unknown_shape(narrow ? dtype::i32 : t);
+  Subgraph g = L.begin_subgraph("scatter_" + std::string(reduction) + "_body");
+  Value i = g.input(Aval(dtype::i64, {}), "i");
+  Value cond = g.input(Aval(dtype::boolean, {}), "cond_in");
+  Value acc = g.input(out, "acc");
+  Value at = L.op("Unsqueeze", {i, i64s(L, {0})}, Aval(dtype::i64, {1}));
+  Value row = L.op("Gather", {flat_idx, at}, any_i64, {Attr::i("axis", 0)});
+  Value u = L.op("Gather", {flat_upd, at}, any, {Attr::i("axis", 0)});
+  Value cur = L.op("GatherND", {acc, row}, any);
+  Value both = L.op(op, {cast(L, cur, any, wide.dtype), cast(L, u, any, wide.dtype)}, wide);
+  Value next = L.op("ScatterND", {acc, row, cast(L, both, wide, t)}, out);
+  GraphRef body = g.end({cond, next});
+  return L.op_n("Loop", {n, scalar(L, dtype::boolean, 1), data}, {out},
+                {Attr::graph("body", body)})[0];
+}
+
 // `x` (of type `in`) reshaped to `out.shape`: the one place that decides
 // Reshape's shape operand. Per output dim it holds: the static size; else,
 // when every symbolic dim of `out` is the same as `in`'s dim at that index,
