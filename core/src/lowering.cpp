@@ -427,7 +427,7 @@ ir::Model Lowering::run(const ClosedJaxpr& program) {
   model.producer_version = options_.producer_version;
   if (options_.opset < kMinOpset)
     throw ConversionError("opset " + std::to_string(options_.opset) +
-                          " is not supported; jaxonnx emits opset " + std::to_string(kMinOpset) +
+                          " is not supported; jaxonnx lowers to opset " + std::to_string(kMinOpset) +
                           " or newer");
 
   auto name_of = [](const std::vector<std::string>& names, size_t i, const char* prefix) {

@@ -35,9 +35,12 @@ using namespace jaxonnx::sdk;
 
 // add_any(x, y): the sum of two cotangents, numeric types only as in JAX;
 // bfloat16 adds in float32 (onnxruntime has no bf16 Add).
+// Before opset 14 Add has no 8- and 16-bit integer form: int32, wrapped back.
 void lower_add_any(Lowering& L) {
   Aval a = L.out_aval(0);
   int32_t c = a.dtype == dtype::bf16 ? dtype::f32 : a.dtype;
+  if (L.opset() < 14 && (c == dtype::i8 || c == dtype::u8 || c == dtype::i16 || c == dtype::u16))
+    c = dtype::i32;
   Value x = cast(L, L.input(0), L.in_aval(0), c), y = cast(L, L.input(1), L.in_aval(1), c);
   L.bind(0, cast(L, L.op("Add", {x, y}, a.with_dtype(c)), a.with_dtype(c), a.dtype));
 }
@@ -242,7 +245,7 @@ void lower_select_and_scatter_add(Lowering& L) {
   Value pshape = r == 1 ? dims[0] : L.op("Concat", dims, Aval(dtype::i64, {r}), {Attr::i("axis", 0)});
   Value zeros = L.op("Expand", {scalar(L, c, 0), pshape}, Aval::of_unknown_shape(c));
   Value s = cast(L, L.input(0), src, c);
-  Value y = L.op("ScatterND", {zeros, indices, s}, Aval::of_unknown_shape(c), {Attr::s("reduction", "add")});
+  Value y = scatter_nd_reduce(L, zeros, indices, s, Aval::of_unknown_shape(c), "add");
   if (padded) {
     std::vector<int64_t> starts, ends;
     for (int64_t d = 0; d < r; ++d) {
@@ -275,7 +278,8 @@ JAXONNX_PLUGIN("lax_autodiff", "0.1.0") {
       .summary("JVP of max/min pooling: ArgMax over the stacked window slices, GatherElements of the tangents");
   plugin.primitive("select_and_scatter_add", lower_select_and_scatter_add)
       .emits({"Pad", "Unsqueeze", "Slice", "Concat", "ArgMax", "ArgMin", "Range", "Squeeze", "Mul",
-              "Gather", "Add", "Expand", "ScatterND", "Identity", "Cast"})
+              "Gather", "Add", "Expand", "ScatterND", "Identity", "Cast", "Loop", "GatherND", "Shape",
+              "Slice", "Concat", "Reshape", "Squeeze"})
       .emits_shape_ops()
       .summary("VJP of max/min pooling: ArgMax over the stacked window slices, ScatterND(add) of the source");
 }

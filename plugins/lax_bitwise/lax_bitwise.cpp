@@ -112,7 +112,8 @@ Value zero_unless(Lowering& L, Value cond, const Aval& cond_aval, Value v, const
 
 void lower_logical(Lowering& L, const char* logical, const char* bitwise) {
   Aval out = L.out_aval(0);
-  L.bind(0, L.op(out.dtype == dtype::boolean ? logical : bitwise, L.inputs(), out));
+  L.bind(0, out.dtype == dtype::boolean ? L.op(logical, L.inputs(), out)
+                                         : jaxonnx::sdk::bitwise(L, bitwise, L.inputs(), out));
 }
 
 // ------------------------------------------------------------------ shifts --
@@ -147,11 +148,11 @@ void lower_shift_right_arithmetic(Lowering& L) {
   Value x = cast(L, L.input(0), xa, S);  // unsigned types shift their two's complement pattern
   Value neg = L.op("Less", {x, int_scalar(L, S, 0)}, neg_aval);
   Value fill = L.op("Neg", {cast(L, neg, neg_aval, S)}, xs_aval);
-  Value t = cast(L, L.op("BitwiseXor", {x, fill}, xs_aval), xs_aval, W);
+  Value t = cast(L, bitwise(L, "BitwiseXor", {x, fill}, xs_aval), xs_aval, W);
   Value s = cast(L, L.input(1), sa, W);
   Value amount = L.op("Min", {s, int_scalar(L, W, n - 1)}, sa.with_dtype(W));
   Value r = cast(L, shift(L, t, amount, out.with_dtype(W), "RIGHT"), out.with_dtype(W), S);
-  r = L.op("BitwiseXor", {r, fill}, out.with_dtype(S));
+  r = bitwise(L, "BitwiseXor", {r, fill}, out.with_dtype(S));
   L.bind(0, cast(L, r, out.with_dtype(S), out.dtype));
 }
 
@@ -161,7 +162,7 @@ void lower_shift_right_arithmetic(Lowering& L) {
 Value popcount(Lowering& L, Value x, const Aval& a) {
   int n = bits_of(a.dtype);
   auto c = [&](uint64_t v) { return int_scalar(L, a.dtype, v); };
-  auto band = [&](Value v, uint64_t mask) { return L.op("BitwiseAnd", {v, c(mask)}, a); };
+  auto band = [&](Value v, uint64_t mask) { return bitwise(L, "BitwiseAnd", {v, c(mask)}, a); };
   auto shr = [&](Value v, int k) { return shift(L, v, c(static_cast<uint64_t>(k)), a, "RIGHT"); };
   // Counts of 2-bit, then 4-bit, then 8-bit fields.
   x = L.op("Sub", {x, band(shr(x, 1), 0x5555555555555555ull)}, a);
@@ -172,10 +173,23 @@ Value popcount(Lowering& L, Value x, const Aval& a) {
   return x;
 }
 
+// The unsigned type bit counts run in: shift_type, but uint32 for 8-bit
+// values before opset 14 (Add/Sub/Mul have no uint8 form there); the
+// zero-extended value has the same bits.
+int32_t count_type(Lowering& L, int n) {
+  int32_t W = shift_type(n);
+  return W == dtype::u8 && L.opset() < 14 ? dtype::u32 : W;
+}
+
+Value counted_view(Lowering& L, Value x, const Aval& a) {
+  int n = bits_of(a.dtype);
+  return cast(L, unsigned_view(L, x, a), a.with_dtype(shift_type(n)), count_type(L, n));
+}
+
 void lower_population_count(Lowering& L) {
   Aval a = L.in_aval(0), out = L.out_aval(0);
-  Aval wa = a.with_dtype(shift_type(bits_of(a.dtype)));
-  Value r = popcount(L, unsigned_view(L, L.input(0), a), wa);
+  Aval wa = a.with_dtype(count_type(L, bits_of(a.dtype)));
+  Value r = popcount(L, counted_view(L, L.input(0), a), wa);
   L.bind(0, cast(L, r, wa, out.dtype));
 }
 
@@ -184,10 +198,10 @@ void lower_population_count(Lowering& L) {
 void lower_clz(Lowering& L) {
   Aval a = L.in_aval(0), out = L.out_aval(0);
   int n = bits_of(a.dtype);
-  Aval wa = a.with_dtype(shift_type(n));
-  Value x = unsigned_view(L, L.input(0), a);
+  Aval wa = a.with_dtype(count_type(L, n));
+  Value x = counted_view(L, L.input(0), a);
   for (int k = 1; k < n; k *= 2)
-    x = L.op("BitwiseOr", {x, shift(L, x, int_scalar(L, wa.dtype, k), wa, "RIGHT")}, wa);
+    x = bitwise(L, "BitwiseOr", {x, shift(L, x, int_scalar(L, wa.dtype, k), wa, "RIGHT")}, wa);
   Value r = L.op("Sub", {int_scalar(L, wa.dtype, n), popcount(L, x, wa)}, wa);
   L.bind(0, cast(L, r, wa, out.dtype));
 }
@@ -217,8 +231,8 @@ Value float_from_bits(Lowering& L, Value u, const Aval& a, int32_t F) {
   FloatFormat f = format_of(F);
   int32_t W = a.dtype;
   Aval fa = a.with_dtype(F), ia = a.with_dtype(dtype::i64), ba = a.with_dtype(dtype::boolean);
-  Value e = L.op("BitwiseAnd", {shift(L, u, int_scalar(L, W, f.mbits), a, "RIGHT"), int_scalar(L, W, f.emax())}, a);
-  Value m = L.op("BitwiseAnd", {u, int_scalar(L, W, (uint64_t{1} << f.mbits) - 1)}, a);
+  Value e = bitwise(L, "BitwiseAnd", {shift(L, u, int_scalar(L, W, f.mbits), a, "RIGHT"), int_scalar(L, W, f.emax())}, a);
+  Value m = bitwise(L, "BitwiseAnd", {u, int_scalar(L, W, (uint64_t{1} << f.mbits) - 1)}, a);
   Value ei = cast(L, e, a, dtype::i64);
   Value mf = cast(L, m, a, F);
   Value normal = L.op("Greater", {ei, int_scalar(L, dtype::i64, 0)}, ba);
@@ -229,7 +243,7 @@ Value float_from_bits(Lowering& L, Value u, const Aval& a, int32_t F) {
   std::vector<double> lo, hi;
   for (int k = 0; k < 64; ++k) lo.push_back(std::ldexp(1.0, k));
   for (int h = 0; h <= (f.emax() - 1) / 64; ++h) hi.push_back(std::ldexp(1.0, 64 * h + 1 - f.bias - f.mbits));
-  Value lo_j = L.op("Gather", {float_table(L, F, lo), L.op("BitwiseAnd", {j, int_scalar(L, dtype::i64, 63)}, ia)}, fa);
+  Value lo_j = L.op("Gather", {float_table(L, F, lo), bitwise(L, "BitwiseAnd", {j, int_scalar(L, dtype::i64, 63)}, ia)}, fa);
   Value hi_j = L.op("Gather", {float_table(L, F, hi), L.op("Div", {j, int_scalar(L, dtype::i64, 64)}, ia)}, fa);
   Value v = L.op("Mul", {L.op("Mul", {sig, lo_j}, fa), hi_j}, fa);
   // The all-ones exponent: infinity, or NaN when the mantissa is nonzero.
@@ -363,7 +377,7 @@ void lower_bitcast_convert_type(Lowering& L) {
   Value joined = kNoValue;
   for (size_t k = 0; k < amounts.size(); ++k) {
     Value chunk = L.op("Gather", {placed, int_scalar(L, dtype::i64, k)}, joined_aval, {Attr::i("axis", -1)});
-    joined = k == 0 ? chunk : L.op("BitwiseOr", {joined, chunk}, joined_aval);
+    joined = k == 0 ? chunk : bitwise(L, "BitwiseOr", {joined, chunk}, joined_aval);
   }
   Value bits = cast(L, joined, joined_aval, Uo);
   L.bind(0, from_bits(L, bits, out.with_dtype(Uo), out.dtype));

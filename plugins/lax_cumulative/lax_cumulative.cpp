@@ -62,7 +62,7 @@ int32_t order_dtype(int32_t t) {
 // x (of type `in`) in order_dtype, and back. Flipping the top bit maps uint64
 // [0, 2^64) onto int64 [-2^63, 2^63) monotonically.
 Value flip_top_bit(Lowering& L, Value x, const Aval& u64) {
-  return L.op("BitwiseXor", {x, L.constant(std::vector<uint64_t>{uint64_t{1} << 63}, {})}, u64);
+  return bitwise(L, "BitwiseXor", {x, L.constant(std::vector<uint64_t>{uint64_t{1} << 63}, {})}, u64);
 }
 Value to_order(Lowering& L, Value x, const Aval& in) {
   if (in.dtype == dtype::u64) return cast(L, flip_top_bit(L, x, in), in, dtype::i64);
@@ -88,9 +88,12 @@ Params cum_params(Lowering& L, const Aval& in) {
   return {axis, L.param("reverse").as_bool()};
 }
 
+// CumSum-11 (before opset 14) has no float16: it sums in float32 then.
 Value cumsum(Lowering& L, Value x, const Aval& a, int64_t axis, bool reverse) {
-  return L.op("CumSum", {x, scalar(L, dtype::i64, static_cast<double>(axis))}, a,
-              {Attr::i("exclusive", 0), Attr::i("reverse", reverse ? 1 : 0)});
+  const int32_t c = a.dtype == dtype::f16 && L.opset() < 14 ? dtype::f32 : a.dtype;
+  Value r = L.op("CumSum", {cast(L, x, a, c), scalar(L, dtype::i64, static_cast<double>(axis))},
+                 a.with_dtype(c), {Attr::i("exclusive", 0), Attr::i("reverse", reverse ? 1 : 0)});
+  return cast(L, r, a.with_dtype(c), a.dtype);
 }
 
 // ------------------------------------------------------------------ cumsum --

@@ -104,7 +104,8 @@ inline E reduce(const char* op, const E& x, int64_t axis, bool keep = false) {
   Shape s = x.a.shape;
   if (keep) s[static_cast<size_t>(axis)] = Dim(1);
   else s.erase(s.begin() + axis);
-  return mk(*x.L, op, {x.v, i64s(*x.L, {axis})}, x.a.with_shape(s), {Attr::i("keepdims", keep ? 1 : 0)});
+  Aval out = x.a.with_shape(s);
+  return {x.L, reduce_over(*x.L, op, x.v, {axis}, keep, out), out};
 }
 inline E unsq(const E& x, int64_t axis) {
   Shape s = x.a.shape;

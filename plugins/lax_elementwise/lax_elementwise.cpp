@@ -42,9 +42,14 @@ using namespace jaxonnx::sdk;
 
 // The dtype onnxruntime (CPU) runs `op` in for operands of dtype `t`: `t`
 // itself, or an exact widening where it has no kernel for `t` (kernels.hpp).
-int32_t compute_type(std::string_view op, int32_t t) {
+// Before opset 14, Add/Sub/Mul/Div have no 8- and 16-bit integer forms: int32
+// keeps every value, and the Cast back wraps as XLA does.
+int32_t compute_type(std::string_view op, int32_t t, int64_t opset = 23) {
   if (op == "Cast" || op == "Identity") return t;
   if (t == dtype::bf16) return dtype::f32;  // bfloat16: Cast is the only kernel
+  if (opset < 14 && (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") &&
+      (t == dtype::i8 || t == dtype::i16 || t == dtype::u8 || t == dtype::u16))
+    return dtype::i32;
   int32_t c = kernels::compute_type(op, t, /*bits_only=*/op == "Where");
   return c == JXO_DTYPE_UNDEFINED ? t : c;
 }
@@ -53,7 +58,7 @@ int32_t compute_type(std::string_view op, int32_t t) {
 // condition is not one) have dtype `t`, giving `out`; run in compute_type.
 Value emit(Lowering& L, const char* op, std::vector<Value> ins, int32_t t, const Aval& out,
            size_t first_data = 0) {
-  int32_t c = compute_type(op, t);
+  int32_t c = compute_type(op, t, L.opset());
   if (c == t) return L.op(op, ins, out);
   for (size_t i = first_data; i < ins.size(); ++i) ins[i] = cast(L, ins[i], L.aval_of(ins[i]), c);
   if (out.dtype != t) return L.op(op, ins, out);
@@ -241,7 +246,7 @@ void lower_neg(Lowering& L) {
   Aval a = L.in_aval(0);
   Value x = L.input(0);
   if (dtype::is_unsigned_int(a.dtype)) {
-    L.bind(0, L.op("Sub", {scalar(L, a.dtype, 0), x}, L.out_aval(0)));
+    L.bind(0, emit(L, "Sub", {scalar(L, a.dtype, 0), x}, a.dtype, L.out_aval(0)));
   } else {
     L.bind(0, emit(L, "Neg", {x}, a.dtype, L.out_aval(0)));
   }
@@ -371,11 +376,11 @@ void lower_integer_pow(Lowering& L) {
   uint64_t n = reciprocal ? 0 - static_cast<uint64_t>(y) : static_cast<uint64_t>(y);
   Value acc = kNoValue;
   while (n > 0) {
-    if (n & 1) acc = acc == kNoValue ? x : L.op("Mul", {acc, x}, out);
+    if (n & 1) acc = acc == kNoValue ? x : emit(L, "Mul", {acc, x}, out.dtype, out);
     n >>= 1;
-    if (n > 0) x = L.op("Mul", {x, x}, out);
+    if (n > 0) x = emit(L, "Mul", {x, x}, out.dtype, out);
   }
-  if (reciprocal) acc = L.op("Div", {scalar(L, out.dtype, 1), acc}, out);
+  if (reciprocal) acc = emit(L, "Div", {scalar(L, out.dtype, 1), acc}, out.dtype, out);
   L.bind(0, narrow(L, acc, out, result_dtype));
 }
 

@@ -18,11 +18,13 @@
 // transform axis by axis (rfft: the last axis first, one-sided; irfft: the
 // last axis last). A symbolic axis is transformed as it comes (DFT reads its
 // length; float32 then computes in float64, the length being possibly not a
-// power of two); irfft's output lengths must be static. Opset 20 takes DFT's axis as an input, 18-19 (DFT-17) as an
-// attribute.
+// power of two); irfft's output lengths must be static. Opset 20 takes DFT's axis as an input, 17-19 (DFT-17) as an
+// attribute; below 17 a static axis is transformed by a MatMul with the DFT
+// matrix (O(n^2); a symbolic axis fails there).
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -46,9 +48,57 @@ int64_t fft_type(Lowering& L) {
 
 bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
+// Before opset 17 (no DFT): the transform along a static `axis` of packed `x`
+// as one MatMul by the real [n * c, m * 2] matrix of the DFT (c parts in, m
+// frequencies out), the axis moved next to the parts and back. The angles
+// 2 pi (j k mod n) / n are computed in double, then rounded to x's type.
+Value dft_matmul(Lowering& L, Value x, int64_t axis, bool onesided, const Aval& out) {
+  const Aval a = L.aval_of(x);
+  const int64_t R = a.rank();
+  const Dim& nd = a.shape[static_cast<size_t>(axis)];
+  if (!nd.is_static())
+    L.fail("fft along a symbolic axis (" + nd.str() + ") needs opset 17 (ONNX DFT); the model "
+           "targets opset " + std::to_string(L.opset()));
+  const int64_t n = nd.value, c = a.shape.back().value, m = out.shape[static_cast<size_t>(axis)].value;
+  (void)onesided;
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < R - 1; ++d) if (d != axis) perm.push_back(d);
+  perm.push_back(axis);
+  perm.push_back(R - 1);
+  std::vector<int64_t> back(static_cast<size_t>(R));
+  for (int64_t i = 0; i < R; ++i) back[static_cast<size_t>(perm[static_cast<size_t>(i)])] = i;
+  Shape lead;
+  for (int64_t d = 0; d < R - 1; ++d) if (d != axis) lead.push_back(a.shape[static_cast<size_t>(d)]);
+  auto with = [&](std::vector<Dim> tail) {
+    Shape sh = lead;
+    for (const Dim& d : tail) sh.push_back(d);
+    return Aval(a.dtype, sh);
+  };
+  const Aval moved = with({Dim(n), Dim(c)}), flat = with({Dim(n * c)}), prod = with({Dim(m * 2)}),
+             pairs = with({Dim(m), Dim(2)});
+  std::vector<double> w(static_cast<size_t>(n * c * m * 2));
+  const double two_pi = 6.283185307179586476925286766559;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < m; ++k) {
+      double th = two_pi * static_cast<double>((j * k) % n) / static_cast<double>(n);
+      double co = std::cos(th), si = std::sin(th);
+      // (re + i im)(cos - i sin) = (re cos + im sin) + i (im cos - re sin)
+      auto at = [&](int64_t p, int64_t q) -> double& { return w[static_cast<size_t>(((j * c + p) * m + k) * 2 + q)]; };
+      at(0, 0) = co;
+      at(0, 1) = -si;
+      if (c == 2) { at(1, 0) = si; at(1, 1) = co; }
+    }
+  Value mat = a.dtype == dtype::f64 ? L.constant(w, {n * c, m * 2})
+                                    : L.constant(std::vector<float>(w.begin(), w.end()), {n * c, m * 2});
+  Value xt = reshape(L, transpose(L, x, a, perm), moved, flat);
+  Value y = reshape(L, L.op("MatMul", {xt, mat}, prod), prod, pairs);
+  return transpose(L, y, pairs, back);
+}
+
 // A forward DFT of packed `x` (type `a`, last dim 1 for a real signal or 2)
 // along `axis`; `out` is the result's type.
 Value dft(Lowering& L, Value x, int64_t axis, bool onesided, const Aval& out) {
+  if (L.opset() < 17) return dft_matmul(L, x, axis, onesided, out);
   std::vector<Attr> attrs = {Attr::i("inverse", 0), Attr::i("onesided", onesided ? 1 : 0)};
   if (L.opset() >= 20)
     return L.op("DFT", {x, kNoValue, L.constant(std::vector<int64_t>{axis}, {})}, out, attrs);
@@ -157,7 +207,8 @@ void lower_fft(Lowering& L) {
 
 JAXONNX_PLUGIN("lax_fft", "0.1.0") {
   plugin.primitive("fft", lower_fft)
-      .emits({"DFT", "Mul", "Div", "Cast", "Unsqueeze", "Slice", "Concat", "Gather"})
+      .emits({"DFT", "Mul", "Div", "Cast", "Unsqueeze", "Slice", "Concat", "Gather", "MatMul",
+              "Transpose", "Reshape"})
       .emits_shape_ops()
       .doc(onnx_doc("DFT"))
       .summary("DFT on the packed form over the last 1-3 axes; inverses as conjugated forward "

@@ -156,8 +156,8 @@ Indices prepare_indices(Lowering& L, Value idx, const Aval& ia, int32_t ct, cons
     if (ia.shape.back() == Dim(1)) {
       r.mask = L.op("Squeeze", {ok, axis}, Aval(dtype::boolean, bs));
     } else {  // all of the K components: a min over 0/1 (no bool reduction in ONNX)
-      Value n = L.op("ReduceMin", {cast(L, ok, b, dtype::i32), axis}, Aval(dtype::i32, bs),
-                     {Attr::i("keepdims", 0)});
+      Value n = reduce_over(L, "ReduceMin", cast(L, ok, b, dtype::i32), {ia.rank() - 1}, false,
+                            Aval(dtype::i32, bs));
       r.mask = cast(L, n, Aval(dtype::i32, bs), dtype::boolean);
     }
   } else if (mode != "CLIP") {

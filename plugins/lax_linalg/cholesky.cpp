@@ -84,7 +84,7 @@ void lower_cholesky(Lowering& L) {
   T bad = node(L, "LessOrEqual", {dvec.v, scalar(L, dt, 0.0)}, flags.with_dtype(dtype::boolean));
   T badf = node(L, "Cast", {bad.v}, flags, {Attr::i("to", dt)});
   Aval one = flags.with_shape(batch_then(a.a, {1, 1}));
-  T anyf = node(L, "ReduceMax", {badf.v, i64s(L, {r - 1})}, one, {Attr::i("keepdims", 1)});
+  T anyf{reduce_over(L, "ReduceMax", badf.v, {r - 1}, true, one), one};
   T anyb = node(L, "Cast", {anyf.v}, one.with_dtype(dtype::boolean), {Attr::i("to", dtype::boolean)});
   res = node(L, "Where", {anyb.v, scalar(L, dt, NAN), res.v}, a.a);
   L.bind(0, res.v);

@@ -114,7 +114,7 @@ void lower_tridiagonal_solve(Lowering& L) {
   Value xs = transpose(L, X, stk_r, perm);
   // gtsv's info > 0 (a zero pivot): NaN for that batch element, as JAX.
   TV zp = nd(L, "Cast", {L.op("Equal", {D.v, zero}, stk_b.with_dtype(dtype::boolean))}, stk_b, {Attr::i("to", dt)});
-  TV any = nd(L, "ReduceMax", {zp.v, i64s(L, {0})}, bat, {Attr::i("keepdims", 0)});
+  TV any{reduce_over(L, "ReduceMax", zp.v, {0}, false, bat), bat};
   TV bad = nd(L, "Cast", {any.v}, bat.with_dtype(dtype::boolean), {Attr::i("to", dtype::boolean)});
   bad = unsqueeze(L, unsqueeze(L, bad, bat.rank()), bat.rank());
   L.bind(0, L.op("Where", {bad.v, scalar(L, dt, NAN), xs}, b.a));

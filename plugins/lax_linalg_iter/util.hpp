@@ -73,7 +73,8 @@ inline TV reduce(Lowering& L, const char* op, const TV& x, int64_t axis, bool ke
   Shape s = x.a.shape;
   if (keep) s[static_cast<size_t>(axis)] = Dim(1);
   else s.erase(s.begin() + axis);
-  return nd(L, op, {x.v, i64s(L, {axis})}, x.a.with_shape(s), {Attr::i("keepdims", keep ? 1 : 0)});
+  Aval out = x.a.with_shape(s);
+  return {reduce_over(L, op, x.v, {axis}, keep, out), out};
 }
 
 // x[..., start:end] along `axis`, `end` a static or symbolic dim.

@@ -17,7 +17,7 @@ using namespace jaxonnx::sdk;
 Value u64c(Lowering& L, uint64_t v) { return L.constant(std::vector<uint64_t>{v}, {}); }
 
 Value mulhi_u64(Lowering& L, Value x, Value y, const Aval& a) {
-  auto op = [&](const char* o, Value p, Value q) { return L.op(o, {p, q}, a); };
+  auto op = [&](const char* o, Value p, Value q) { return bitwise(L, o, {p, q}, a); };
   auto shr = [&](Value v) { return L.op("BitShift", {v, u64c(L, 32)}, a, {Attr::s("direction", "RIGHT")}); };
   Value m = u64c(L, 0xffffffffull);
   Value xl = op("BitwiseAnd", x, m), xh = shr(x), yl = op("BitwiseAnd", y, m), yh = shr(y);

@@ -114,14 +114,14 @@ Value uniform01(F& f, const Key& k) {
   auto [b1, b2] = threefry(L, k.k1, k.k2, {u32(L, 0), {}}, {u32(L, 0), {}});
   Aval a32 = f.a.with_dtype(dtype::u32);
   if (f.t == dtype::f32) {
-    Value bits = L.op("BitwiseXor", {b1.v, b2.v}, a32);
+    Value bits = bitwise(L, "BitwiseXor", {b1.v, b2.v}, a32);
     Value m = L.op("BitShift", {bits, u32(L, 9)}, a32, {Attr::s("direction", "RIGHT")});
     return f.mul(cast(L, m, a32, f.t), f.k(std::ldexp(1.0, -23)));
   }
   Aval a64 = f.a.with_dtype(dtype::u64);
   Value sh = L.constant(std::vector<uint64_t>{32}, {});
   Value hi = L.op("BitShift", {cast(L, b1.v, a32, dtype::u64), sh}, a64, {Attr::s("direction", "LEFT")});
-  Value bits = L.op("BitwiseOr", {hi, cast(L, b2.v, a32, dtype::u64)}, a64);
+  Value bits = bitwise(L, "BitwiseOr", {hi, cast(L, b2.v, a32, dtype::u64)}, a64);
   Value m = L.op("BitShift", {bits, L.constant(std::vector<uint64_t>{12}, {})}, a64, {Attr::s("direction", "RIGHT")});
   return f.mul(cast(L, m, a64, f.t), f.k(std::ldexp(1.0, -52)));
 }

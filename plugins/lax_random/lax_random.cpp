@@ -133,9 +133,9 @@ void lower_bits(Lowering& L) {
   auto [b1, b2] = threefry(L, k1, k2, hi, lo);
   Aval full = u32_aval(out.shape);
   switch (width) {
-    case 32: L.bind(0, L.op("BitwiseXor", {b1.v, b2.v}, full)); return;
+    case 32: L.bind(0, bitwise(L, "BitwiseXor", {b1.v, b2.v}, full)); return;
     case 8: case 16: {
-      Value x = L.op("BitwiseXor", {b1.v, b2.v}, full);
+      Value x = bitwise(L, "BitwiseXor", {b1.v, b2.v}, full);
       L.bind(0, cast(L, x, full, out.dtype));  // Cast uint32 -> uint8/16 keeps the low bits
       return;
     }
@@ -143,7 +143,7 @@ void lower_bits(Lowering& L) {
       Aval a64 = full.with_dtype(dtype::u64);
       Value h = L.op("BitShift", {cast(L, b1.v, full, dtype::u64), L.constant(std::vector<uint64_t>{32}, {})},
                      a64, {Attr::s("direction", "LEFT")});
-      L.bind(0, L.op("BitwiseOr", {h, cast(L, b2.v, full, dtype::u64)}, a64));
+      L.bind(0, bitwise(L, "BitwiseOr", {h, cast(L, b2.v, full, dtype::u64)}, a64));
       return;
     }
     default: L.fail("param 'bit_width' is " + std::to_string(width) + "; expected 8, 16, 32 or 64");

@@ -41,7 +41,7 @@ Value shl(Lowering& L, Value v, const Aval& a, uint64_t k) {
 // lo | hi << 32 in uint64.
 Value join64(Lowering& L, Value lo, Value hi, const Aval& a32) {
   Aval a64 = a32.with_dtype(dtype::u64);
-  return L.op("BitwiseOr", {cast(L, lo, a32, dtype::u64), shl(L, cast(L, hi, a32, dtype::u64), a64, 32)}, a64);
+  return bitwise(L, "BitwiseOr", {cast(L, lo, a32, dtype::u64), shl(L, cast(L, hi, a32, dtype::u64), a64, 32)}, a64);
 }
 
 // (low, high) uint32 words of a uint64 value.
@@ -61,8 +61,8 @@ std::vector<Value> philox(Lowering& L, std::vector<Value> x, Value k0, Value k1,
   for (int round = 0; round < 10; ++round) {
     auto [lo0, hi0] = mul_hi_lo(x[0], 0xD2511F53u);
     auto [lo1, hi1] = mul_hi_lo(x[2], 0xCD9E8D57u);
-    Value n0 = L.op("BitwiseXor", {L.op("BitwiseXor", {hi1, x[1]}, a32), k0}, a32);
-    Value n2 = L.op("BitwiseXor", {L.op("BitwiseXor", {hi0, x[3]}, a32), k1}, a32);
+    Value n0 = bitwise(L, "BitwiseXor", {bitwise(L, "BitwiseXor", {hi1, x[1]}, a32), k0}, a32);
+    Value n2 = bitwise(L, "BitwiseXor", {bitwise(L, "BitwiseXor", {hi0, x[3]}, a32), k1}, a32);
     x = {n0, lo1, n2, lo0};
     k0 = L.op("Add", {k0, u32(L, 0x9E3779B9u)}, s32);
     k1 = L.op("Add", {k1, u32(L, 0xBB67AE85u)}, s32);

@@ -43,13 +43,13 @@ inline U32 add(Lowering& L, const U32& a, const U32& b) {
 }
 inline U32 bxor(Lowering& L, const U32& a, const U32& b) {
   Shape s = broadcast(a.s, b.s);
-  return {L.op("BitwiseXor", {a.v, b.v}, u32_aval(s)), s};
+  return {bitwise(L, "BitwiseXor", {a.v, b.v}, u32_aval(s)), s};
 }
 inline U32 rotl(Lowering& L, const U32& x, uint32_t r) {
   Aval a = u32_aval(x.s);
   Value hi = L.op("BitShift", {x.v, u32(L, r)}, a, {Attr::s("direction", "LEFT")});
   Value lo = L.op("BitShift", {x.v, u32(L, 32 - r)}, a, {Attr::s("direction", "RIGHT")});
-  return {L.op("BitwiseOr", {hi, lo}, a), x.s};
+  return {bitwise(L, "BitwiseOr", {hi, lo}, a), x.s};
 }
 
 // Threefry-2x32 of counters (x1, x2) under key (k1, k2), all broadcast

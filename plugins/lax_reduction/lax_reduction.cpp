@@ -60,7 +60,7 @@ Shape reduced_shape(const Shape& in, const std::vector<int64_t>& axes) {
 }
 
 Value reduce(Lowering& L, const char* op, Value x, const std::vector<int64_t>& axes, const Aval& out) {
-  return L.op(op, {x, i64s(L, axes)}, out, {Attr::i("keepdims", 0)});
+  return reduce_over(L, op, x, axes, false, out);
 }
 
 // ReduceMax/ReduceMin over bool: accepted from opset 20, but onnxruntime's
@@ -99,7 +99,7 @@ Value ordered(Lowering& L, Value x, const Aval& in) {
     case dtype::bf16: return cast(L, x, in, dtype::f32);
     case dtype::u64: {
       uint64_t top = uint64_t{1} << 63;
-      Value flipped = L.op("BitwiseXor", {x, L.constant(std::vector<uint64_t>{top}, {})}, in);
+      Value flipped = bitwise(L, "BitwiseXor", {x, L.constant(std::vector<uint64_t>{top}, {})}, in);
       return cast(L, flipped, in, dtype::i64);
     }
     default: return x;
@@ -179,7 +179,7 @@ Value complex_extreme_value(Lowering& L, const char* op, Value x, const Aval& in
   Shape ks = p.shape;
   for (int64_t a : axes) ks[static_cast<size_t>(a)] = Dim(1);
   const Aval kept = p.with_shape(ks);
-  Value re = L.op(op, {z.re, i64s(L, axes)}, kept, {Attr::i("keepdims", 1)});
+  Value re = reduce_over(L, op, z.re, axes, true, kept);
   Value cand = L.op("Equal", {z.re, re}, p.with_dtype(dtype::boolean));
   double none = std::string(op) == "ReduceMax" ? -INFINITY : INFINITY;
   Value im = reduce(L, op, L.op("Where", {cand, z.im, scalar(L, p.dtype, none)}, p), axes, po);
@@ -253,7 +253,7 @@ Value reduce_bits(Lowering& L, Logic kind, Value x, const Aval& in, const std::v
   bit_shape.push_back(width);
   Aval bits(dtype::i64, bit_shape);
   Value xu = L.op("Unsqueeze", {x64, i64s(L, {in.rank()})}, Aval(dtype::i64, one_shape));
-  Value set = cast(L, L.op("BitwiseAnd", {xu, mask}, bits), bits, dtype::boolean);
+  Value set = cast(L, bitwise(L, "BitwiseAnd", {xu, mask}, bits), bits, dtype::boolean);
   Value r = reduce_logic(L, kind, set, bits.with_dtype(dtype::boolean), axes);
   Shape out_shape = reduced_shape(in.shape, axes);
   Shape r_shape = out_shape;
@@ -270,7 +270,7 @@ Value reduce_bits(Lowering& L, Logic kind, Value x, const Aval& in, const std::v
     Aval ha(dtype::i64, half);
     Value lo = L.op("Slice", {parts, i64s(L, {0}), i64s(L, {w / 2}), axis}, ha);
     Value hi = L.op("Slice", {parts, i64s(L, {w / 2}), i64s(L, {w}), axis}, ha);
-    parts = L.op("BitwiseOr", {lo, hi}, ha);
+    parts = bitwise(L, "BitwiseOr", {lo, hi}, ha);
   }
   Aval out64(dtype::i64, out_shape);
   Value joined = L.op("Squeeze", {parts, axis}, out64);
@@ -375,7 +375,7 @@ void lower_reduce(Lowering& L) {
     }
     if (is_bool && combine == std::string("Max")) combine = "Or";
     if (is_bool && combine == std::string("Min")) combine = "And";
-    L.bind(k, L.op(combine, {L.input(n + k), r}, out));
+    L.bind(k, bitwise(L, combine, {L.input(n + k), r}, out));
   }
 }
 

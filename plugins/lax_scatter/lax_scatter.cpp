@@ -89,9 +89,7 @@ Value dims_minus(Lowering& L, const Shape& a, const Shape& b) {
 
 Value scatter_nd(Lowering& L, Value data, Value idx, Value upd, const Aval& out,
                  const std::string& reduction) {
-  std::vector<Attr> attrs;
-  if (reduction != "none") attrs.push_back(Attr::s("reduction", reduction));
-  return L.op("ScatterND", {data, idx, upd}, out, attrs);
+  return scatter_nd_reduce(L, data, idx, upd, out, reduction);
 }
 
 // The scatter `dn` of `upd` (aval `ua`) into `data` (aval `da`) at int64
@@ -156,7 +154,7 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
       Value valid = L.op("Equal", {clipped, idx}, ia.with_dtype(dtype::boolean));
       if (K > 1) {  // all over the index vector; ReduceMin has no bool kernel
         Value v = cast(L, valid, ia.with_dtype(dtype::boolean), dtype::i32);
-        v = L.op("ReduceMin", {v, i64s(L, {nb})}, Aval(dtype::i32, vshape), {Attr::i("keepdims", 1)});
+        v = reduce_over(L, "ReduceMin", v, {nb}, true, Aval(dtype::i32, vshape));
         valid = cast(L, v, Aval(dtype::i32, vshape), dtype::boolean);
       }
       Shape redirect(static_cast<size_t>(K), Dim(0));
@@ -381,7 +379,7 @@ JAXONNX_PLUGIN("lax_scatter", "0.1.0") {
   // Ops any scatter may emit: index arithmetic, bounds handling, the scatter.
 #define JAXONNX_SCATTER_OPS                                                                        \
   "ScatterND", "Cast", "Transpose", "Min", "Max", "Equal", "ReduceMin", "Where", "Pad", "Slice", \
-      "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub"
+      "Loop", "GatherND", "Shape", "Reshape", "Concat", "Gather", "Unsqueeze", "Squeeze", "Range", "Mul", "Add", "Sub"
   // name, ScatterND reduction, negated updates, the op its NaN or negation adds
   struct Scatter { const char* name; const char* reduction; bool negate; const char* extra; };
   static const Scatter kScatters[] = {

@@ -113,7 +113,7 @@ Keys keys_of(Lowering& L, Value x, const Aval& a, Order order) {
       // maps 0..2^64-1 monotonically onto INT64_MIN..INT64_MAX.
       Aval i64 = a.with_dtype(dtype::i64);
       Value sign = L.constant(std::vector<int64_t>{std::numeric_limits<int64_t>::min()}, {});
-      Value k = L.op("BitwiseXor", {cast(L, x, a, dtype::i64), sign}, i64);
+      Value k = bitwise(L, "BitwiseXor", {cast(L, x, a, dtype::i64), sign}, i64);
       return {{{k, i64}}, false};
     }
     case dtype::i8: case dtype::i16: case dtype::i32: case dtype::i64: case dtype::u8:

@@ -87,8 +87,11 @@ Window window_params(Lowering& L, int64_t rank) {
 }
 
 // The dtype the reduction runs in (see the header: onnxruntime kernels).
-int32_t compute_dtype(Kind k, int32_t t) {
+// Before opset 14 Add/Mul have no 8-bit integer form either.
+int32_t compute_dtype(Kind k, int32_t t, int64_t opset) {
   if (t == dtype::i16 || t == dtype::u16) return dtype::i32;
+  if ((t == dtype::i8 || t == dtype::u8) && (k == Kind::Add || k == Kind::Mul) && opset < 14)
+    return dtype::i32;
   if (t == dtype::bf16 || t == dtype::f16) return dtype::f32;
   if (t == dtype::boolean && (k == Kind::Max || k == Kind::Min)) return dtype::u8;
   return t;
@@ -266,7 +269,7 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
     Value r = windowed(L, c, L.input(xi), complex::packed(in), scalar(L, p.dtype, pad), w, out.shape);
     return init == kNoValue ? r : c(init, r, complex::packed(out));
   }
-  const int32_t ct = compute_dtype(k, in.dtype);
+  const int32_t ct = compute_dtype(k, in.dtype, L.opset());
   if (in.dtype == dtype::boolean && (k == Kind::Add || k == Kind::Mul))
     L.fail(std::string(L.primitive()) + ": add/mul windows over bool are not supported");
   const char* op = combine_op(k, ct);
@@ -275,10 +278,10 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
   const int32_t id_t = dtype::is_float(in.dtype) ? ct : in.dtype;
   Value pad = cast(L, scalar_const(L, id_t, encode(identity(k, in.dtype), id_t)), Aval(id_t, {}), ct);
   Value x = cast(L, L.input(xi), in, ct);
-  Value r = windowed(L, [&](Value a, Value b, const Aval& t) { return L.op(op, {a, b}, t); }, x,
+  Value r = windowed(L, [&](Value a, Value b, const Aval& t) { return bitwise(L, op, {a, b}, t); }, x,
                      in.with_dtype(ct), pad, w, out.shape);
   Aval rc = out.with_dtype(ct);
-  if (init != kNoValue) r = L.op(op, {cast(L, init, Aval(in.dtype, {}), ct), r}, rc);
+  if (init != kNoValue) r = bitwise(L, op, {cast(L, init, Aval(in.dtype, {}), ct), r}, rc);
   return cast(L, r, rc, out.dtype);
 }
 

@@ -26,7 +26,7 @@ def _check_opset(opset):
             or not 7 <= opset <= newest:
         raise ConversionError(
             f"opset must be an int from 7 to {newest} (the newest the installed onnx knows; "
-            f"below {_core.MIN_OPSET} only models whose operators kept their form convert); "
+            f"below {_core.MIN_OPSET} only models whose operators kept their form since convert); "
             f"got {opset!r}")
 
 
@@ -94,9 +94,13 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
         flag's Python value (`if train:`) fails with a ConversionError naming it.
     model_name: the ONNX graph's name.
     opset: the default-domain opset (default: the target's, 23 for onnxruntime
-        and 17 for portable). Models lower at 18 or newer;
-        an older opset converts when every operator of the model has the same
-        form there, else the ConversionError names which operators need which opset.
+        and 17 for portable). From 13 up the model is
+        lowered at this opset: an op the opset lacks (LayerNormalization below
+        17, Attention below 23, ...) is decomposed, one whose form changed takes
+        the older form, and what has no form there fails with a ConversionError
+        naming it (docs/api.md lists what each opset gives up). Below 13 a model
+        converts when every operator it uses has the same form there as at 13,
+        else the ConversionError names which operators need which opset.
     enable_double_precision: trace with 64-bit types enabled.
     record_primitive_calls_file: a path; every equation of the traced program
         (primitive, params, input and output types, plugin, source line) is
@@ -231,6 +235,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
                              fusion=rule_level, target=target)
         if lowered_opset != opset:
             data = _opset.relabel(data, int(opset))
+        elif opset < _opset.CHECKED_BELOW:
+            _opset.check_lowered(data, int(opset))
     progress.converted(data, data_files, inline=external is _output.INLINE)
     if verify:
         plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),

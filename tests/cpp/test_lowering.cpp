@@ -190,9 +190,10 @@ TEST_CASE("an unknown primitive names itself, its input avals and the folders se
 
 TEST_CASE("an opset below the minimum is refused") {
   ConvertOptions options;
-  options.opset = 17;
+  options.opset = kMinOpset - 1;
   std::string msg = conversion_error(identity_then_scale(), good(), options);
-  CHECK(contains(msg, "opset 17"));
+  CHECK(contains(msg, "opset " + std::to_string(kMinOpset - 1)));
+  CHECK(contains(msg, "jaxonnx lowers to opset " + std::to_string(kMinOpset) + " or newer"));
 }
 
 TEST_CASE("prune removes a dead node and its unused initializer") {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 
 import jax
 import numpy as np
@@ -45,7 +46,7 @@ def _tolerance(dtype):
 
 
 def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCHES, rtol=None,
-          atol=None, opset=23):
+          atol=None, opset=None):
     """Converts `fn` and asserts the ONNX model is valid and matches JAX.
 
     The model is also converted with optimize=False, and both must give the
@@ -57,8 +58,12 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
     dtypes: one dtype per input (default float32, or float64 when x64).
     make_inputs(shape, dtype, rng): optional custom input generator.
     batches: the values every symbol takes in turn, or dicts binding each symbol by name.
+    opset: the model's opset; default 23, or JAXONNX_TEST_OPSET (a sweep of the
+        suite at an older opset: structural assertions then may not hold).
     Returns the ModelProto for structural assertions.
     """
+    if opset is None:
+        opset = int(os.environ.get("JAXONNX_TEST_OPSET", "23"))
     if dtypes is None:
         dtypes = [np.float64 if x64 else np.float32] * len(shapes)
     ctx = jax.enable_x64(True) if x64 else contextlib.nullcontext()

@@ -158,14 +158,39 @@ struct DimExprParser {
     Value m = L->op("Mod", {a, b}, one(), {Attr::i("fmod", 0)});
     return L->op("Div", {L->op("Sub", {a, m}, one()), b}, one());
   }
-  Value atom(std::string_view name) {
-    return L->memoized("jaxonnx.dim:" + std::string(name), [&] {
-      Lowering::SymbolOrigin o = L->symbol_origin(name);
-      return L->op("Shape", {o.value}, one(), {Attr::i("start", o.axis), Attr::i("end", o.axis + 1)});
-    });
-  }
+  Value atom(std::string_view name);
 };
 }  // namespace detail
+
+// Shape(x)[start:end] as an int64 tensor of shape [end - start]: Shape's
+// start/end attributes from opset 15, Shape then Slice before.
+inline Value shape_slice(Lowering& L, Value x, int64_t start, int64_t end) {
+  Aval out(dtype::i64, {end - start});
+  if (L.opset() >= 15)
+    return L.op("Shape", {x}, out, {Attr::i("start", start), Attr::i("end", end)});
+  Value all = L.op("Shape", {x}, Aval::of_unknown_shape(dtype::i64));
+  return L.op("Slice", {all, i64s(L, {start}), i64s(L, {end})}, out);
+}
+
+inline Value detail::DimExprParser::atom(std::string_view name) {
+  return L->memoized("jaxonnx.dim:" + std::string(name), [&] {
+    Lowering::SymbolOrigin o = L->symbol_origin(name);
+    return shape_slice(*L, o.value, o.axis, o.axis + 1);
+  });
+}
+
+// A reduction `op` (ReduceMax, ReduceMean, ...) of `x` over `axes` (empty:
+// all axes) with `keepdims`, giving `out`, in the form the target opset
+// allows: axes as an input from opset 18 (ReduceSum: 13), as an attribute
+// before.
+inline Value reduce_over(Lowering& L, std::string_view op, Value x,
+                         const std::vector<int64_t>& axes, bool keepdims, const Aval& out) {
+  std::vector<Attr> attrs{Attr::i("keepdims", keepdims ? 1 : 0)};
+  if (axes.empty()) return L.op(op, {x}, out, attrs);
+  if (L.opset() >= 18 || op == "ReduceSum") return L.op(op, {x, i64s(L, axes)}, out, attrs);
+  attrs.push_back(Attr::ints("axes", axes));
+  return L.op(op, {x}, out, attrs);
+}
 
 // The runtime value of a dim as an int64 tensor of shape [1]. A static dim
 // is a constant; a symbolic one is computed from where its symbols entered
@@ -228,6 +253,111 @@ inline Value pad_axis(Lowering& L, Value x, int64_t rank, int64_t axis, int64_t 
   return L.op("Pad", {x, i64s(L, pads), value}, out, {Attr::s("mode", "constant")});
 }
 
+// BitwiseAnd / BitwiseOr / BitwiseXor / BitwiseNot of the integers `ins`
+// giving `out`, as L.op would emit it from opset 18 (the ops' first). Before,
+// on the unsigned view (uint32, or uint64 for 64-bit types; a narrower
+// value's high bits are dropped by the Cast back): not x = ~0 - x; x & y
+// from the products of their bits (BitShift, Mod 2 per bit on a trailing axis
+// of w bits, shifted back into place and added in log2 w halvings: the bits
+// are disjoint); x | y = x + y - (x & y); x ^ y = x + y - 2 (x & y), all
+// wrapping modulo 2^w. Any other op is emitted as is (for lowerings that
+// pick their combining op at run time).
+inline Value bitwise(Lowering& L, std::string_view op, const std::vector<Value>& ins,
+                     const Aval& out) {
+  if (L.opset() >= 18 || op.substr(0, 7) != "Bitwise") return L.op(op, ins, out);
+  const int64_t w = static_cast<int64_t>(8 * dtype::itemsize(out.dtype));
+  const int32_t U = w == 64 ? dtype::u64 : dtype::u32;
+  const Aval ua = out.with_dtype(U), any = Aval::of_unknown_shape(U);
+  auto widen = [&](Value v) { return cast(L, v, L.aval_of(v), U); };
+  auto ucon = [&](std::vector<uint64_t> v) -> Value {
+    if (U == dtype::u64) return L.constant(v, {static_cast<int64_t>(v.size())});
+    std::vector<uint32_t> n(v.begin(), v.end());
+    return L.constant(n, {static_cast<int64_t>(n.size())});
+  };
+  Value x = widen(ins.at(0));
+  Value r;
+  if (op == "BitwiseNot") {
+    uint64_t ones64 = ~uint64_t{0};
+    uint32_t ones32 = ~uint32_t{0};
+    Value ones = U == dtype::u64 ? L.constant(U, {}, &ones64, 8) : L.constant(U, {}, &ones32, 4);
+    r = L.op("Sub", {ones, x}, ua);
+    return cast(L, r, ua, out.dtype);
+  }
+  Value y = widen(ins.at(1));
+  std::vector<uint64_t> ks;
+  for (int64_t k = 0; k < w; ++k) ks.push_back(static_cast<uint64_t>(k));
+  Value shifts = ucon(ks), two = ucon({2});
+  auto bits = [&](Value v) {
+    Value col = L.op("Unsqueeze", {v, i64s(L, {-1})}, any);
+    return L.op("Mod", {L.op("BitShift", {col, shifts}, any, {Attr::s("direction", "RIGHT")}), two},
+                any, {Attr::i("fmod", 0)});
+  };
+  Value both = L.op("Mul", {bits(x), bits(y)}, any);
+  Value placed = L.op("BitShift", {both, shifts}, any, {Attr::s("direction", "LEFT")});
+  for (int64_t n = w; n > 1; n /= 2) {
+    Value axis = i64s(L, {-1});
+    Value lo = L.op("Slice", {placed, i64s(L, {0}), i64s(L, {n / 2}), axis}, any);
+    Value hi = L.op("Slice", {placed, i64s(L, {n / 2}), i64s(L, {n}), axis}, any);
+    placed = L.op("Add", {lo, hi}, any);
+  }
+  Value conj = L.op("Squeeze", {placed, i64s(L, {-1})}, ua);
+  Value sum = L.op("Add", {x, y}, ua);
+  if (op == "BitwiseAnd") r = conj;
+  else if (op == "BitwiseOr") r = L.op("Sub", {sum, conj}, ua);
+  else if (op == "BitwiseXor") r = L.op("Sub", {sum, L.op("Add", {conj, conj}, ua)}, ua);
+  else throw Error("bitwise: " + std::string(op) + " is not a bitwise op");
+  return cast(L, r, ua, out.dtype);
+}
+
+// ScatterND(data, idx, upd) with `reduction` ("none", "add", "mul", "max",
+// "min") giving `out`, in the form the opset allows: the attribute from opset
+// 16 (add, mul) or 18 (max, min). Before, a Loop over the index tuples in
+// order, each gathering the current slice, combining it with its update and
+// writing it back, so duplicates combine one after another as in the
+// reduction (8- and 16-bit integers combine in int32 before opset 14). The
+// index vector's length must be static.
+inline Value scatter_nd_reduce(Lowering& L, Value data, Value idx, Value upd, const Aval& out,
+                               std::string_view reduction) {
+  const bool attr_form = reduction == "none" ||
+                         L.opset() >= (reduction == "add" || reduction == "mul" ? 16 : 18);
+  if (attr_form) {
+    std::vector<Attr> attrs;
+    if (reduction != "none") attrs.push_back(Attr::s("reduction", std::string(reduction)));
+    return L.op("ScatterND", {data, idx, upd}, out, attrs);
+  }
+  const char* op = reduction == "add" ? "Add" : reduction == "mul" ? "Mul"
+                   : reduction == "max" ? "Max" : "Min";
+  const Aval ia = L.aval_of(idx);
+  if (ia.unknown_rank || ia.rank() < 1 || !ia.shape.back().is_static())
+    throw Error("scatter_nd_reduce: the index vector's length must be static");
+  const int64_t q = ia.shape.back().value, nb = ia.rank() - 1;
+  const Aval any_i64 = Aval::of_unknown_shape(dtype::i64), any = Aval::of_unknown_shape(out.dtype);
+  // idx as [N, q], upd as [N, its slice dims]: N is the product of the index batch dims.
+  Value flat_idx = L.op("Reshape", {idx, i64s(L, {-1, q})}, any_i64);
+  Value tail = L.op("Slice", {L.op("Shape", {upd}, any_i64), i64s(L, {nb}), i64s(L, {INT64_MAX})},
+                    any_i64);
+  Value flat_upd = L.op("Reshape", {upd, L.op("Concat", {i64s(L, {-1}), tail}, any_i64,
+                                               {Attr::i("axis", 0)})}, any);
+  Value n = L.op("Squeeze", {shape_slice(L, flat_idx, 0, 1), i64s(L, {0})}, Aval(dtype::i64, {}));
+  const int32_t t = out.dtype;
+  const bool narrow = (t == dtype::i8 || t == dtype::u8 || t == dtype::i16 || t == dtype::u16) &&
+                      L.opset() < 14;
+  const Aval wide = Aval::of_unknown_shape(narrow ? dtype::i32 : t);
+  Subgraph g = L.begin_subgraph("scatter_" + std::string(reduction) + "_body");
+  Value i = g.input(Aval(dtype::i64, {}), "i");
+  Value cond = g.input(Aval(dtype::boolean, {}), "cond_in");
+  Value acc = g.input(out, "acc");
+  Value at = L.op("Unsqueeze", {i, i64s(L, {0})}, Aval(dtype::i64, {1}));
+  Value row = L.op("Gather", {flat_idx, at}, any_i64, {Attr::i("axis", 0)});
+  Value u = L.op("Gather", {flat_upd, at}, any, {Attr::i("axis", 0)});
+  Value cur = L.op("GatherND", {acc, row}, any);
+  Value both = L.op(op, {cast(L, cur, any, wide.dtype), cast(L, u, any, wide.dtype)}, wide);
+  Value next = L.op("ScatterND", {acc, row, cast(L, both, wide, t)}, out);
+  GraphRef body = g.end({cond, next});
+  return L.op_n("Loop", {n, scalar(L, dtype::boolean, 1), data}, {out},
+                {Attr::graph("body", body)})[0];
+}
+
 // `x` (of type `in`) reshaped to `out.shape`: the one place that decides
 // Reshape's shape operand. Per output dim it holds: the static size; else,
 // when every symbolic dim of `out` is the same as `in`'s dim at that index,
@@ -264,7 +394,35 @@ inline Value reshape(Lowering& L, Value x, const Aval& in, const Aval& out) {
   bool runtime = false;
   for (const Dim& d : target) runtime = runtime || !d.is_static();
   std::vector<Attr> attrs;
-  if (runtime || zero_size) attrs.push_back(Attr::i("allowzero", 1));
+  if (L.opset() < 14 && zero_size) {
+    // No allowzero before opset 14 (a 0 in the shape copies the input's
+    // dim), and out has a static 0: x has no elements, so reshape it to ones with -1 (inferred as 0)
+    // where out has a static 0, and Expand that to out's shape.
+    std::vector<int64_t> ones(out.shape.size(), 1);
+    for (size_t i = 0; i < out.shape.size(); ++i)
+      if (out.shape[i].is_static() && out.shape[i].value == 0) { ones[i] = -1; break; }
+    Shape unit;
+    for (int64_t o : ones) unit.push_back(Dim(o < 0 ? 0 : 1));
+    Value u = L.op("Reshape", {x, i64s(L, ones)}, out.with_dtype(in.dtype).with_shape(unit));
+    return L.op("Expand", {u, shape_value(L, out.shape)}, out.with_dtype(in.dtype));
+  }
+  if (L.opset() < 14 && runtime) {
+    // No allowzero either, and a runtime dim may be 0: reshape into
+    // max(shape, 1) (never 0), x's elements padded with zeros up to that
+    // size (padding only when x is empty), then Slice to the shape.
+    const int64_t R = out.rank();
+    const Aval i1(dtype::i64, {1}), iR(dtype::i64, {R}), any = Aval::of_unknown_shape(in.dtype);
+    Value shape = shape_value(L, target);
+    Value ones = L.op("Max", {shape, i64s(L, {1})}, iR);
+    Value total = reduce_over(L, "ReduceProd", ones, {0}, true, i1);
+    Value flat = L.op("Reshape", {x, i64s(L, {-1})}, any);
+    Value fill = L.op("Expand", {scalar(L, in.dtype, 0), L.op("Sub", {total, shape_slice(L, flat, 0, 1)}, i1)}, any);
+    Value grid = L.op("Reshape", {L.op("Concat", {flat, fill}, any, {Attr::i("axis", 0)}), ones}, any);
+    std::vector<int64_t> starts(static_cast<size_t>(R), 0), axes;
+    for (int64_t i = 0; i < R; ++i) axes.push_back(i);
+    return L.op("Slice", {grid, i64s(L, starts), shape, i64s(L, axes)}, out.with_dtype(in.dtype));
+  }
+  if ((runtime || zero_size) && L.opset() >= 14) attrs.push_back(Attr::i("allowzero", 1));
   return L.op("Reshape", {x, shape_value(L, target)}, out.with_dtype(in.dtype), attrs);
 }
 

@@ -147,15 +147,29 @@ class Plugin {
     explicit PrimitiveRef(detail::PrimitiveEntry* e) : e_(e) {}
     // The ONNX ops this lowering may emit (for the generated docs).
     // Repeats (an idiom's ops declared again) are dropped, first mention wins.
+    // An op with an older form the idioms fall back to below its opset
+    // (idioms.hpp: shape_slice, reshape, bitwise) brings that form's ops.
     PrimitiveRef& emits(std::initializer_list<const char*> ops) {
-      for (const char* op : ops)
-        if (std::find(e_->ops.begin(), e_->ops.end(), op) == e_->ops.end()) e_->ops.emplace_back(op);
+      for (const char* op : ops) {
+        add_op(op);
+        std::string_view o(op);
+        if (o == "Shape") add_op("Slice");
+        if (o == "Reshape")
+          for (const char* f : {"Expand", "Max", "ReduceProd", "Sub", "Shape", "Slice", "Concat"}) add_op(f);
+        if (o == "BitwiseNot") for (const char* f : {"Cast", "Sub"}) add_op(f);
+        if (o == "BitwiseAnd" || o == "BitwiseOr" || o == "BitwiseXor")
+          for (const char* f : {"Cast", "Unsqueeze", "BitShift", "Mod", "Mul", "Slice", "Add", "Squeeze", "Sub"})
+            add_op(f);
+      }
       return *this;
     }
     // The ops dim_value / shape_value may emit for symbolic dims ("B", "2*B",
     // "floordiv(B, 2)"); declare them when a lowering uses those helpers.
     PrimitiveRef& emits_shape_ops() {
       return emits({"Shape", "Concat", "Add", "Sub", "Mul", "Neg", "Mod", "Div", "Max", "Min"});
+    }
+    void add_op(const char* op) {
+      if (std::find(e_->ops.begin(), e_->ops.end(), op) == e_->ops.end()) e_->ops.emplace_back(op);
     }
     PrimitiveRef& doc(std::string url) { e_->doc_url = std::move(url); return *this; }
     PrimitiveRef& summary(std::string s) { e_->summary = std::move(s); return *this; }

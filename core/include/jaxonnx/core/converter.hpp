@@ -16,7 +16,9 @@
 
 namespace jaxonnx {
 
-constexpr int64_t kMinOpset = 18;
+// The oldest default-domain opset the plugins lower to; each picks the form
+// of an op this opset allows (api->opset), or a decomposition.
+constexpr int64_t kMinOpset = 13;
 
 // A primitive named `onnx_fn::<qualified name>` (jaxonnx.onnx_function) is a
 // function call: the core lowers its `body` param once per key into
