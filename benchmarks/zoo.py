@@ -20,11 +20,11 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT.parent / "examples"))
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -32,7 +32,10 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from jax import export  # noqa: E402
 
+import _common  # noqa: E402
 import jaxonnx  # noqa: E402
+import timing  # noqa: E402
+from compare import peer  # noqa: E402
 from portability_models import sample  # noqa: E402
 from zoo_models import MODELS  # noqa: E402
 
@@ -46,28 +49,6 @@ def specs(inputs):
     scope = export.SymbolicScope()
     return [jax.ShapeDtypeStruct(export.symbolic_shape(", ".join(str(d) for d in i.shape),
                                                        scope=scope), i.dtype) for i in inputs]
-
-
-def count_nodes(graph):
-    if isinstance(graph, onnx.ModelProto):
-        graph = graph.graph
-    n = 0
-    for node in graph.node:
-        n += 1
-        for a in node.attribute:
-            n += sum(count_nodes(g) for g in ([a.g] if a.HasField("g") else []) + list(a.graphs))
-    return n
-
-
-def peer():
-    import logging
-    for name in ("jax2onnx", "onnx_ir"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    try:
-        from jax2onnx import to_onnx
-    except ImportError:
-        return None
-    return lambda fn, s: to_onnx(fn, s)
 
 
 def failure(e):
@@ -96,22 +77,6 @@ def max_error(sess, fn, inputs):
     return err
 
 
-def latency(sessions, feeds, blocks, runs):
-    """Median seconds per run of each session, in alternating blocks."""
-    times = [[] for _ in sessions]
-    for s, f in zip(sessions, feeds):
-        for _ in range(3):
-            s.run(None, f)
-    for _ in range(blocks):
-        for s, f, t in zip(sessions, feeds, times):
-            s.run(None, f)  # the block's first run: dropped
-            for _ in range(runs):
-                start = time.perf_counter()
-                s.run(None, f)
-                t.append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times]
-
-
 def measure(name, j2o, blocks, runs):
     m = MODELS[name]
     inputs = m.inputs()
@@ -127,7 +92,7 @@ def measure(name, j2o, blocks, runs):
         except Exception as e:  # noqa: BLE001  (a failure is a cell)
             row[f"{k}_failure"] = "convert: " + failure(e)
             continue
-        row[f"{k}_nodes"] = count_nodes(model)
+        row[f"{k}_nodes"] = _common.count_nodes(model)
         try:
             sess = session(model)
             row[f"{k}_error"] = max_error(sess, m.make(), inputs)
@@ -136,8 +101,10 @@ def measure(name, j2o, blocks, runs):
             row[f"{k}_failure"] = "run: " + failure(e)
     if sessions:
         xs = sample(inputs, LATENCY_BATCH, seed=LATENCY_BATCH)
-        feeds = [{v.name: x for v, x in zip(ss.get_inputs(), xs)} for ss in sessions.values()]
-        for k, t in zip(sessions, latency(list(sessions.values()), feeds, blocks, runs)):
+        def feed_of(ss):
+            return {v.name: x for v, x in zip(ss.get_inputs(), xs)}
+        for k, t in zip(sessions, timing.block_latency(list(sessions.values()), feed_of,
+                                                       blocks * runs, block=runs)):
             row[f"{k}_latency"] = t
     return row
 
