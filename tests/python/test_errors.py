@@ -142,7 +142,7 @@ def test_float64_hint_names_the_flag():
     assert "enable_double_precision=True" in msg
 
 
-@pytest.mark.parametrize("opset", [6, 99, "23", 23.0, True, None])
+@pytest.mark.parametrize("opset", [6, 99, "23", 23.0, True])
 def test_bad_opset(opset):
     msg = _error(lambda x: x * 2.0, [(3,)], opset=opset)
     assert msg.startswith("opset must be an int from 7 to"), msg
