@@ -12,10 +12,10 @@ namespace {
 
 // The rules the fuse pass may apply: by the fusion option's numerics, and
 // none that may emit an op the target refuses.
-std::vector<const RuleInfo*> selected_rules(const Registry& registry, const ConvertOptions& options) {
+std::vector<const RuleInfo*> selected_rules(const Registry& registry, const ConvertOptions& options,
+                                           const sdk::targets::Profile& profile) {
   std::vector<const RuleInfo*> out;
   if (options.fusion == ConvertOptions::Fusion::kNone) return out;
-  const sdk::targets::Profile& profile = target_profile(options.target);
   for (const RuleInfo* r : registry.rules()) {
     if (options.fusion == ConvertOptions::Fusion::kExact && r->numerics != JXO_NUMERICS_EXACT) continue;
     bool refused = false;
@@ -64,8 +64,8 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
     passes_options.dump_dir = options.dump_ir_dir;
     passes_options.pass_seconds = &times.per_pass;
     passes_options.poll = options.poll;
-    passes_options.rules = selected_rules(registry, options);
     passes_options.target = &target_profile(options.target);
+    passes_options.rules = selected_rules(registry, options, *passes_options.target);
     passes::optimize(model, passes_options);
   } else {
     prune(model);

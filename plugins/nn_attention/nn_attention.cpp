@@ -4,10 +4,10 @@
 //
 // JAX's layout is (batch, seq, heads, head_dim); Attention's 3-D form takes
 // (batch, seq, heads * head_dim) with q_num_heads/kv_num_heads, so the
-// operands are reshaped (no data movement) rather than transposed. The
-// equation carries `reference`, the original call traced, inlined where
+// operands are reshaped (no data movement) rather than transposed. Where
 // Attention does not fit (opset < 23, not float32, dynamic head sizes, a mask
-// or bias that is not 4-D).
+// or bias that is not 4-D) the decomposed form below is emitted, and where
+// that does not fit either, `reference` (the original call traced) inlined.
 //
 // Masks: JAX replaces a blocked logit by finfo.min, so a query row the mask
 // blocks entirely is the mean of the values. Attention's boolean mask blocks
@@ -24,16 +24,18 @@
 // onnxruntime's Attention refuses a batch, query length or key length of 0,
 // which JAX defines (an empty result; zeros when no key). A symbolic one is
 // therefore checked at run time: an If returns ConstantOfShape(0) when one is
-// 0 (about 2.5 us per call on CPU), else runs Attention; a static 0 inlines
-// the reference. An If-free guard costs more: padding q, k and v to one row
-// and slicing back copies them (1.15-1.6x the Attention's time, measured on
-// onnxruntime 1.31 CPU), so a target without guard Ifs (OpenVINO computes
-// wrong results after one) or without Attention (target="portable") gets the
-// reference, which handles every size.
+// 0 (about 2.5 us per call on CPU), else runs Attention. An If-free guard
+// costs more: padding q, k and v to one row and slicing back copies them
+// (1.15-1.6x the Attention's time, measured on onnxruntime 1.31 CPU). So a
+// static 0, a target without guard Ifs (OpenVINO computes wrong results after
+// one) or without Attention (target="portable") gets the decomposed form
+// (lower_decomposed), which handles every size; the reference where even that
+// does not fit.
 //
 // Numerics: agrees with JAX to float rounding on finite inputs, masked rows
 // included. An infinite logit at a blocked position stays infinite in the sum
-// where JAX replaces it, so the mask form is not bound with crisp="exact".
+// where JAX replaces it, so the mask form declares finite numerics (not bound
+// with fusion="exact").
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -86,11 +88,12 @@ bool lower_decomposed(Lowering& L) {
       return reshape(L, r, Aval(dtype::i64, {n}), a);
     };
     Value causal = L.op("GreaterOrEqual", {range(T, rows), range(S, cols)}, Aval(dtype::boolean, {T, S}));
-    allowed = allowed == kNoValue ? causal
-                                  : L.op("And", {allowed, causal},
-                                         L.in_aval(L.num_inputs() - 1).with_shape(
-                                             {L.in_aval(L.num_inputs() - 1).shape[0],
-                                              L.in_aval(L.num_inputs() - 1).shape[1], T, S}));
+    if (allowed == kNoValue) {
+      allowed = causal;
+    } else {
+      const Aval m = L.in_aval(L.num_inputs() - 1);
+      allowed = L.op("And", {allowed, causal}, m.with_shape({m.shape[0], m.shape[1], T, S}));
+    }
   }
   if (allowed != kNoValue) {
     const double large_negative = -0.7 * 3.4028234663852886e38;  // JAX: -0.7 * float32 max
