@@ -23,14 +23,11 @@
 
 // onnxruntime's Attention refuses a batch, query length or key length of 0,
 // which JAX defines (an empty result; zeros when no key). A symbolic one is
-// therefore checked at run time: an If returns ConstantOfShape(0) when one is
-// 0 (about 2.5 us per call on CPU), else runs Attention. An If-free guard
-// costs more: padding q, k and v to one row and slicing back copies them
-// (1.15-1.6x the Attention's time, measured on onnxruntime 1.31 CPU). So a
-// static 0, a target without guard Ifs (OpenVINO computes wrong results after
-// one) or without Attention (target="portable") gets the decomposed form
-// (lower_decomposed), which handles every size; the reference where even that
-// does not fit.
+// checked at run time (empty_guard.hpp: an If returns ConstantOfShape(0) when
+// one is 0, else runs Attention, and an exact elementwise barrier follows it
+// for OpenVINO's sake). A static 0 or a target without Attention or guard Ifs
+// (target="portable") gets the decomposed form (lower_decomposed), which
+// handles every size; the reference where even that does not fit.
 //
 // Numerics: agrees with JAX to float rounding on finite inputs, masked rows
 // included. An infinite logit at a blocked position stays infinite in the sum
@@ -177,29 +174,14 @@ void lower_attention(Lowering& L) {
   if (!L.param("scale").is_none()) attrs.push_back(Attr::f("scale", L.param("scale").as_float()));
   Aval out = L.out_aval(0);
   Aval out3 = out.with_shape({out.shape[0], out.shape[1], out.shape[2].value * out.shape[3].value});
-  std::vector<Value> runtime_sizes;
-  for (size_t i = 0; i < sizes.size(); ++i)
-    if (!sizes[i].is_static() && std::find(sizes.begin(), sizes.begin() + i, sizes[i]) == sizes.begin() + i)
-      runtime_sizes.push_back(dim_value(L, sizes[i]));
-  Value y;
-  if (runtime_sizes.empty()) {
-    y = L.op("Attention", ins, out3, attrs);
-  } else {
-    Value all = runtime_sizes.size() == 1
-                    ? runtime_sizes[0]
-                    : L.op("Concat", runtime_sizes, Aval(dtype::i64, {static_cast<int64_t>(runtime_sizes.size())}),
-                           {Attr::i("axis", 0)});
-    // The smallest size, as the scalar If takes (a dim value has shape [1]).
-    Value smallest = L.op("ReduceMin", {all}, Aval(dtype::i64, {}), {Attr::i("keepdims", 0)});
-    Value empty = L.op("Equal", {smallest, scalar(L, dtype::i64, 0)}, Aval(dtype::boolean, {}));
-    Subgraph then_g = L.begin_subgraph("attention_empty");
-    const float zero = 0.0f;  // an explicit value: tract types a value-less ConstantOfShape as float64
-    GraphRef t = then_g.end({L.op("ConstantOfShape", {shape_value(L, out3.shape)}, out3,
-                                  {Attr::tensor("value", dtype::f32, {1}, &zero, sizeof zero)})});
-    Subgraph else_g = L.begin_subgraph("attention");
-    GraphRef e = else_g.end({L.op("Attention", ins, out3, attrs)});
-    y = L.op_n("If", {empty}, {out3}, {Attr::graph("then_branch", t), Attr::graph("else_branch", e)})[0];
-  }
+  const float zero = 0.0f;  // an explicit value: tract types a value-less ConstantOfShape as float64
+  Value y = unless_empty(
+      L, sizes, out3, "attention",
+      [&] {
+        return L.op("ConstantOfShape", {shape_value(L, out3.shape)}, out3,
+                    {Attr::tensor("value", dtype::f32, {1}, &zero, sizeof zero)});
+      },
+      [&] { return L.op("Attention", ins, out3, attrs); });
   L.bind(0, L.op("Reshape", {y, i64s(L, {0, 0, out.shape[2].value, out.shape[3].value})}, out));
 }
 

@@ -204,23 +204,15 @@ void lower_batch_norm(Lowering& L) {
 // layout; an unbatched call or more batch dims lower the reference.
 //
 // onnxruntime's GroupNormalization (its function body reshapes to (N, G, -1))
-// fails on a batch of 0, which JAX defines (an empty result): a symbolic
-// batch is checked at run time (an If giving the empty input itself, else the
-// op); a static 0, or a target without guard Ifs (target="portable"), lowers
-// the reference.
+// fails on a batch of 0, which JAX defines (an empty result): a symbolic batch
+// is checked at run time (empty_guard.hpp: an If gives the empty input back,
+// else runs the op); a static 0, or a target without guard Ifs
+// (target="portable"), lowers the reference.
 Value group_normalization(Lowering& L, Value xt, const Aval& t_aval) {
   std::vector<Attr> attrs = {Attr::i("num_groups", L.param("num_groups").as_int()),
                              Attr::f("epsilon", L.param("epsilon").as_float())};
-  const Dim batch = t_aval.shape[0];
-  if (batch.is_static()) return L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval, attrs);
-  Value empty = L.op("Equal", {L.op("Squeeze", {dim_value(L, batch)}, Aval(dtype::i64, {})),
-                               scalar(L, dtype::i64, 0)},
-                     Aval(dtype::boolean, {}));
-  Subgraph then_g = L.begin_subgraph("group_norm_empty");
-  GraphRef t = then_g.end({xt});
-  Subgraph else_g = L.begin_subgraph("group_norm");
-  GraphRef e = else_g.end({L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval, attrs)});
-  return L.op_n("If", {empty}, {t_aval}, {Attr::graph("then_branch", t), Attr::graph("else_branch", e)})[0];
+  return unless_empty(L, {t_aval.shape[0]}, t_aval, "group_norm", [&] { return xt; },
+                      [&] { return L.op("GroupNormalization", {xt, L.input(1), L.input(2)}, t_aval, attrs); });
 }
 
 void lower_group_norm(Lowering& L) {
@@ -665,7 +657,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .when("x.shape[0] == self.weight.shape[0]")
       .when("x.shape[0] % self.groups == 0");
   plugin.primitive("jaxonnx.nn.group_norm", lower_group_norm)
-      .emits({"GroupNormalization", "Transpose", "If", "Equal", "Squeeze"})
+      .emits({"GroupNormalization", "Transpose", "If", "Equal", "ReduceMin", "Add", "Shape"})
       .emits_shape_ops()
       .doc(onnx_doc("GroupNormalization"))
       .summary("flax nnx GroupNorm, equinox GroupNorm (one vmapped batch dim) as "

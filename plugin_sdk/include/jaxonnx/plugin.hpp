@@ -25,6 +25,7 @@
 
 #include "jaxonnx/abstract_eval.hpp"
 #include "jaxonnx/attr.hpp"
+#include "jaxonnx/empty_guard.hpp"
 #include "jaxonnx/idioms.hpp"
 #include "jaxonnx/jaxpr_view.hpp"
 #include "jaxonnx/kernels.hpp"

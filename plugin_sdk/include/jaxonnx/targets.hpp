@@ -43,8 +43,7 @@ inline constexpr Lack kPortableLacks[] = {
      "onnxruntime's symbolic shape inference applies its com.microsoft Attention rule to the "
      "standard op and fails; tract has no kernel"},
     {"if_guard", false,
-     "OpenVINO computes wrong results downstream of an If on a dynamic batch; tract and "
-     "shape-inference tools cannot see through one"},
+     "tract names every If node \"If\" and stops at a model's second one"},
     {"negative_pad", false, "tract aborts the process on a negative Pad; the reference evaluator refuses it"},
 };
 
