@@ -25,6 +25,8 @@
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -222,8 +224,54 @@ void lower_while(Lowering& L) {
     if (!plan.carried(j) && L.output_used(j)) L.bind(j, init[j]);  // invariant
 }
 
+// A scan unrolled, for targets without Loop (tract has none; the reference
+// evaluator and quantize_dynamic mishandle one): the body inlined once per
+// step with xs[i] as a Gather at a constant index, the ys stacked by
+// Unsqueeze + Concat in index order (a reverse scan's step j fills index
+// length-1-j, as JAX's ys). Only where the length is static, nonzero and the
+// unrolled graph stays small (kMaxUnrolledEqns body equations in all).
+constexpr size_t kMaxUnrolledEqns = 20000;
+
+bool unroll_scan(Lowering& L, const JaxprView& body, const std::vector<Value>& consts, const std::vector<Value>& init,
+                 const std::vector<Value>& xs, const std::vector<bool>& y_used) {
+  const Dim length = L.param("length").as_dim();
+  if (!length.is_static() || length.value < 1 ||
+      static_cast<size_t>(length.value) * std::max<size_t>(body.num_eqns(), 1) > kMaxUnrolledEqns)
+    return false;
+  const size_t n = static_cast<size_t>(length.value), k = init.size(), p = y_used.size(),
+               nc = consts.size();
+  const bool reverse = L.param("reverse").as_bool();
+  std::vector<Value> carry = init;
+  std::vector<std::vector<Value>> ys(p, std::vector<Value>(n, kNoValue));
+  for (size_t step = 0; step < n; ++step) {
+    const size_t index = reverse ? n - 1 - step : step;
+    std::vector<Value> args = consts;
+    args.insert(args.end(), carry.begin(), carry.end());
+    for (size_t i = 0; i < xs.size(); ++i)
+      args.push_back(L.op("Gather", {xs[i], scalar(L, dtype::i64, static_cast<double>(index))},
+                          packed(body.in_aval(nc + k + i)), {Attr::i("axis", 0)}));
+    std::vector<Value> res = L.inline_jaxpr(body.get(), args);
+    std::copy(res.begin(), res.begin() + static_cast<std::ptrdiff_t>(k), carry.begin());
+    for (size_t q = 0; q < p; ++q)
+      if (y_used[q]) ys[q][index] = res[k + q];
+  }
+  for (size_t j = 0; j < k; ++j)
+    if (L.output_used(j)) L.bind(j, carry[j]);
+  for (size_t q = 0; q < p; ++q) {
+    if (!y_used[q]) continue;
+    const Aval out = packed(L.out_aval(k + q));
+    Aval one = out;
+    one.shape[0] = Dim(1);
+    std::vector<Value> rows;
+    for (Value y : ys[q]) rows.push_back(L.op("Unsqueeze", {y, i64s(L, {0})}, one));
+    L.bind(k + q, rows.size() == 1 ? rows[0] : L.op("Concat", rows, out, {Attr::i("axis", 0)}));
+  }
+  return true;
+}
+
 // scan(consts..., init..., xs...; jaxpr, length, reverse, num_consts,
-// num_carry, unroll, ...) -> Loop with trip count `length`. Each iteration
+// num_carry, unroll, ...) -> Loop with trip count `length` (unrolled where the
+// target lacks Loop: unroll_scan). Each iteration
 // gathers its slice of every xs at the iteration index (length-1-i when
 // reversed); the ys are Loop scan outputs, stacked in iteration order, so a
 // reverse scan flips them once after the loop (Slice with step -1). `unroll`
@@ -247,6 +295,7 @@ void lower_scan(Lowering& L) {
 
   std::vector<bool> y_used(p);
   for (size_t q = 0; q < p; ++q) y_used[q] = L.output_used(k + q);
+  if (!L.target_supports("Loop") && unroll_scan(L, body, consts, init, xs, y_used)) return;
   std::vector<bool> seeds(k);
   for (size_t j = 0; j < k; ++j) {
     seeds[j] = L.output_used(j);
@@ -327,8 +376,9 @@ JAXONNX_PLUGIN("control_flow", "0.1.0") {
       .doc(onnx_doc("Loop"))
       .summary("lax.while_loop and fori_loop with dynamic bounds: Loop, condition at run time");
   plugin.primitive("scan", lower_scan)
-      .emits({"Loop", "Gather", "Sub", "Slice", "Reshape"})
+      .emits({"Loop", "Gather", "Sub", "Slice", "Reshape", "Unsqueeze", "Concat"})
       .emits_shape_ops()
       .doc(onnx_doc("Loop"))
-      .summary("lax.scan and fori_loop with static bounds, forward and reverse: Loop with a trip count");
+      .summary("lax.scan and fori_loop with static bounds, forward and reverse: Loop with a trip count "
+               "(unrolled for targets without Loop)");
 }

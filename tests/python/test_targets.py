@@ -238,3 +238,45 @@ def test_portable_crops_with_a_slice_not_a_negative_pad():
     assert "Slice" in set(all_op_types(model.graph))
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
     np.testing.assert_array_equal(_run(model, [x])[0], np.asarray(f(x)))
+
+
+def _scan_program(reverse, length=5):
+    def fn(x, w):  # x: [B, length, 3]; w: [3, 3]
+        def step(c, xt):
+            c = jnp.tanh(c @ w + xt)
+            return c, (c, xt.sum(-1))
+        c, (cs, sums) = jax.lax.scan(step, jnp.zeros_like(x[:, 0]), jnp.swapaxes(x, 0, 1), reverse=reverse)
+        return c, cs, sums
+    return fn
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_portable_unrolls_a_static_scan(reverse, dtype):
+    """tract has no Loop (and the reference evaluator and quantize_dynamic mishandle one):
+    portable unrolls a scan of static length; the ys are stacked in JAX's index order."""
+    x64 = dtype == np.float64
+    fn = _scan_program(reverse)
+    with jax.enable_x64(x64):
+        specs = symbolic_specs([("B", 5, 3), (3, 3)], [dtype] * 2)
+        model = jaxonnx.to_onnx(fn, specs, target="portable", enable_double_precision=x64)
+        onnx.checker.check_model(model, full_check=True)
+        ops = all_op_types(model.graph)
+        assert "Loop" not in ops and ops.count("Tanh") == 5, ops
+        assert "Loop" in all_op_types(jaxonnx.to_onnx(fn, specs, enable_double_precision=x64).graph)
+        rng = np.random.default_rng(9)
+        for b in (2, 1, 0):
+            xs = [rng.standard_normal((b, 5, 3)).astype(dtype), rng.standard_normal((3, 3)).astype(dtype)]
+            for got, want in zip(_run(model, xs), fn(*xs)):
+                assert got.shape == want.shape
+                np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5 if not x64 else 1e-12, atol=1e-6)
+
+
+def test_portable_keeps_a_loop_where_unrolling_would_not_pay():
+    """A symbolic length cannot be unrolled; nor one past 20000 body equations in all."""
+    fn = lambda x: jax.lax.scan(lambda c, xt: (c + xt, None), jnp.zeros_like(x[0]), x)[0]  # noqa: E731
+    assert "Loop" in all_op_types(jaxonnx.to_onnx(fn, [("T", 3)], target="portable").graph)
+    long = jaxonnx.to_onnx(fn, [(20001, 3)], target="portable")
+    assert "Loop" in all_op_types(long.graph)
+    x = np.random.default_rng(10).standard_normal((20001, 3)).astype(np.float32)
+    np.testing.assert_allclose(_run(long, [x])[0], np.asarray(fn(x)), rtol=1e-4, atol=1e-3)

@@ -41,9 +41,14 @@ struct Profile {
 inline constexpr Lack kPortableLacks[] = {
     {"Attention", true,
      "onnxruntime's symbolic shape inference applies its com.microsoft Attention rule to the "
-     "standard op and fails; tract has no kernel"},
+     "standard op and fails; its quantize_dynamic rewrites a top-level one into an invalid "
+     "com.microsoft QAttention"},
     {"if_guard", false,
      "tract names every If node \"If\" and stops at a model's second one"},
+    {"Loop", false,
+     "tract has no Loop; the reference evaluator concatenates Loop scan outputs of rank >= 2 "
+     "instead of stacking them; quantize_dynamic loses a value a Loop body reads from outside. "
+     "A scan of static length is unrolled instead (up to 20000 body equations in all)"},
     {"negative_pad", false, "tract aborts the process on a negative Pad; the reference evaluator refuses it"},
 };
 
