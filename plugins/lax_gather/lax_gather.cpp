@@ -236,8 +236,17 @@ void gather_as_slice(Lowering& L, const Aval& in, const Aval& ia, const std::vec
     axis_sizes.insert(axis_sizes.end(), zero_sizes.begin(), zero_sizes.end());
     Aval va(ct, {static_cast<int64_t>(axes.size())});
     Value starts = start_parts.size() == 1 ? start_parts[0] : L.op("Concat", start_parts, va, {Attr::i("axis", 0)});
-    Value ends = L.op("Add", {starts, dims_of(L, ct, axis_sizes)}, va);
-    x = L.op("Slice", {x, starts, ends, ints_of(L, ct, axes)}, complex::packed(in.with_shape(sizes)));
+    // A symbolic size makes the ends shape arithmetic: in int64, as Shape
+    // gives it. Through a Cast to int32, tract loses that 1 + (T - 1) is T
+    // and cannot unify the slice with its neighbours.
+    int32_t et = ct;
+    for (const Dim& d : axis_sizes) et = d.is_static() ? et : dtype::i64;
+    if (et != ct) {
+      starts = cast(L, starts, va, et);
+      va = va.with_dtype(et);
+    }
+    Value ends = L.op("Add", {starts, dims_of(L, et, axis_sizes)}, va);
+    x = L.op("Slice", {x, starts, ends, ints_of(L, et, axes)}, complex::packed(in.with_shape(sizes)));
   }
   // A complex operand is carried packed (jaxonnx/complex.hpp): its parts axis
   // is last, after every axis sliced or squeezed here.

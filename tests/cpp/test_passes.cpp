@@ -304,6 +304,37 @@ TEST_CASE("constant folding evaluates static shape arithmetic within the caps") 
   CHECK(ints_of(*b.g.initializers[0].tensor) == std::vector<int64_t>{6, 4});
 }
 
+TEST_CASE("constant folding casts int constants between int32 and int64, wrapping as the runtime") {
+  // An int32 index meeting Shape's int64: Slice starts = Cast(const), ends = starts + dim.
+  Builder b;
+  ir::ValueId x = b.input(f32({S("T"), N(3)}), "x");
+  std::vector<int32_t> one = {1};
+  ir::ValueId start32 = b.constant(Tensor::copy_of(JXO_DTYPE_INT32, {1}, one.data(), 4));
+  ir::ValueId start = b.op("Cast", {start32}, i64({N(1)}), {int_attr("to", JXO_DTYPE_INT64)});
+  ir::ValueId big = b.op("Cast", {b.ints({(int64_t{1} << 32) + 5})}, Aval(JXO_DTYPE_INT32, {N(1)}),
+                         {int_attr("to", JXO_DTYPE_INT32)});
+  b.output(b.op("Slice", {x, start, b.ints({2}), b.ints({0})}, f32({N(1), N(3)})), "out");
+  b.output(b.op("Neg", {big}, Aval(JXO_DTYPE_INT32, {N(1)})), "wrapped");
+  run(b.g, passes::constant_folding());
+  CHECK(b.count_op("Cast") == 0);
+  int found = 0;
+  for (const auto& init : b.g.initializers) {
+    if (init.value == start) {
+      ++found;
+      CHECK(init.tensor->dtype == JXO_DTYPE_INT64);
+      CHECK(ints_of(*init.tensor) == std::vector<int64_t>{1});
+    }
+    if (init.value == big) {
+      ++found;
+      REQUIRE(init.tensor->dtype == JXO_DTYPE_INT32);
+      int32_t v = 0;
+      std::memcpy(&v, init.tensor->data, 4);
+      CHECK(v == 5);
+    }
+  }
+  CHECK(found == 2);
+}
+
 TEST_CASE("constant folding turns a reshaped constant into an initializer of that shape") {
   Builder b;
   ir::ValueId x = b.input(kB3, "x");

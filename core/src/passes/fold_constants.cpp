@@ -7,6 +7,7 @@
 //   may also read a Shape(x) whose selected dims are static though others
 //   are symbolic,
 //   Add / Mul over int constants of equal shape or with a size-1 operand,
+//   Cast of an int constant to int32 or int64,
 // all integer (int32/int64) data: the arithmetic that symbolic-dim helpers
 // emit, which is static once the dims are; and
 //   Reshape / Squeeze / Unsqueeze / Flatten of a constant of any dtype to a
@@ -343,6 +344,17 @@ class ConstantFolding : public Pass {
           uint64_t y = static_cast<uint64_t>(b->v[scalar_b ? 0 : i]);
           r.v.push_back(static_cast<int64_t>(add ? x + y : x * y));
         }
+        return r;
+      }
+      case Op::Cast: {
+        // Between int32 and int64 (an index's type meeting Shape's); int64 to
+        // int32 wraps as the runtime's Cast does.
+        int64_t to = int_attr(n, "to", 0);
+        if (in.size() != 1 || !complete(in[0]) || (to != JXO_DTYPE_INT32 && to != JXO_DTYPE_INT64))
+          return std::nullopt;
+        Ints r{static_cast<int32_t>(to), in[0]->dims, {}, {}};
+        for (int64_t x : in[0]->v)
+          r.v.push_back(to == JXO_DTYPE_INT32 ? static_cast<int64_t>(static_cast<int32_t>(x)) : x);
         return r;
       }
       default:
