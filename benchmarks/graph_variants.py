@@ -1,0 +1,285 @@
+"""What a graph change would save in onnxruntime before anyone builds it: jaxonnx's
+graph of an example, rewritten at the ONNX level into variants, each timed against
+the graph as converted and against jax2onnx's (alternating blocks,
+benchmarks/timing.py), at batch 1 and 8, one intra-op thread and the default.
+
+Variants (experiments on the proto; the converter is not changed):
+- no_guard: every top-level If replaced by the branch it takes at this batch (for
+  attention: the Attention without its empty-size guard). Only valid for the sizes
+  it was made for; it measures what the guard costs.
+- qkv: MatMuls that read the same value with constant 2-D weights (q, k and v
+  projections), each with its constant bias Add, as one MatMul of the concatenated
+  weights, one Add and a Split.
+- no_guard+qkv: both.
+- zero_bias: bias Adds of all-zero constants dropped (the examples' biases are
+  their zero initial values): what folding every bias Add away could save at most.
+- gemm: MatMul + bias Add on 3-D values as Reshape + Gemm + Reshape, the shapes of
+  this batch as constants (jax2onnx's form without its Shape/Concat plumbing).
+
+    python benchmarks/graph_variants.py [vit gpt ...] [--runs 30] [--batches 1 8]
+
+Every variant's outputs are checked against the converted graph's (rtol 1e-4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
+
+import _common  # noqa: E402
+import compare  # noqa: E402
+import latency  # noqa: E402
+import roofline  # noqa: E402
+import timing  # noqa: E402
+
+
+def _copy(model):
+    return onnx.ModelProto.FromString(model.SerializeToString())
+
+
+def prune(model):
+    """Drops nodes whose outputs nothing reads (in place)."""
+    g = model.graph
+    needed = {o.name for o in g.output}
+    keep = []
+    for node in reversed(g.node):
+        if any(o in needed for o in node.output):
+            keep.append(node)
+            needed.update(node.input)
+            for a in node.attribute:  # outer-scope values read by bodies
+                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    needed.update(i for n in sub.node for i in n.input)
+    del g.node[:]
+    g.node.extend(reversed(keep))
+    used = needed
+    inits = [i for i in g.initializer if i.name in used]
+    del g.initializer[:]
+    g.initializer.extend(inits)
+    return model
+
+
+def no_guard(model, feed):
+    """Every top-level If replaced by the branch it takes on `feed`."""
+    values = roofline._runtime_values(model, feed)
+    m = _copy(model)
+    nodes = []
+    for node in m.graph.node:
+        if node.op_type != "If" or node.input[0] not in values:
+            nodes.append(node)
+            continue
+        taken = "then_branch" if bool(np.asarray(values[node.input[0]]).reshape(-1)[0]) else "else_branch"
+        branch = next(a.g for a in node.attribute if a.name == taken)
+        rename = {b.name: o for b, o in zip(branch.output, node.output)}
+        produced = set()
+        for n in branch.node:
+            n = onnx.NodeProto.FromString(n.SerializeToString())
+            n.output[:] = [rename.get(o, o) for o in n.output]
+            n.input[:] = [rename.get(i, i) for i in n.input]
+            produced.update(n.output)
+            nodes.append(n)
+        for b, o in zip(branch.output, node.output):
+            if o not in produced:  # the branch returns an outer value as it is
+                nodes.append(helper.make_node("Identity", [b.name], [o]))
+        m.graph.initializer.extend(branch.initializer)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return prune(m)
+
+
+def qkv(model):
+    """MatMuls of one input by constant 2-D weights of the same K (each with a
+    constant bias Add) merged into MatMul + Add + Split."""
+    m = _copy(model)
+    g = m.graph
+    inits = {i.name: i for i in g.initializer}
+    readers = collections.defaultdict(list)
+    for n in g.node:
+        for i in n.input:
+            readers[i].append(n)
+    groups = collections.defaultdict(list)
+    for n in g.node:
+        if n.op_type == "MatMul" and n.input[1] in inits and len(inits[n.input[1]].dims) == 2:
+            groups[(n.input[0], inits[n.input[1]].dims[0])].append(n)
+    # nodes are keyed by their first output: protobuf wrappers have no stable identity
+    drop, add_before = set(), {}
+    for (a, _), mms in groups.items():
+        if len(mms) < 2:
+            continue
+        biases = []
+        for mm in mms:
+            r = readers[mm.output[0]]
+            ok = (len(r) == 1 and r[0].op_type == "Add" and mm.output[0] in r[0].input
+                  and next(i for i in r[0].input if i != mm.output[0]) in inits)
+            biases.append(r[0] if ok else None)
+        if any(b is None for b in biases) and not all(b is None for b in biases):
+            continue
+        ws = [numpy_helper.to_array(inits[mm.input[1]]) for mm in mms]
+        sizes = [w.shape[1] for w in ws]
+        base = mms[0].output[0] + ".qkv"
+        new_inits = [numpy_helper.from_array(np.concatenate(ws, axis=1), base + ".w"),
+                     numpy_helper.from_array(np.array(sizes, np.int64), base + ".split")]
+        new = [helper.make_node("MatMul", [a, base + ".w"], [base + ".mm"])]
+        outs = [mm.output[0] for mm in mms]
+        last = base + ".mm"
+        if biases[0] is not None:
+            bs = [numpy_helper.to_array(inits[next(i for i in b.input if i != mm.output[0])]).reshape(-1)
+                  for b, mm in zip(biases, mms)]
+            bs = [np.broadcast_to(b, (s,)) for b, s in zip(bs, sizes)]
+            new_inits.append(numpy_helper.from_array(np.concatenate(bs).astype(ws[0].dtype), base + ".b"))
+            new.append(helper.make_node("Add", [last, base + ".b"], [base + ".add"]))
+            last = base + ".add"
+            outs = [b.output[0] for b in biases]
+            drop.update(b.output[0] for b in biases)
+        new.append(helper.make_node("Split", [last, base + ".split"], outs, axis=-1))
+        drop.update(mm.output[0] for mm in mms)
+        add_before[mms[0].output[0]] = new
+        g.initializer.extend(new_inits)
+    nodes = []
+    for n in g.node:
+        nodes.extend(add_before.get(n.output[0], []))
+        if n.output[0] not in drop:
+            nodes.append(n)
+    del g.node[:]
+    g.node.extend(nodes)
+    return prune(m)
+
+
+def _bias_adds(g, inits):
+    """(MatMul, its only reader: an Add of a constant) pairs, MatMul weights constant 2-D."""
+    readers = collections.defaultdict(list)
+    for n in g.node:
+        for i in n.input:
+            readers[i].append(n)
+    pairs = []
+    for n in g.node:
+        if n.op_type == "MatMul" and n.input[1] in inits and len(inits[n.input[1]].dims) == 2:
+            r = readers[n.output[0]]
+            if len(r) == 1 and r[0].op_type == "Add":
+                other = next((i for i in r[0].input if i != n.output[0]), None)
+                if other in inits:
+                    pairs.append((n, r[0], other))
+    return pairs
+
+
+def zero_bias(model):
+    """Bias Adds of an all-zero constant after a MatMul removed (the examples' nnx
+    Linears keep their zero initial biases): an upper bound on what folding every
+    bias Add into its MatMul could save."""
+    m = _copy(model)
+    g = m.graph
+    inits = {i.name: i for i in g.initializer}
+    rename, drop = {}, set()
+    for mm, add, bias in _bias_adds(g, inits):
+        if not numpy_helper.to_array(inits[bias]).any():
+            rename[add.output[0]] = mm.output[0]
+            drop.add(add.output[0])
+    nodes = [n for n in g.node if n.output[0] not in drop]
+
+    def reads(ns):  # bodies read outer values too
+        for n in ns:
+            n.input[:] = [rename.get(i, i) for i in n.input]
+            for a in n.attribute:
+                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    reads(sub.node)
+    reads(nodes)
+    for o in g.output:
+        if o.name in rename:  # keep the graph output's name
+            nodes.append(helper.make_node("Identity", [rename[o.name]], [o.name]))
+    del g.node[:]
+    g.node.extend(nodes)
+    return prune(m)
+
+
+def gemm(model, feed):
+    """MatMul of a 3-D value by a constant 2-D weight plus its constant bias Add, as
+    Reshape to 2-D + Gemm (bias included) + Reshape back, with the shapes of this
+    batch as constants (the best case: no Shape/Concat to compute them)."""
+    values = roofline._runtime_values(model, feed)
+    shapes = {k: v.shape for k, v in values.items()}
+    shapes.update({i.name: x.shape for i, x in zip(model.graph.input, feed.values())})
+    m = _copy(model)
+    g = m.graph
+    inits = {i.name: i for i in g.initializer}
+    swap = {}
+    for mm, add, bias in _bias_adds(g, inits):
+        a = shapes.get(mm.input[0])
+        b = numpy_helper.to_array(inits[bias])
+        n_out = inits[mm.input[1]].dims[1]
+        if a is None or len(a) != 3 or b.size != n_out:
+            continue
+        base = mm.output[0] + ".gemm"
+        g.initializer.extend([
+            numpy_helper.from_array(np.array([-1, a[-1]], np.int64), base + ".in"),
+            numpy_helper.from_array(np.array([a[0], a[1], n_out], np.int64), base + ".out"),
+            numpy_helper.from_array(b.reshape(-1), base + ".b")])
+        swap[mm.output[0]] = [helper.make_node("Reshape", [mm.input[0], base + ".in"], [base + ".x"]),
+                        helper.make_node("Gemm", [base + ".x", mm.input[1], base + ".b"], [base + ".y"]),
+                        helper.make_node("Reshape", [base + ".y", base + ".out"], [add.output[0]])]
+        swap[add.output[0]] = []
+    nodes = []
+    for n in g.node:
+        nodes.extend(swap.get(n.output[0], [n]))
+    del g.node[:]
+    g.node.extend(nodes)
+    return prune(m)
+
+
+def variants(model, feed):
+    ng = no_guard(model, feed)
+    return {"converted": model, "no_guard": ng, "qkv": qkv(model), "no_guard+qkv": qkv(ng),
+            "zero_bias": zero_bias(model), "gemm": gemm(model, feed)}
+
+
+def run(name, runs, j2o, batches=(1, 8)):
+    title, inputs, models = latency.convert(name, j2o)
+    print(f"## {title}")
+    for b in batches:
+        xs = _common.sample(inputs, b, seed=b)
+        base = models["jaxonnx"]
+        probe = roofline.session(base)
+        feed = {v.name: x for v, x in zip(probe.get_inputs(), xs)}
+        want = probe.run(None, feed)
+        vs = variants(base, feed)
+        if not isinstance(models.get("jax2onnx", "x"), str):
+            vs["jax2onnx"] = models["jax2onnx"]
+        for threads in (1, None):
+            sessions = {k: roofline.session(m, threads) for k, m in vs.items()}
+            feeds = {}
+            for k, s in sessions.items():
+                feeds[s] = {v.name: x for v, x in zip(s.get_inputs(), xs)}
+                if k != "jax2onnx":
+                    got = s.run(None, feeds[s])
+                    assert all(np.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want)), k
+            lat = timing.block_latency(list(sessions.values()), feeds.__getitem__, runs)
+            t = dict(zip(sessions, lat))
+            setting = "default threads" if threads is None else "1 thread"
+            print(f"B={b}, {setting}: " + ", ".join(
+                f"{k} {v * 1e6:.0f} µs ({v / t['converted']:.2f}x, {len(vs[k].graph.node)} nodes)"
+                for k, v in t.items()), flush=True)
+    print()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", default=["vit", "gpt", "gpt24"], choices=compare.MODELS)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--batches", nargs="+", type=int, default=[1, 8])
+    args = parser.parse_args(argv)
+    j2o = compare.peer()
+    for name in args.models:
+        run(name, args.runs, j2o, args.batches)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
