@@ -4,10 +4,11 @@ jaxonnx / jax2onnx and as a percentage of the machine's compute roofline
 (benchmarks/roofline.py: the model's matrix-product FLOPs at the best GFLOP/s
 onnxruntime's MatMul / Conv reaches here, measured in the same run).
 
-    python benchmarks/latency.py [--models vit gpt] [--runs 30] [--write-docs]
+    python benchmarks/latency.py [--models vit gpt] [--runs 20] [--rounds 3] [--write-docs]
 
 Each converter gets a new model instance. Both graphs of a model are timed in
-alternating blocks (benchmarks/timing.py) per batch and thread setting. The peaks
+alternating blocks (benchmarks/timing.py) per batch and thread setting, in --rounds
+rounds over the four settings (a cell is the median of the rounds). The peaks
 are measured before and after the models (the better of the two is kept: the
 roofline is the best the machine does). --write-docs rewrites the generated block
 of docs/performance.md's "Batch 1, one thread and the roofline" section and draws
@@ -21,6 +22,7 @@ import importlib
 import json
 import math
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -72,30 +74,38 @@ def convert(name, j2o):
     return title or module.NAME, inputs, models
 
 
-def measure(name, j2o, runs):
+def measure(name, j2o, runs, rounds):
     title, inputs, models = convert(name, j2o)
-    row = {"name": name, "model": title, "flops": {}, "latency": {}, "notes": []}
+    row = {"name": name, "model": title, "flops": {}, "latency": {}, "ratios": {}, "notes": []}
     ok = {k: m for k, m in models.items() if not isinstance(m, str)}
     for k, m in models.items():
         if isinstance(m, str):
             row["notes"].append(f"jax2onnx: {m}")
-    for threads in THREADS:
-        sessions = {k: roofline.session(m, threads) for k, m in ok.items()}
-        for b in BATCHES:
-            xs = _common.sample(inputs, b, seed=b)
-            feeds = {k: {v.name: x for v, x in zip(s.get_inputs(), xs)} for k, s in sessions.items()}
-            if threads is None:
-                outs = {k: s.run(None, feeds[k]) for k, s in sessions.items()}
-                if len(outs) == 2 and not all(np.allclose(a, c, rtol=1e-3, atol=1e-4)
-                                              for a, c in zip(*outs.values())):
-                    row["notes"].append(f"B={b}: jaxonnx and jax2onnx outputs differ")
-                for k, m in ok.items():
-                    f = roofline.count_flops(m, b, feeds[k])
-                    row["flops"].setdefault(b, {})[k] = f
-            order = list(sessions)
-            by = {s: feeds[k] for k, s in sessions.items()}
-            lat = timing.block_latency([sessions[k] for k in order], by.__getitem__, runs)
-            row["latency"][(b, threads)] = dict(zip(order, lat))
+    sessions = {t: {k: roofline.session(m, t) for k, m in ok.items()} for t in THREADS}
+    feeds = {}
+    for b in BATCHES:
+        xs = _common.sample(inputs, b, seed=b)
+        first = sessions[None]
+        feeds[b] = {k: {v.name: x for v, x in zip(s.get_inputs(), xs)} for k, s in first.items()}
+        outs = {k: s.run(None, feeds[b][k]) for k, s in first.items()}
+        if len(outs) == 2 and not all(np.allclose(a, c, rtol=1e-3, atol=1e-4)
+                                      for a, c in zip(*outs.values())):
+            row["notes"].append(f"B={b}: jaxonnx and jax2onnx outputs differ")
+        row["flops"][b] = {k: roofline.count_flops(m, b, feeds[b][k]) for k, m in ok.items()}
+    # Rounds over every setting, so that a change of load reaches all of them; each
+    # round times the two graphs of a setting in alternating blocks.
+    times = {s: {k: [] for k in ok} for s in SETTINGS}
+    for _ in range(rounds):
+        for b, t in SETTINGS:
+            order = list(ok)
+            by = {sessions[t][k]: feeds[b][k] for k in order}
+            lat = timing.block_latency([sessions[t][k] for k in order], by.__getitem__, runs)
+            for k, v in zip(order, lat):
+                times[(b, t)][k].append(v)
+    for s, ts in times.items():
+        row["latency"][s] = {k: statistics.median(v) for k, v in ts.items()}
+        if len(ts) == 2:
+            row["ratios"][s] = [a / c for a, c in zip(ts["jaxonnx"], ts["jax2onnx"])]
     for b, fs in row["flops"].items():
         if len(fs) == 2 and fs["jaxonnx"].total != fs["jax2onnx"].total:
             row["notes"].append(f"B={b}: FLOPs counted differ: jaxonnx {fs['jaxonnx'].total}, "
@@ -106,8 +116,9 @@ def measure(name, j2o, runs):
 
 
 def ratio(row, setting):
-    lat = row["latency"].get(setting, {})
-    return lat["jaxonnx"] / lat["jax2onnx"] if "jax2onnx" in lat else None
+    """The median over the rounds of jaxonnx / jax2onnx (None without jax2onnx)."""
+    rs = row["ratios"].get(setting)
+    return statistics.median(rs) if rs else None
 
 
 def percent(row, setting, peaks, who="jaxonnx"):
@@ -135,7 +146,7 @@ def peaks_table(peaks):
 
 
 def table(rows, peaks):
-    head = ["model", "MFLOP<br>at B=1"] + [f"{label(s)}<br>µs · ratio · % roofline" for s in SETTINGS]
+    head = ["model", "MFLOP<br>at B=1"] + [f"{label(s)}<br>µs · ratio (range) · % roofline" for s in SETTINGS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "failure" in r:
@@ -146,8 +157,10 @@ def table(rows, peaks):
             lat = r["latency"][s]["jaxonnx"]
             q, p = ratio(r, s), percent(r, s, peaks)
             p2 = percent(r, s, peaks, "jax2onnx")
+            rs = r["ratios"].get(s, [])
+            spread = f" ({min(rs):.2f}-{max(rs):.2f})" if len(rs) > 1 else ""
             cells.append(f"{lat * 1e6:.0f} · " + ("-" if q is None else
-                                                   f"{q:.2f}x{' ✗' if q > 1 else ''}")
+                                                   f"{q:.2f}x{' ✗' if q > 1 else ''}{spread}")
                          + f" · {p:.0f}%" + ("" if p2 is None else f" ({p2:.0f}%)"))
         lines.append("| " + " | ".join(cells) + " |")
     ok = [r for r in rows if "failure" not in r]
@@ -222,7 +235,9 @@ def best_peaks(a, b):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
-    parser.add_argument("--runs", type=int, default=30, help="kept onnxruntime runs per median")
+    parser.add_argument("--runs", type=int, default=20, help="kept onnxruntime runs per median")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds over every setting; a cell is the median of the rounds")
     parser.add_argument("--peak-runs", type=int, default=10, help="runs per peak shape")
     parser.add_argument("--chart", type=Path, default=CHART)
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
@@ -237,7 +252,7 @@ def main(argv=None):
     for name in args.models:
         print(f"measuring {name} ...", file=sys.stderr, flush=True)
         try:
-            rows.append(measure(name, j2o, args.runs))
+            rows.append(measure(name, j2o, args.runs, args.rounds))
         except Exception as e:  # a model jaxonnx cannot convert is a row, not a crash
             rows.append({"name": name, "model": name, "failure": compare.failure(e)})
     print("measuring the peaks again ...", file=sys.stderr, flush=True)
@@ -248,14 +263,15 @@ def main(argv=None):
     text = (f"{compare.machine(load)}; at the end: {', '.join(f'{x:.1f}' for x in load_end)}\n\n"
             f"What onnxruntime reaches on this machine (float32, CPUExecutionProvider, the "
             f"better of a measurement before and one after the models; copy: an elementwise "
-            f"Add streaming {512} MiB, bytes read + written per second):\n\n"
+            f"Add streaming 512 MiB, bytes read + written per second):\n\n"
             f"{peaks_table(peaks)}\n\n{table(rows, peaks)}\n\n"
             f"Each cell: jaxonnx's median latency, its ratio to jax2onnx's (✗ where above "
-            f"1), jaxonnx's % of the compute roofline (jax2onnx's in parentheses). The "
+            f"1; the median of {args.rounds} rounds, the rounds' range in parentheses), jaxonnx's % of the compute roofline (jax2onnx's in parentheses). The "
             f"roofline is the model's matrix-product FLOPs (MatMul, Gemm, Attention, Conv; "
             f"benchmarks/roofline.py counts them from the graph with the batch fixed) at "
             f"the peak GFLOP/s above for the same thread setting. Both graphs of a model "
-            f"timed in alternating blocks, {args.runs} kept runs each per setting; the "
+            f"timed in alternating blocks, {args.runs} kept runs each per setting and round, "
+            f"rounds over all four settings in turn; the "
             f"transformers are ViT, GPT and GPT 24 blocks.\n\n"
             f"![latency ratio and % of roofline]({args.chart.name})")
     print(text)
@@ -271,7 +287,8 @@ def main(argv=None):
                        for t, p in peaks.items()},
              "rows": [{"model": r["model"], **({"failure": r["failure"]} if "failure" in r else {
                  "flops": {b: {k: f.total for k, f in fs.items()} for b, fs in r["flops"].items()},
-                 "latency": {key(s): v for s, v in r["latency"].items()}, "notes": r["notes"]})}
+                 "latency": {key(s): v for s, v in r["latency"].items()},
+                 "ratios": {key(s): v for s, v in r["ratios"].items()}, "notes": r["notes"]})}
                  for r in rows]}, indent=1))
     if args.write_docs:
         write_docs(text)
