@@ -16,7 +16,10 @@ Variants (experiments on the proto; the converter is not changed):
 - gemm: MatMul + bias Add on 3-D values as Reshape + Gemm + Reshape, the shapes of
   this batch as constants (jax2onnx's form without its Shape/Concat plumbing).
 
-    python benchmarks/graph_variants.py [vit gpt ...] [--runs 30] [--batches 1 8]
+    python benchmarks/graph_variants.py [vit gpt ...] [--runs 30] [--batches 1 8] [--threads 1 0] [--rounds 3]
+
+Each line: a variant's median latency, its ratio to the converted graph (the median
+of --rounds rounds of alternating blocks; the rounds' range in parentheses), its nodes.
 
 Every variant's outputs are checked against the converted graph's (rtol 1e-4).
 """
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import statistics
 import sys
 from pathlib import Path
 
@@ -240,7 +244,7 @@ def variants(model, feed):
             "zero_bias": zero_bias(model), "gemm": gemm(model, feed)}
 
 
-def run(name, runs, j2o, batches=(1, 8)):
+def run(name, runs, j2o, batches=(1, 8), thread_settings=(1, None), rounds=3):
     title, inputs, models = latency.convert(name, j2o)
     print(f"## {title}")
     for b in batches:
@@ -252,7 +256,7 @@ def run(name, runs, j2o, batches=(1, 8)):
         vs = variants(base, feed)
         if not isinstance(models.get("jax2onnx", "x"), str):
             vs["jax2onnx"] = models["jax2onnx"]
-        for threads in (1, None):
+        for threads in thread_settings:
             sessions = {k: roofline.session(m, threads) for k, m in vs.items()}
             feeds = {}
             for k, s in sessions.items():
@@ -260,12 +264,21 @@ def run(name, runs, j2o, batches=(1, 8)):
                 if k != "jax2onnx":
                     got = s.run(None, feeds[s])
                     assert all(np.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want)), k
-            lat = timing.block_latency(list(sessions.values()), feeds.__getitem__, runs)
-            t = dict(zip(sessions, lat))
-            setting = "default threads" if threads is None else "1 thread"
+            # rounds of alternating blocks; a variant's figure is the median of its
+            # per-round ratios to the converted graph, the range beside it
+            ratios = {k: [] for k in sessions}
+            times = {k: [] for k in sessions}
+            for _ in range(rounds):
+                lat = dict(zip(sessions, timing.block_latency(list(sessions.values()),
+                                                              feeds.__getitem__, runs)))
+                for k, v in lat.items():
+                    ratios[k].append(v / lat["converted"])
+                    times[k].append(v)
+            setting = "default threads" if threads is None else f"{threads} thread"
             print(f"B={b}, {setting}: " + ", ".join(
-                f"{k} {v * 1e6:.0f} µs ({v / t['converted']:.2f}x, {len(vs[k].graph.node)} nodes)"
-                for k, v in t.items()), flush=True)
+                f"{k} {statistics.median(times[k]) * 1e6:.0f} µs {statistics.median(ratios[k]):.2f}x"
+                + (f" ({min(ratios[k]):.2f}-{max(ratios[k]):.2f})" if k != "converted" else "")
+                + f" {len(vs[k].graph.node)} nodes" for k in sessions), flush=True)
     print()
 
 
@@ -274,10 +287,13 @@ def main(argv=None):
     parser.add_argument("models", nargs="*", default=["vit", "gpt", "gpt24"], choices=compare.MODELS)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 8])
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 0],
+                        help="intra-op thread settings; 0 = onnxruntime's default")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     j2o = compare.peer()
     for name in args.models:
-        run(name, args.runs, j2o, args.batches)
+        run(name, args.runs, j2o, args.batches, [t or None for t in args.threads], args.rounds)
     return 0
 
 
