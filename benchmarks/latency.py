@@ -200,6 +200,7 @@ def chart(rows, peaks, path):
             right.text(x, y, f"{y:.0f}", ha="center", va="bottom", fontsize=6,
                        color=bars.patches[0].get_facecolor())
     left.axhline(1.0, color="black", linewidth=0.8)
+    left.set_ylim(0, max([1.0] + [ratio(r, s) or 0 for r in rows for s in SETTINGS]) * 1.3)  # room for the legend
     left.set_xticks(range(len(rows)), names, fontsize=8)
     left.set_ylabel("latency jaxonnx / jax2onnx (lower is better)")
     left.set_title("latency ratio to jax2onnx")
@@ -207,6 +208,8 @@ def chart(rows, peaks, path):
     right.set_xticks(range(len(rows)), names, fontsize=8)
     right.set_ylabel("% of the compute roofline (higher is better)")
     right.set_title("jaxonnx's % of roofline (black: jax2onnx's)")
+    right.set_ylim(0, max([1.0] + [percent(r, s, peaks, w) or 0 for r in rows for s in SETTINGS
+                                   for w in ("jaxonnx", "jax2onnx")]) * 1.35)
     right.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
