@@ -15,6 +15,9 @@ Variants (experiments on the proto; the converter is not changed):
   their zero initial values): what folding every bias Add away could save at most.
 - gemm: MatMul + bias Add on 3-D values as Reshape + Gemm + Reshape, the shapes of
   this batch as constants (jax2onnx's form without its Shape/Concat plumbing).
+- flat: the token rows kept 2-D between the ops that need 3-D (attention), so that
+  onnxruntime fuses every MatMul + bias Add into a Gemm; shapes of this batch as
+  constants. flat+no_guard: both.
 
     python benchmarks/graph_variants.py [vit gpt ...] [--runs 30] [--batches 1 8] [--threads 1 0] [--rounds 3]
 
@@ -238,10 +241,116 @@ def gemm(model, feed):
     return prune(m)
 
 
+# Ops that work on (rows, features) as they do on (batch, tokens, features).
+_ROWWISE = {"Add", "Sub", "Mul", "Div", "Gelu", "Relu", "Sigmoid", "Tanh", "Erf",
+            "LayerNormalization", "MatMul"}
+
+
+def _outer_reads(node):
+    """Names a node's bodies read from the enclosing graph."""
+    out = set()
+    for a in node.attribute:
+        for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            inner = {o for n in sub.node for o in n.output} | {i.name for i in sub.input}
+            for n in sub.node:
+                out.update(i for i in n.input if i and i not in inner)
+                out |= _outer_reads(n) - inner
+    return out
+
+
+def flat(model, feed):
+    """Token rows kept 2-D: every 3-D value (b, T, X) that only row-wise ops touch
+    (elementwise ops, LayerNormalization over the last axis, MatMul by a constant 2-D
+    weight) is computed as (b*T, X), and reshaped to 3-D only where another op (an
+    If around Attention, a Concat, a graph output) reads it. onnxruntime then fuses
+    each MatMul + bias Add into a Gemm. Constants are reshaped or tiled to match; the
+    shapes of this batch are constants, so the variant is only valid at this batch."""
+    values = roofline._runtime_values(model, feed)
+    shapes = {k: v.shape for k, v in values.items()}
+    shapes.update({i.name: x.shape for i, x in zip(model.graph.input, feed.values())})
+    m = _copy(model)
+    g = m.graph
+    inits = {i.name: numpy_helper.to_array(i) for i in g.initializer}
+    is3 = lambda n: n in shapes and len(shapes[n]) == 3  # noqa: E731
+    flat_of, have3 = {}, {i.name for i in g.input} | set(inits)
+    nodes, new_inits = [], []
+
+    def const(name, array):
+        new_inits.append(numpy_helper.from_array(np.asarray(array), name))
+        return name
+
+    def to2(name):
+        if name not in flat_of:
+            b, t, x = shapes[name]
+            flat_of[name] = name + ".2d"
+            nodes.append(helper.make_node("Reshape", [name, const(name + ".2d.shape", np.array([b * t, x], np.int64))],
+                                          [name + ".2d"]))
+        return flat_of[name]
+
+    def to3(name):
+        if name not in have3:
+            have3.add(name)
+            nodes.append(helper.make_node("Reshape", [flat_of[name], const(name + ".3d.shape", np.array(shapes[name], np.int64))],
+                                          [name]))
+        return name
+
+    def operand(name, rows):
+        """`name` as an operand of a row-wise op over `rows` rows, or None."""
+        if is3(name) and name not in inits:
+            return to2(name)
+        if name in inits:
+            a = inits[name]
+            if a.ndim <= 1:
+                return name
+            if a.ndim == 3 and a.shape[0] == 1:
+                if a.shape[1] == 1:
+                    return const(name + ".row", a.reshape(-1))
+                return const(name + ".rows", np.tile(a[0], (rows // a.shape[1], 1)))
+            return None
+        return name if name in shapes and len(shapes[name]) <= 1 else None
+
+    for node in g.node:
+        out = node.output[0] if node.output else ""
+        ok = node.op_type in _ROWWISE and is3(out) and len(node.output) == 1
+        if ok and node.op_type == "LayerNormalization":
+            ok = helper.get_attribute_value(next(a for a in node.attribute if a.name == "axis")) in (-1, 2) \
+                if any(a.name == "axis" for a in node.attribute) else False
+        if ok and node.op_type == "MatMul":
+            ok = is3(node.input[0]) and node.input[1] in inits and inits[node.input[1]].ndim == 2
+        if ok and node.op_type != "MatMul":
+            # no broadcasting between computed operands: each is a row-wise operand or 3-D like the output
+            ok = all(shapes.get(i) == shapes[out] or i in inits or len(shapes.get(i, (0, 0))) <= 1
+                     for i in node.input if i)
+        if ok:
+            rows = shapes[out][0] * shapes[out][1]
+            ins = [operand(node.input[0], rows)] + \
+                ([node.input[1]] if node.op_type == "MatMul" else [operand(i, rows) if i else i for i in node.input[1:]])
+            if all(i is not None for i in ins):
+                n = onnx.NodeProto.FromString(node.SerializeToString())
+                n.input[:] = ins
+                n.output[:] = [out + ".2d"]
+                flat_of[out] = out + ".2d"
+                nodes.append(n)
+                continue
+        for i in list(node.input) + sorted(_outer_reads(node)):
+            if i in flat_of:
+                to3(i)
+        nodes.append(node)
+        have3.update(node.output)
+    for o in g.output:
+        if o.name in flat_of:
+            to3(o.name)
+    del g.node[:]
+    g.node.extend(nodes)
+    g.initializer.extend(new_inits)
+    return prune(m)
+
+
 def variants(model, feed):
     ng = no_guard(model, feed)
     return {"converted": model, "no_guard": ng, "qkv": qkv(model), "no_guard+qkv": qkv(ng),
-            "zero_bias": zero_bias(model), "gemm": gemm(model, feed)}
+            "zero_bias": zero_bias(model), "gemm": gemm(model, feed), "flat": flat(model, feed),
+            "flat+no_guard": flat(ng, feed)}
 
 
 def run(name, runs, j2o, batches=(1, 8), thread_settings=(1, None), rounds=3):
