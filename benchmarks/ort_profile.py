@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import importlib
 import json
 import os
 import statistics
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common  # noqa: E402
 import compare  # noqa: E402
+import latency  # noqa: E402
 import roofline  # noqa: E402
 import timing  # noqa: E402
 
@@ -109,7 +109,7 @@ def side_by_side(profiles, top):
 
 def run(name, batch, threads, runs, top):
     j2o = compare.peer()
-    title, inputs, models = _convert(name, j2o)
+    title, inputs, models = latency.convert(name, j2o)
     xs = _common.sample(inputs, batch, seed=batch)
     profiles, sessions, feeds = {}, [], {}
     for k, m in models.items():
@@ -129,11 +129,6 @@ def run(name, batch, threads, runs, top):
     print("\nwithout the profiler (timing.block_latency, µs): " +
           ", ".join(f"{k} {t * 1e6:.1f}" for k, t in zip(profiles, plain)))
     print()
-
-
-def _convert(name, j2o):
-    import latency
-    return latency.convert(name, j2o)
 
 
 def main(argv=None):

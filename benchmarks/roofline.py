@@ -10,6 +10,8 @@ model's latency comes to them (issue 26).
   in onnxruntime (what a memory-bound step can hope for).
 - roofline_seconds(flops, peaks) and percent_of_roofline(...): the time the FLOPs
   take at the measured peaks, and that time as a share of a measured latency.
+- weight_bytes(model), bandwidth_seconds(nbytes, gbps): the memory side (a decode
+  step's bytes over copy_bandwidth).
 
     python benchmarks/roofline.py [--models mlp gpt] [--batch 1] [--threads 1]
 
@@ -479,6 +481,27 @@ def measure_peaks(threads=None, runs=10, copy_mbytes=512):
     cv, cv_sizes = conv_peak(threads, runs=runs)
     return Peaks(threads, mm, cv, copy_bandwidth(threads, copy_mbytes, runs=max(3, runs // 2)),
                  mm_sizes, cv_sizes)
+
+
+def weight_bytes(model):
+    """Bytes of a model's constants: its initializers and Constant nodes, in every
+    graph and subgraph (what a step reads at least once, if nothing is cached)."""
+    def walk(graph):
+        n = sum(numpy_helper.to_array(t).nbytes for t in graph.initializer)
+        for node in graph.node:
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.TENSOR:
+                    n += numpy_helper.to_array(a.t).nbytes
+                for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    n += walk(g)
+        return n
+    return walk(model.graph)
+
+
+def bandwidth_seconds(nbytes, gbps):
+    """Seconds to move `nbytes` at `gbps` GB/s (e.g. copy_bandwidth's): the memory
+    roofline of a step that must read `nbytes`."""
+    return nbytes / (gbps * 1e9)
 
 
 def roofline_seconds(flops, peaks):

@@ -134,3 +134,12 @@ def test_peaks_run_on_tiny_shapes():
     flops = roofline.Flops(matmul=10 * 10**9, conv=5 * 10**9)
     assert roofline.roofline_seconds(flops, peaks) == 2.0
     assert roofline.percent_of_roofline(flops, 4.0, peaks) == 50.0
+
+
+def test_weight_bytes_counts_initializers_and_constants():
+    body = helper.make_graph([helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(ones(3)))],
+                             "b", [], [vi("k", None)])
+    m = model([helper.make_node("If", ["c"], ["y"], then_branch=body, else_branch=body)],
+              [], [vi("y", None)], {"c": np.array(True), "w": ones(4, 5)})
+    assert roofline.weight_bytes(m) == 1 + 4 * 5 * 4 + 2 * 3 * 4
+    assert roofline.bandwidth_seconds(10**9, 2.0) == 0.5
