@@ -459,31 +459,6 @@ std::optional<std::vector<int64_t>> perm_of(Rewrite& R, int64_t t, int64_t rank)
   return p;
 }
 
-// Transpose(Transpose(x, p), q) -> Transpose(x, p[q]), or x when that is the
-// identity: a Transpose sunk below a Softmax (below) meets the one after it.
-void transpose_of_transpose(Rewrite& R) {
-  int64_t outer = R.root();
-  Value out = R.output(outer);
-  int64_t inner = R.def(R.input(outer, 0), "Transpose");
-  if (inner < 0) return;
-  Value x = R.input(inner, 0);
-  Aval xa = R.aval(x), oa = R.aval(out);
-  if (xa.rank() < 0 || oa.rank() != xa.rank()) return;
-  auto p = perm_of(R, inner, xa.rank()), q = perm_of(R, outer, xa.rank());
-  if (!p || !q) return;
-  std::vector<int64_t> c;
-  bool identity = true;
-  for (size_t i = 0; i < q->size(); ++i) {
-    c.push_back((*p)[static_cast<size_t>((*q)[i])]);
-    identity = identity && c.back() == static_cast<int64_t>(i);
-  }
-  if (identity) {
-    if (xa.dtype == oa.dtype && xa.shape == oa.shape) R.replace(out, x);
-    return;
-  }
-  R.replace(out, R.op("Transpose", {x}, oa, {Attr::ints("perm", c)}));
-}
-
 // Transpose(f(Transpose(y, p), ...), q) with q undoing p, f a graph of
 // attribute-free elementwise ops (SiLU's x * sigmoid(x) reads its input
 // twice) whose other leaves are constants of one element -> f(y, ...): the
@@ -569,8 +544,8 @@ void transpose_through_elementwise(Rewrite& R) {
 
 // Softmax / LogSoftmax(e(Transpose(y, p)), axis a), e an optional Mul or Div
 // by a one-element constant -> Transpose(Softmax(e(y), axis p[a]), p): the
-// Transpose moves below the normalization, where transpose_of_transpose (or
-// the core's pair folding) meets the Transpose that attention written with
+// Transpose moves below the normalization, where the core's transpose folding
+// meets the Transpose that attention written with
 // einsum puts after it (scores as (b, q, k, h), softmax over k). Same
 // elements, same arithmetic.
 void softmax_transpose(Rewrite& R, const char* op) {
@@ -653,60 +628,6 @@ void expand_into_broadcast(Rewrite& R) {
   R.replace(out, R.op(R.is(n, "Where") ? "Where" : R.is(n, "Add") ? "Add"
                       : R.is(n, "Sub") ? "Sub" : R.is(n, "Mul") ? "Mul" : "Div",
                       ins, oa));
-}
-
-// ------------------------------------------------------- scalar constants --
-
-// A one-element node of constants: Cast to a float, float Add/Sub/Mul/Div,
-// or a comparison -> its value, as an initializer. What a jitted helper that
-// takes a Python number as an argument leaves once inlined: jnp.var(x)
-// computes its divisor as N - float(ddof) and guards it with N - ddof > 0,
-// and the normalization rules want that divisor as a constant. Exact: one
-// IEEE operation in double, rounded once to the output's float type
-// (correctly rounded for float32 operands).
-void scalar_constants(Rewrite& R, const std::string& op) {
-  int64_t n = R.root();
-  if (R.num_outputs(n) != 1) return;
-  Value out = R.output(n);
-  Aval a = R.aval(out);
-  if (a.rank() < 0 || !a.is_static()) return;
-  for (const Dim& d : a.shape)
-    if (d.value != 1) return;
-  std::vector<double> x;
-  std::vector<int32_t> types;
-  for (size_t k = 0; k < R.num_inputs(n); ++k) {
-    Value in = R.input(n, k);
-    auto v = R.constant_values(in);
-    int32_t t = R.aval(in).dtype;
-    bool known = t == dtype::f32 || t == dtype::f64 || t == dtype::i32 || t == dtype::i64 ||
-                 t == dtype::boolean;
-    if (!v || v->size() != 1 || !known || std::fabs((*v)[0]) > 9007199254740992.0) return;
-    x.push_back((*v)[0]);
-    types.push_back(t);
-  }
-  const bool to_float = a.dtype == dtype::f32 || a.dtype == dtype::f64;
-  double r = 0;
-  if (op == "Cast") {
-    if (!to_float || x.size() != 1) return;
-    r = x[0];
-  } else if (x.size() != 2 || types[0] != types[1]) {
-    return;
-  } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-    if (!to_float || types[0] != a.dtype) return;
-    r = op == "Add" ? x[0] + x[1] : op == "Sub" ? x[0] - x[1] : op == "Mul" ? x[0] * x[1] : x[0] / x[1];
-  } else {
-    if (a.dtype != dtype::boolean || types[0] == dtype::boolean) return;
-    r = op == "Greater" ? x[0] > x[1] : op == "Less" ? x[0] < x[1]
-        : op == "GreaterOrEqual" ? x[0] >= x[1] : x[0] <= x[1];
-  }
-  std::vector<int64_t> dims(a.shape.size(), 1);
-  if (a.dtype == dtype::f64) return R.replace(out, R.constant(a.dtype, dims, &r, 8));
-  if (a.dtype == dtype::f32) {
-    float f = static_cast<float>(r);
-    return R.replace(out, R.constant(a.dtype, dims, &f, 4));
-  }
-  uint8_t b = r != 0;
-  R.replace(out, R.constant(a.dtype, dims, &b, 1));
 }
 
 // Where with a constant condition that is true (false) everywhere -> its
@@ -1211,14 +1132,6 @@ void swish(Rewrite& R) {
 }  // namespace
 
 JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
-  for (const char* root : {"Cast", "Add", "Sub", "Mul", "Div", "Greater", "Less",
-                           "GreaterOrEqual", "LessOrEqual"})
-    plugin.rule(std::string("scalar_constants_") + root, root,
-                [op = std::string(root)](Rewrite& R) { scalar_constants(R, op); })
-        .exact()
-        .summary(std::string("a one-element ") + root + " of constants" +
-                 (std::string(root) == "Cast" ? " to a float type" : "") +
-                 " -> a constant (what jnp.var's divisor N - ddof and its guard leave); exact");
   plugin.rule("where_constant_condition", "Where", where_constant_condition)
       .exact()
       .summary("Where with a constant all-true (all-false) condition -> the branch it picks, "
@@ -1229,10 +1142,6 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
         .emits({"Where", "Add", "Sub", "Mul", "Div"})
         .summary(std::string(root) + " reading Expand(x) -> " + root +
                  " reading x, when its output keeps its shape (the op broadcasts itself)");
-  plugin.rule("transpose_of_transpose", "Transpose", transpose_of_transpose)
-      .exact()
-      .emits({"Transpose"})
-      .summary("Transpose(Transpose(x, p), q) -> one Transpose (or x, for the identity)");
   plugin.rule("transpose_through_elementwise", "Transpose", transpose_through_elementwise)
       .exact()
       .emits({"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Sigmoid", "Tanh", "Relu", "Exp",

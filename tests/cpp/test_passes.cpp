@@ -257,6 +257,22 @@ TEST_CASE("transpose folding merges back-to-back Transposes") {
   CHECK(b.g.nodes[0].attrs[0].ints == std::vector<int64_t>{1, 2, 0});
 }
 
+TEST_CASE("transpose folding reads past a Transpose that others read too") {
+  Builder b;
+  ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
+  ir::ValueId t = b.transpose(x, {1, 0, 2});
+  b.output(b.op("Relu", {t}, f32({N(3), N(2), N(4)})), "other");
+  b.output(b.op("Neg", {b.transpose(t, {1, 0, 2})}, f32({N(2), N(3), N(4)})), "undone");
+  b.output(b.op("Neg", {b.transpose(t, {0, 2, 1})}, f32({N(3), N(4), N(2)})), "moved");
+  run(b.g, passes::transpose_folding());
+  CHECK(b.count_op("Transpose") == 2);  // t for the Relu; one Transpose(x) for "moved"
+  for (const ir::Node& n : b.g.nodes) {
+    if (n.op_type == "Neg" && b.g.values[n.outputs[0]].name == "undone") CHECK(n.inputs[0] == x);
+    if (n.op_type == "Transpose" && n.inputs[0] == x && n.outputs[0] != t)
+      CHECK(n.attrs[0].ints == std::vector<int64_t>{1, 2, 0});
+  }
+}
+
 TEST_CASE("transpose folding sinks two equal Transposes below a binary op") {
   Builder b;
   ir::ValueId x = b.input(kB3, "x"), y = b.input(kB3, "y");

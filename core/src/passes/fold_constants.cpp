@@ -8,6 +8,8 @@
 //   are symbolic,
 //   Add / Mul over int constants of equal shape or with a size-1 operand,
 //   Cast of an int constant to int32 or int64,
+//   a one-element Cast to a float, float Add / Sub / Mul / Div, or
+//   comparison of one-element constants (fold_scalar),
 // all integer (int32/int64) data: the arithmetic that symbolic-dim helpers
 // emit, which is static once the dims are; and
 //   Reshape / Squeeze / Unsqueeze / Flatten of a constant of any dtype to a
@@ -23,8 +25,10 @@
 // index out of range; any other dtype or rank.
 // Guarantees: no foldable constants (no such node remains foldable).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "jaxonnx/core/passes.hpp"
 #include "onnx_ops.hpp"
@@ -98,6 +102,7 @@ class ConstantFolding : public Pass {
     }
     if (onnx_ops::is_layout_preserving_reshape(n)) return reshape_constant(g, uses, n, consumed);
     if (move_constant(g, uses, n)) return true;
+    if (fold_scalar(g, uses, n)) return true;
     std::optional<Ints> r = evaluate(g, n, in);
     if (!r || static_cast<int64_t>(r->v.size()) > kMaxElements) return false;
     size_t elem = r->dtype == JXO_DTYPE_INT64 ? 8 : 4;
@@ -122,6 +127,79 @@ class ConstantFolding : public Pass {
   }
 
  private:
+  // The one element of constant `t` as a double, for float32/64, int32/64 and
+  // bool data (integers only up to 2^53, which a double holds exactly).
+  static std::optional<double> one_element(const Tensor& t) {
+    if (t.num_elements() != 1) return std::nullopt;
+    double x;
+    switch (t.dtype) {
+      case JXO_DTYPE_FLOAT32: { float f; std::memcpy(&f, t.data, 4); x = f; break; }
+      case JXO_DTYPE_FLOAT64: std::memcpy(&x, t.data, 8); break;
+      case JXO_DTYPE_INT32: { int32_t i; std::memcpy(&i, t.data, 4); x = i; break; }
+      case JXO_DTYPE_INT64: { int64_t i; std::memcpy(&i, t.data, 8); x = static_cast<double>(i); break; }
+      case JXO_DTYPE_BOOL: x = *static_cast<const uint8_t*>(t.data) != 0; break;
+      default: return std::nullopt;
+    }
+    if (std::fabs(x) > 9007199254740992.0) return std::nullopt;
+    return x;
+  }
+
+  // A one-element node of constants: Cast to a float, float Add / Sub / Mul /
+  // Div of one dtype, or a comparison -> its value. What a jitted helper that
+  // takes a Python number leaves once inlined: jnp.var(x) computes its
+  // divisor as N - float(ddof) and guards it with N - ddof > 0, and the
+  // normalization rules want that divisor as a constant. Exact: one IEEE
+  // operation in double, rounded once to the output's type (correctly
+  // rounded for float32 operands).
+  static bool fold_scalar(ir::Graph& g, const Uses& uses, ir::Node& n) {
+    const ir::Value& out = g.values[n.outputs[0]];
+    if (!out.has_type || !out.type.known_rank) return false;
+    for (const Dim& d : out.type.dims)
+      if (!d.is_static() || d.value != 1) return false;
+    const int32_t ot = out.type.dtype;
+    const bool to_float = ot == JXO_DTYPE_FLOAT32 || ot == JXO_DTYPE_FLOAT64;
+    std::vector<double> x;
+    std::vector<int32_t> types;
+    for (ir::ValueId v : n.inputs) {
+      const Tensor* t = v == ir::kNoValue ? nullptr : uses.constant(g, v);
+      std::optional<double> e = t ? one_element(*t) : std::nullopt;
+      if (!e) return false;
+      x.push_back(*e);
+      types.push_back(t->dtype);
+    }
+    const std::string& op = n.op_type;
+    double r;
+    if (op == "Cast") {
+      if (!to_float || x.size() != 1 || int_attr(n, "to", 0) != ot) return false;
+      r = x[0];
+    } else if (x.size() != 2 || types[0] != types[1] || !n.domain.empty()) {
+      return false;
+    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+      if (!to_float || types[0] != ot) return false;
+      r = op == "Add" ? x[0] + x[1] : op == "Sub" ? x[0] - x[1] : op == "Mul" ? x[0] * x[1] : x[0] / x[1];
+    } else if (op == "Greater" || op == "Less" || op == "GreaterOrEqual" || op == "LessOrEqual") {
+      if (ot != JXO_DTYPE_BOOL || types[0] == JXO_DTYPE_BOOL) return false;
+      r = op == "Greater" ? x[0] > x[1] : op == "Less" ? x[0] < x[1]
+          : op == "GreaterOrEqual" ? x[0] >= x[1] : x[0] <= x[1];
+    } else {
+      return false;
+    }
+    std::vector<int64_t> dims(out.type.dims.size(), 1);
+    std::shared_ptr<const Tensor> t;
+    if (ot == JXO_DTYPE_FLOAT64) {
+      t = Tensor::copy_of(ot, dims, &r, 8);
+    } else if (ot == JXO_DTYPE_FLOAT32) {
+      float f = static_cast<float>(r);
+      t = Tensor::copy_of(ot, dims, &f, 4);
+    } else {
+      uint8_t b = r != 0;
+      t = Tensor::copy_of(ot, dims, &b, 1);
+    }
+    g.initializers.push_back({n.outputs[0], std::move(t)});
+    mark_erased(n);
+    return true;
+  }
+
   // The reshape `n` of a constant, as an initializer holding the same bytes.
   static bool reshape_constant(ir::Graph& g, const Uses& uses, ir::Node& n, size_t consumed) {
     const Tensor* data = uses.constant(g, n.inputs[0]);

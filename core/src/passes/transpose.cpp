@@ -11,13 +11,16 @@
 //      Transpose(op(a, b), p), one Transpose instead of two.
 //   4. Cast(Transpose(x, p)) with x bool: Transpose(Cast(x), p), the form
 //      onnxruntime 1.31 does not crash on (see cast_first).
+//   5. Transpose(t, q) with t = Transpose(x, p) read elsewhere too: it reads
+//      x, permuted by p∘q (or is x, for the identity); t stays for its other
+//      readers, so no node is added.
 // Refuses: any hop whose value has another reader or is a graph output (a
 // branching consumer would still see the permuted layout), a
 // non-elementwise op in the chain, permutations that do not cancel (1), a
 // missing permutation on a value of unknown rank.
 // Needs: topologically sorted, typed values.
 // Guarantees: none of these patterns remains: no cancelling Transposes
-// (1, 2), no elementwise op of two equal Transposes (3), no Cast of a bool
+// (1, 2, 5), no elementwise op of two equal Transposes (3), no Cast of a bool
 // Transpose (4).
 #include <algorithm>
 #include <cstring>
@@ -216,6 +219,27 @@ int64_t find_cast(const ir::Graph& g, const Uses& uses, size_t t) {
   return c;
 }
 
+// Pattern 5 at the Transpose `k`: the Transpose it reads (one read
+// elsewhere too, else patterns 1 and 2 apply), or -1. An identity that
+// bypass() would refuse (k defines a graph output and x is an interface
+// value) does not count.
+int64_t find_shortcut(const ir::Graph& g, const Uses& uses, size_t k) {
+  const ir::Node& t = g.nodes[k];
+  if (onnx_ops::kind(t) != Op::Transpose || t.inputs.empty() || t.inputs[0] == ir::kNoValue ||
+      t.outputs.size() != 1)
+    return -1;
+  const int64_t inner = uses.producer[t.inputs[0]];
+  if (inner < 0 || onnx_ops::kind(g.nodes[inner]) != Op::Transpose || uses.single_consumer(t.inputs[0]) ||
+      g.nodes[inner].inputs.empty() || g.nodes[inner].inputs[0] == ir::kNoValue)
+    return -1;
+  Perm p, q;
+  if (!perm_of(g, g.nodes[inner], &p) || !perm_of(g, t, &q) || p.size() != q.size() || !valid_perm(p) ||
+      !valid_perm(q))
+    return -1;
+  if (is_identity(compose(p, q)) && !can_bypass(g, uses, k, g.nodes[inner].inputs[0])) return -1;
+  return inner;
+}
+
 class TransposeFolding : public Pass {
  public:
   const char* name() const override { return "transpose"; }
@@ -224,18 +248,24 @@ class TransposeFolding : public Pass {
     return {no_cancelling_transposes(), no_transposes_to_sink(), no_cast_of_bool_transpose()};
   }
 
-  // One sweep in node order with the use lists kept current; a node is
-  // retried while it changes (sink_pair leaves a Transpose in its slot that
-  // may fold further). What a rewrite enables upstream waits for the
-  // manager's next round, so every run is linear in the graph.
+  // Sweeps in node order with the use lists kept current; a node is retried
+  // while it changes (sink_pair leaves a Transpose in its slot that may fold
+  // further). A rewrite can enable one upstream (a shortcut leaves the
+  // Transpose it bypassed with a single reader, a pair for pattern 2), so
+  // sweeps repeat until one changes nothing: usually one more, each linear.
   bool run(ir::Graph& g) override {
     Uses uses(g);
     bool changed = false;
-    for (size_t k = 0; k < g.nodes.size(); ++k) {
-      for (bool again = true; again && !is_erased(g.nodes[k]);) {
-        again = fold_pair(g, uses, k) || cast_first(g, uses, k) || sink_pair(g, uses, k);
-        changed = changed || again;
+    for (bool swept = true; swept;) {
+      swept = false;
+      for (size_t k = 0; k < g.nodes.size(); ++k) {
+        for (bool again = true; again && !is_erased(g.nodes[k]);) {
+          again = fold_pair(g, uses, k) || cast_first(g, uses, k) || sink_pair(g, uses, k) ||
+                  shortcut(g, uses, k);
+          swept = swept || again;
+        }
       }
+      changed = changed || swept;
     }
     erase_marked(g);
     return changed;
@@ -271,6 +301,26 @@ class TransposeFolding : public Pass {
     if (!m->chain.empty()) uses.set_input(g, m->chain[0].node, m->chain[0].slot, x);
     uses.erase(g, first);
     bypass(g, uses, m->second, last);
+    return true;
+  }
+
+  // Pattern 5 at the Transpose `k`.
+  static bool shortcut(ir::Graph& g, Uses& uses, size_t k) {
+    const int64_t inner = find_shortcut(g, uses, k);
+    if (inner < 0) return false;
+    Perm p, q;
+    perm_of(g, g.nodes[inner], &p);
+    perm_of(g, g.nodes[k], &q);
+    const Perm r = compose(p, q);
+    const ir::ValueId x = g.nodes[inner].inputs[0];
+    if (is_identity(r) && bypass(g, uses, k, x)) return true;
+    if (is_identity(r)) return false;  // an interface value: keep the pair
+    uses.set_input(g, k, 0, x);
+    ir::Attribute perm;
+    perm.name = "perm";
+    perm.type = JXO_ATTR_INTS;
+    perm.ints = r;
+    g.nodes[k].attrs = {perm};
     return true;
   }
 
@@ -339,6 +389,9 @@ Property no_cancelling_transposes() {
               if (std::optional<PairMatch> m = find_pair(g, uses, k))
                 return at(g, k) + " and " + at(g, m->second) +
                        (m->chain.empty() ? " compose" : " cancel across elementwise ops");
+              else if (int64_t inner = find_shortcut(g, uses, k); inner >= 0)
+                return at(g, static_cast<size_t>(inner)) + " and " + at(g, k) +
+                       " compose (the first read elsewhere too)";
             return {};
           }};
 }
