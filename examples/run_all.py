@@ -18,7 +18,7 @@ import _common  # noqa: E402
 from _common import BATCHES, Input  # noqa: E402
 
 # The flax nnx examples, in the order the table shows them.
-EXAMPLES = ("mlp", "cnn", "vit", "gpt", "lstm")
+EXAMPLES = ("mlp", "cnn", "vit", "gpt", "lstm", "decode")
 
 
 def run_example(module):

@@ -115,11 +115,40 @@ void lower_squeeze(Lowering& L) {
 
 // -------------------------------------------------------------- transpose --
 
+// Axes of static size 1 carry no data, so only the order of the other axes
+// matters. When they keep their order, the transpose moves no data: one
+// Reshape (free in onnxruntime, and folded into neighbouring reshapes). Else
+// the size-1 axes are squeezed out around a Transpose of lower rank:
+// onnxruntime's Transpose walks a size-1 axis element by element
+// ([B, 2, 1024, 1, 4] by (0, 1, 4, 3, 2) takes 10x the time of [B, 2, 1024, 4]
+// by (0, 1, 3, 2), onnxruntime 1.31 CPU), and Squeeze/Unsqueeze cost nothing.
 void lower_transpose(Lowering& L) {
   std::vector<int64_t> perm = L.param("permutation").as_ints();
-  Aval in = L.in_aval(0);
-  if (complex::is(in.dtype)) perm.push_back(in.rank());  // the packed parts stay last
-  L.bind(0, transpose(L, L.input(0), complex::packed(in), perm));
+  Aval in = complex::packed(L.in_aval(0));
+  if (complex::is(L.in_aval(0).dtype)) perm.push_back(in.rank() - 1);  // the packed parts stay last
+  Aval out = complex::packed(L.out_aval(0));
+  auto unit = [](const Dim& d) { return d.is_static() && d.value == 1; };
+  std::vector<int64_t> kept, squeezed, unsqueezed, rank_of(perm.size(), -1);
+  for (size_t a = 0; a < perm.size(); ++a) {
+    if (unit(in.shape[a])) squeezed.push_back(static_cast<int64_t>(a));
+    else rank_of[a] = static_cast<int64_t>(kept.size()), kept.push_back(static_cast<int64_t>(a));
+  }
+  std::vector<int64_t> reduced;
+  for (size_t j = 0; j < perm.size(); ++j) {
+    if (rank_of[static_cast<size_t>(perm[j])] < 0) unsqueezed.push_back(static_cast<int64_t>(j));
+    else reduced.push_back(rank_of[static_cast<size_t>(perm[j])]);
+  }
+  bool moves_data = false;
+  for (size_t i = 0; i < reduced.size(); ++i) moves_data = moves_data || reduced[i] != static_cast<int64_t>(i);
+  if (squeezed.empty() || !moves_data) {
+    L.bind(0, squeezed.empty() ? transpose(L, L.input(0), in, perm) : reshape(L, L.input(0), in, out));
+    return;
+  }
+  Shape small;
+  for (int64_t a : kept) small.push_back(in.shape[static_cast<size_t>(a)]);
+  Value x = L.op("Squeeze", {L.input(0), i64s(L, squeezed)}, in.with_shape(small));
+  x = transpose(L, x, in.with_shape(small), reduced);
+  L.bind(0, L.op("Unsqueeze", {x, i64s(L, unsqueezed)}, out));
 }
 
 // ------------------------------------------------------------------ stack --
@@ -175,7 +204,10 @@ JAXONNX_PLUGIN("lax_shape", "0.1.0") {
       .emits_shape_ops()
       .doc(onnx_doc("Reshape"));
   plugin.primitive("squeeze", lower_squeeze).emits({"Squeeze"}).doc(onnx_doc("Squeeze"));
-  plugin.primitive("transpose", lower_transpose).emits({"Transpose"}).doc(onnx_doc("Transpose"));
+  plugin.primitive("transpose", lower_transpose)
+      .emits({"Transpose", "Reshape", "Squeeze", "Unsqueeze"})
+      .emits_shape_ops()
+      .doc(onnx_doc("Transpose"));
   plugin.primitive("stack", lower_stack).emits({"Unsqueeze", "Concat"}).doc(onnx_doc("Concat"));
   plugin.primitive("tile", lower_tile).emits({"Tile"}).emits_shape_ops().doc(onnx_doc("Tile"));
   plugin.primitive("dim_as_value", lower_dim_as_value)

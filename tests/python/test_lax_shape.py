@@ -198,6 +198,28 @@ def test_transpose(shape, perm, dtype, x64):
     assert op_types(model) == ["Transpose"]
 
 
+# Size-1 axes: moving only them moves no data (one Reshape); else the
+# Transpose runs without them (onnxruntime walks a size-1 axis element by
+# element), between a Squeeze and an Unsqueeze. (shape, perm, expected ops)
+UNIT_TRANSPOSES = [
+    (("B", 1, 2, 4), (0, 2, 1, 3), ["Reshape"]),
+    ((3, 1, 4, 1), (3, 0, 2, 1), ["Reshape"]),
+    (("B", 2, 6, 1, 4), (0, 1, 4, 3, 2), ["Squeeze", "Transpose", "Unsqueeze"]),
+    (("B", 1, 2, 4, 3), (0, 2, 4, 1, 3), ["Squeeze", "Transpose", "Unsqueeze"]),
+    ((1, 3, 1, 4), (3, 2, 1, 0), ["Squeeze", "Transpose", "Unsqueeze"]),
+]
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=["f32", "f64"])
+@pytest.mark.parametrize("shape,perm,ops", UNIT_TRANSPOSES, ids=str)
+def test_transpose_with_size_one_axes(shape, perm, ops, dtype, x64):
+    model = check(lambda x: lax.transpose(x, perm), [shape], [dtype], x64=x64)
+    assert op_types(model) == ops
+    transposes = [n for n in model.graph.node if n.op_type == "Transpose"]
+    for n in transposes:  # of the axes that are not 1 only
+        assert len(n.attribute[0].ints) == sum(d != 1 for d in shape)
+
+
 def test_transpose_identity_emits_no_node():
     model = check(lambda x: lax.transpose(x, (0, 1)) * 2.0, [("B", 4)])
     assert op_types(model) == ["Mul"]
