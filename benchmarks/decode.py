@@ -52,40 +52,11 @@ import _common  # noqa: E402
 import compare  # noqa: E402
 import decode  # noqa: E402
 import jaxonnx  # noqa: E402
+import roofline  # noqa: E402
 import timing  # noqa: E402
 
 BEGIN, END = "<!-- decode.py: begin -->", "<!-- decode.py: end -->"
-COPY_BYTES = 256 * 2**20  # beyond any cache level a step's data could stay in
-
-
-# ------------------------------------------------------------------ bandwidth
-
-def copy_bandwidth(threads, nbytes=COPY_BYTES, repeats=9):
-    """Bytes read plus bytes written per second by the best of `repeats` copies
-    of an `nbytes` float32 buffer: numpy's copy (one thread) and onnxruntime's
-    Identity from an input to an output with `threads` intra-op threads; the
-    better of the two, and both. (Local to this benchmark until
-    benchmarks/roofline.py has one.)"""
-    src = np.ones(nbytes // 4, np.float32)
-    dst = np.empty_like(src)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        np.copyto(dst, src)
-        best = min(best, time.perf_counter() - start)
-    numpy_bw = 2 * nbytes / best
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "copy",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [src.size])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [src.size])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
-    model.ir_version = 10
-    sess = session(model, threads)
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        sess.run(None, {"x": src})
-        best = min(best, time.perf_counter() - start)
-    return max(numpy_bw, 2 * nbytes / best), {"numpy copy": numpy_bw, "onnxruntime Identity": 2 * nbytes / best}
+COPY_MIB = 512  # past this machine's 300 MiB L3, where a step's weights and caches cannot stay
 
 
 def step_bytes(model, batch, length, position):
@@ -349,23 +320,20 @@ def main(argv=None):
     args = parser.parse_args(argv)
     load = os.getloadavg()
     j2o = compare.peer()
-    copies = {t: [copy_bandwidth(t)] for t in args.threads}
+    copies = {t: [roofline.copy_bandwidth(t or None, COPY_MIB)] for t in args.threads}
     cells = [c for length in args.caches for c in measure(length, args.batches, args.threads, args.runs, j2o,
                                                           args.profile)]
     for t in args.threads:
-        copies[t].append(copy_bandwidth(t))
-    bandwidths = {t: max(bw for bw, _ in v) for t, v in copies.items()}
+        copies[t].append(roofline.copy_bandwidth(t or None, COPY_MIB))
+    bandwidths = {t: max(v) * 1e9 for t, v in copies.items()}  # bytes per second
     vocab, width, heads, kv_heads, head_dim, layers, hidden = decode.sizes(False)
     text = (compare.machine(load) + "\n"
             f"- model: {layers} layers, width {width}, {heads} query heads and {kv_heads} key/value heads of "
             f"{head_dim}, SwiGLU {hidden}, vocabulary {vocab}; float32; position = cache length / 2; "
             f"onnxruntime CPU\n"
-            f"- copy bandwidth (read + written bytes per second, best of 9 copies of {COPY_BYTES >> 20} MiB, "
-            f"before and after the models): " + "; ".join(
-                f"{t or 'default'} thread(s): " + ", ".join(
-                    f"{k} {max(p[k] for _, p in v) / 1e9:.1f} GB/s" for k in v[0][1])
-                for t, v in copies.items()) +
-            "; the roofline of a thread setting is the better of its two\n"
+            f"- copy bandwidth (benchmarks/roofline.py: onnxruntime streaming {COPY_MIB} MiB through an Add, "
+            f"read + written bytes per second, the better of before and after the models): " + "; ".join(
+                f"{t or 'default'} thread(s): {max(v):.1f} GB/s" for t, v in copies.items()) + "\n"
             f"- max |onnxruntime - JAX| over all cells: {errors_line(cells)}\n\n"
             + table(cells, bandwidths))
     prof = profile_table(cells)

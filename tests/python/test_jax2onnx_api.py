@@ -42,13 +42,24 @@ class MLP(nnx.Module):
         return self.linear2(x)
 
 
+# Defaults that differ on purpose, with what they mean. opset=None is the
+# target's default opset: 23 for the default target, jax2onnx's default.
+DIFFERENT_DEFAULTS = {"opset": None}
+
+
 def test_signatures_match_jax2onnx():
     j2o = pytest.importorskip("jax2onnx")
     for ours, theirs in [(jaxonnx.to_onnx, j2o.to_onnx), (jaxonnx.allclose, j2o.allclose)]:
         mine = inspect.signature(ours).parameters
         for name, p in inspect.signature(theirs).parameters.items():
             assert name in mine, name
-            assert (mine[name].kind, mine[name].default) == (p.kind, p.default), name
+            default = DIFFERENT_DEFAULTS.get(name, p.default) if ours is jaxonnx.to_onnx else p.default
+            assert (mine[name].kind, mine[name].default) == (p.kind, default), name
+
+
+def test_the_default_opset_is_jax2onnxs():
+    model = to_onnx(lambda x: x + 1, [("B", 3)])
+    assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [23]
 
 
 def test_quick_start_to_file_and_allclose(tmp_path):
