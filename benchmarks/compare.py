@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
+import doc_section  # noqa: E402
 import _common  # noqa: E402
 import timing  # noqa: E402
 import jaxonnx  # noqa: E402
@@ -340,14 +341,7 @@ def machine(load_before):
 
 
 def write_docs(text):
-    block = f"{BEGIN}\n{text}\n{END}"
-    if DOC.exists():
-        old = DOC.read_text()
-        if BEGIN in old and END in old:
-            head, rest = old.split(BEGIN, 1)
-            DOC.write_text(head + block + rest.split(END, 1)[1])
-            return
-    DOC.write_text(f"# Performance\n\n{block}\n")
+    doc_section.write_section(DOC, BEGIN, END, text, "# Performance")
 
 
 def main():

@@ -39,6 +39,8 @@ import time
 import zlib
 from pathlib import Path
 
+import doc_section
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "corpus.md"
 BEGIN, END = "<!-- corpus.py: begin -->", "<!-- corpus.py: end -->"
@@ -468,13 +470,7 @@ def report(s, top, elapsed, jobs):
 
 
 def write_docs(text):
-    block = f"{BEGIN}\n{text}\n{END}"
-    old = DOC.read_text() if DOC.exists() else ""
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        DOC.write_text(head + block + rest.split(END, 1)[1])
-    else:
-        DOC.write_text(f"# Corpus benchmark\n\n{block}\n")
+    doc_section.write_section(DOC, BEGIN, END, text, "# Corpus benchmark")
 
 
 def main(argv=None):

@@ -48,6 +48,7 @@ import onnxruntime as ort  # noqa: E402
 from flax import nnx  # noqa: E402
 from onnx import TensorProto, helper  # noqa: E402
 
+import doc_section  # noqa: E402
 import _common  # noqa: E402
 import compare  # noqa: E402
 import decode  # noqa: E402
@@ -302,10 +303,7 @@ def profile_table(cells, top=8):
 
 
 def write_docs(text):
-    doc = compare.DOC
-    old = doc.read_text()
-    head, rest = old.split(BEGIN, 1)
-    doc.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
+    doc_section.write_section(compare.DOC, BEGIN, END, text, "## LLM decode step (benchmarks/decode.py)")
 
 
 def main(argv=None):

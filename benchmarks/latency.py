@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 
+import doc_section  # noqa: E402
 import _common  # noqa: E402
 import compare  # noqa: E402
 import roofline  # noqa: E402
@@ -217,10 +218,7 @@ def chart(rows, peaks, path):
 
 
 def write_docs(text):
-    doc = compare.DOC
-    old = doc.read_text()
-    head, rest = old.split(BEGIN, 1)
-    doc.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
+    doc_section.write_section(compare.DOC, BEGIN, END, text, "## Batch 1, one thread and the roofline (benchmarks/latency.py)")
 
 
 def best_peaks(a, b):

@@ -177,21 +177,19 @@ class _Scope:
                     self.shapes[n.output[0]] = tuple(t.dims)
                     self.values[n.output[0]] = numpy_helper.to_array(t)
 
-    def shape(self, name):
+    def _find(self, table, name):
         s = self
-        while s is not None:
-            if name in s.shapes:
-                return s.shapes[name]
+        while s is not None:  # this scope, then the enclosing ones
+            if name in getattr(s, table):
+                return getattr(s, table)[name]
             s = s.parent
         return None
 
+    def shape(self, name):
+        return self._find("shapes", name)
+
     def value(self, name):
-        s = self
-        while s is not None:
-            if name in s.values:
-                return s.values[name]
-            s = s.parent
-        return None
+        return self._find("values", name)
 
 
 def _einsum_flops(node, scope):

@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import doc_section
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "performance.md"
 CHART = ROOT / "docs" / "scaling.png"
@@ -131,13 +133,7 @@ def chart(rows, tools):
 
 
 def write_docs(text):
-    doc = DOC.read_text()
-    section = f"{BEGIN}\n{text}\n{END}"
-    if BEGIN in doc:
-        doc = doc[:doc.index(BEGIN)] + section + doc[doc.index(END) + len(END):]
-    else:
-        doc = doc.rstrip() + "\n\n## Scaling\n\n" + section + "\n"
-    DOC.write_text(doc)
+    doc_section.write_section(DOC, BEGIN, END, text, "## Scaling")
 
 
 def main(argv=None):

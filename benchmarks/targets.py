@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import onnxruntime as ort  # noqa: E402
 
+import doc_section  # noqa: E402
 import _common  # noqa: E402
 import compare  # noqa: E402
 import jaxonnx  # noqa: E402
@@ -71,10 +72,7 @@ def table(rows):
 
 
 def write_docs(text):
-    doc = compare.DOC
-    old = doc.read_text()
-    head, rest = old.split(BEGIN, 1)
-    doc.write_text(head + BEGIN + "\n" + text + "\n" + END + rest.split(END, 1)[1])
+    doc_section.write_section(compare.DOC, BEGIN, END, text, "## Target profiles (benchmarks/targets.py)")
 
 
 def main(argv=None):

@@ -32,6 +32,7 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from jax import export  # noqa: E402
 
+import doc_section  # noqa: E402
 import _common  # noqa: E402
 import jaxonnx  # noqa: E402
 import timing  # noqa: E402
@@ -149,14 +150,7 @@ def table(rows, blocks, runs, peer_note):
 
 
 def write_docs(text):
-    block = f"{BEGIN}\n{text}\n{END}"
-    old = DOC.read_text()
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        DOC.write_text(head + block + rest.split(END, 1)[1])
-    else:
-        DOC.write_text(old.rstrip("\n") + "\n\n## Zoo-style models (benchmarks/zoo.py)\n\n"
-                       + block + "\n")
+    doc_section.write_section(DOC, BEGIN, END, text, "## Zoo-style models (benchmarks/zoo.py)")
 
 
 def main():
