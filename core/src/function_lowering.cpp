@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "lowering.hpp"
+#include "jaxonnx/core/converter.hpp"
 
 namespace jaxonnx {
 namespace {

@@ -1,6 +1,7 @@
 // The lowering driver: walks a closed jaxpr and hands each equation to the
 // plugin that claims its primitive, with guardrails around every call.
 #include "lowering.hpp"
+#include "jaxonnx/core/converter.hpp"
 
 #include <cctype>
 #include <cstdint>

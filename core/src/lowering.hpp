@@ -11,7 +11,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "jaxonnx/core/converter.hpp"
+#include "jaxonnx/core/convert_options.hpp"
+#include "jaxonnx/core/ir.hpp"
+#include "jaxonnx/core/jaxpr.hpp"
+#include "jaxonnx/core/plugin_host.hpp"
+#include "jaxonnx/targets.hpp"
 #include "jaxonnx/core/error.hpp"
 #include "status.hpp"
 

@@ -25,7 +25,6 @@
 #include <set>
 
 #include "../abi_read.hpp"
-#include "../lowering.hpp"
 #include "../status.hpp"
 #include "fuse_api.hpp"
 #include "jaxonnx/core/error.hpp"
