@@ -31,11 +31,12 @@
 //
 // target="onnxruntime-contrib" (a profile that runs the com.microsoft domain):
 // causal self-attention (is_causal, no mask or bias, as many keys as queries,
-// float32) is onnxruntime's GroupQueryAttention instead, measured 0.3-0.9x the
-// time of Attention(is_causal=1) (docs/performance.md, "onnxruntime-contrib
-// target"). It takes the key count per row (seqlens_k = T - 1) and the total
-// length (T) as int32 inputs, made from the symbolic T; it too fails on an
-// empty size (onnxruntime aborts the process), so it stays inside the guard.
+// float32) is onnxruntime's GroupQueryAttention instead, at any opset (its
+// domain is not the default one): 0.4-0.95x the time of Attention(is_causal=1)
+// (docs/performance.md, "onnxruntime-contrib target"). It takes the key count
+// per row (seqlens_k = T - 1) and the total length (T) as int32 inputs, made
+// from the symbolic T; it too fails on an empty size (onnxruntime aborts the
+// process), so it stays inside the guard.
 // It agrees with JAX to rounding and propagates NaN and infinity as JAX does
 // (tests/python/test_contrib_target.py).
 //
@@ -114,13 +115,19 @@ bool lower_decomposed(Lowering& L) {
 
 void lower_attention(Lowering& L) {
   Aval q = L.in_aval(0), k = L.in_aval(1), v = L.in_aval(2);
-  bool fits = L.opset() >= 23 && L.target_supports("Attention") && q.dtype == dtype::f32 && k.dtype == q.dtype &&
-              v.dtype == q.dtype && q.rank() == 4 && k.rank() == 4 && v.rank() == 4;
+  bool fits = q.dtype == dtype::f32 && k.dtype == q.dtype && v.dtype == q.dtype && q.rank() == 4 &&
+              k.rank() == 4 && v.rank() == 4;
   if (fits)
     for (const Aval* a : {&q, &k, &v})
       fits = fits && a->shape[2].is_static() && a->shape[3].is_static();
   // Operands after q, k, v: the bias and the mask, in that order, each when bound.
   const bool has_bias = L.param("has_bias").as_bool(), has_mask = L.param("has_mask").as_bool();
+  // onnxruntime's GroupQueryAttention (see the header), at any opset: its
+  // domain is not the default one.
+  const bool gqa = fits && L.target_supports("com.microsoft") && L.param("is_causal").as_bool() && !has_bias &&
+                   !has_mask && q.shape[1] == k.shape[1] && q.shape[2].value % k.shape[2].value == 0 &&
+                   q.shape[3] == k.shape[3] && k.shape[3] == v.shape[3] && k.shape[2] == v.shape[2];
+  fits = fits && (gqa || (L.opset() >= 23 && L.target_supports("Attention")));
   for (size_t i = 3; i < L.num_inputs(); ++i) {
     Aval m = L.in_aval(i);
     const bool is_mask = has_mask && i + 1 == L.num_inputs();
@@ -179,10 +186,6 @@ void lower_attention(Lowering& L) {
     }
     ins.push_back(additive);
   }
-  // onnxruntime's GroupQueryAttention: see the header.
-  const bool gqa = L.target_supports("com.microsoft") && L.param("is_causal").as_bool() && !has_bias &&
-                   !has_mask && q.shape[1] == k.shape[1] && heads % kv_heads == 0 &&
-                   q.shape[3] == k.shape[3] && k.shape[3] == v.shape[3] && k.shape[2] == v.shape[2];
   auto group_query_attention = [&] {
     const Dim B = q.shape[0], T = q.shape[1];
     Value before, total;  // T - 1 as int32 [1], T as an int32 scalar

@@ -56,9 +56,10 @@ class Block(nnx.Module):
         return x + self.down(jax.nn.gelu(self.up(self.norm2(x))))
 
 
-def _parity(fn, shapes, target, batches=(1, 3, 0)):
+def _parity(fn, shapes, target, batches=(1, 3, 0), opset=None):
     """The model for `target` (checked, then run in onnxruntime against JAX at each batch)."""
-    model = jaxonnx.to_onnx(fn, symbolic_specs(shapes, [np.float32] * len(shapes)), target=target)
+    model = jaxonnx.to_onnx(fn, symbolic_specs(shapes, [np.float32] * len(shapes)), target=target,
+                            opset=opset)
     # onnx has no com.microsoft schemas: full_check checks the rest of the model
     # and infers no type through the contrib node (its outputs are declared).
     onnx.checker.check_model(model, full_check=True)
@@ -105,6 +106,17 @@ def test_causal_attention_static_seq_and_scale(scale):
         return jax.nn.dot_product_attention(q, k, v, is_causal=True, scale=scale)
 
     model = _parity(f, [("B", 5, 4, 8), ("B", 5, 4, 8), ("B", 5, 4, 8)], CONTRIB)
+    assert "GroupQueryAttention" in all_op_types(model)
+
+
+def test_older_opset_keeps_it():
+    """GroupQueryAttention is not of the default domain: at opset 18, where the
+    standard Attention does not exist, the contrib target still gets it."""
+    def f(q, k, v):
+        return jax.nn.dot_product_attention(q, k, v, is_causal=True)
+
+    model = _parity(f, [("B", 5, 4, 8), ("B", 5, 2, 8), ("B", 5, 2, 8)], CONTRIB, opset=18)
+    assert model.opset_import[0].version == 18
     assert "GroupQueryAttention" in all_op_types(model)
 
 
