@@ -11,7 +11,8 @@ namespace jaxonnx {
 namespace {
 
 // The rules the fuse pass may apply: by the fusion option's numerics, and
-// none that may emit an op the target refuses.
+// none that may emit an op the target refuses or an op of a domain it does
+// not run.
 std::vector<const RuleInfo*> selected_rules(const Registry& registry, const ConvertOptions& options,
                                            const sdk::targets::Profile& profile) {
   std::vector<const RuleInfo*> out;
@@ -22,6 +23,10 @@ std::vector<const RuleInfo*> selected_rules(const Registry& registry, const Conv
     for (const std::string& op : r->onnx_ops) {
       const sdk::targets::Lack* lack = sdk::targets::lack(profile, op);
       refused = refused || (lack && lack->refused);
+      // A domain-qualified op ("com.microsoft.X") of a domain the target does not run.
+      const size_t dot = op.rfind('.');
+      refused = refused || (dot != std::string::npos &&
+                            !sdk::targets::allows_domain(profile, std::string_view(op).substr(0, dot)));
     }
     if (!refused) out.push_back(r);
   }

@@ -17,7 +17,28 @@ namespace {
 // `out0` is the declared dtype of output 0 (undefined when not declared).
 std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const jxo_node& node,
                         const std::string& op, int32_t out0) {
-  if (node.domain.size) return "";
+  const std::string domain = abi::read_string(node.domain, "emit_node: domain");
+  if (!domain.empty() && domain != "ai.onnx") {
+    // A domain beyond the standard ones only where the profile names it: a
+    // model for another target must not need onnxruntime's contrib ops.
+    if (sdk::targets::allows_domain(lowering.target, domain)) {
+#ifdef JAXONNX_CHECK_EMITS
+      const std::string qualified = domain + "." + op;
+      if (std::find(prim.onnx_ops.begin(), prim.onnx_ops.end(), qualified) == prim.onnx_ops.end())
+        return "emit_node: op '" + qualified + "' is not among the ops '" + prim.name +
+               "' declares (.emits)";
+#endif
+      return "";
+    }
+    std::string allowing;
+    for (const sdk::targets::Profile& p : sdk::targets::kProfiles)
+      if (sdk::targets::allows_domain(p, domain))
+        allowing += (allowing.empty() ? "" : ", ") + std::string("\"") + std::string(p.name) + "\"";
+    return "emit_node: the target \"" + std::string(lowering.target.name) + "\" refuses " + op +
+           " of domain " + domain + " (its profile runs no operator of that domain" +
+           (allowing.empty() ? std::string() : "; targets that do: " + allowing) +
+           "); lower it another way where target_supports(\"" + domain + "\") is false";
+  }
   if (const sdk::targets::Lack* lack = sdk::targets::lack(lowering.target, op); lack && lack->refused)
     return "emit_node: the target \"" + std::string(lowering.target.name) + "\" refuses " + op +
            " (" + std::string(lack->why) + "); lower it another way where "

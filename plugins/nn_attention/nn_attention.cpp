@@ -29,6 +29,17 @@
 // (target="portable") gets the decomposed form (lower_decomposed), which
 // handles every size; the reference where even that does not fit.
 //
+// target="onnxruntime-contrib" (a profile that runs the com.microsoft domain):
+// causal self-attention (is_causal, no mask or bias, as many keys as queries,
+// float32) is onnxruntime's GroupQueryAttention instead, at any opset (its
+// domain is not the default one): 0.4-0.95x the time of Attention(is_causal=1)
+// (docs/performance.md, "onnxruntime-contrib target"). It takes the key count
+// per row (seqlens_k = T - 1) and the total length (T) as int32 inputs, made
+// from the symbolic T; it too fails on an empty size (onnxruntime aborts the
+// process), so it stays inside the guard.
+// It agrees with JAX to rounding and propagates NaN and infinity as JAX does
+// (tests/python/test_contrib_target.py).
+//
 // Numerics: agrees with JAX to float rounding on finite inputs, masked rows
 // included. An infinite logit at a blocked position stays infinite in the sum
 // where JAX replaces it, so the mask form declares finite numerics (not bound
@@ -104,13 +115,19 @@ bool lower_decomposed(Lowering& L) {
 
 void lower_attention(Lowering& L) {
   Aval q = L.in_aval(0), k = L.in_aval(1), v = L.in_aval(2);
-  bool fits = L.opset() >= 23 && L.target_supports("Attention") && q.dtype == dtype::f32 && k.dtype == q.dtype &&
-              v.dtype == q.dtype && q.rank() == 4 && k.rank() == 4 && v.rank() == 4;
+  bool fits = q.dtype == dtype::f32 && k.dtype == q.dtype && v.dtype == q.dtype && q.rank() == 4 &&
+              k.rank() == 4 && v.rank() == 4;
   if (fits)
     for (const Aval* a : {&q, &k, &v})
       fits = fits && a->shape[2].is_static() && a->shape[3].is_static();
   // Operands after q, k, v: the bias and the mask, in that order, each when bound.
   const bool has_bias = L.param("has_bias").as_bool(), has_mask = L.param("has_mask").as_bool();
+  // onnxruntime's GroupQueryAttention (see the header), at any opset: its
+  // domain is not the default one.
+  const bool gqa = fits && L.target_supports("com.microsoft") && L.param("is_causal").as_bool() && !has_bias &&
+                   !has_mask && q.shape[1] == k.shape[1] && q.shape[2].value % k.shape[2].value == 0 &&
+                   q.shape[3] == k.shape[3] && k.shape[3] == v.shape[3] && k.shape[2] == v.shape[2];
+  fits = fits && (gqa || (L.opset() >= 23 && L.target_supports("Attention")));
   for (size_t i = 3; i < L.num_inputs(); ++i) {
     Aval m = L.in_aval(i);
     const bool is_mask = has_mask && i + 1 == L.num_inputs();
@@ -169,6 +186,27 @@ void lower_attention(Lowering& L) {
     }
     ins.push_back(additive);
   }
+  auto group_query_attention = [&] {
+    const Dim B = q.shape[0], T = q.shape[1];
+    Value before, total;  // T - 1 as int32 [1], T as an int32 scalar
+    if (T.is_static()) {
+      before = L.constant(std::vector<int32_t>{static_cast<int32_t>(T.value - 1)}, {1});
+      total = L.constant(std::vector<int32_t>{static_cast<int32_t>(T.value)}, {});
+    } else {
+      Value t = dim_value(L, T);  // int64 [1]
+      before = L.op("Cast", {L.op("Sub", {t, i64s(L, {1})}, Aval(dtype::i64, {Dim(1)}))},
+                    Aval(dtype::i32, {Dim(1)}), {Attr::i("to", dtype::i32)});
+      total = L.op("Cast", {L.op("Squeeze", {t}, Aval(dtype::i64, {}))}, Aval(dtype::i32, {}),
+                   {Attr::i("to", dtype::i32)});
+    }
+    Value seqlens = L.op("Expand", {before, dim_value(L, B)}, Aval(dtype::i32, {B}));
+    std::vector<Attr> gattrs = {Attr::i("num_heads", heads), Attr::i("kv_num_heads", kv_heads)};
+    if (!L.param("scale").is_none()) gattrs.push_back(Attr::f("scale", L.param("scale").as_float()));
+    Aval out = L.out_aval(0);
+    Aval out3 = out.with_shape({out.shape[0], out.shape[1], out.shape[2].value * out.shape[3].value});
+    return L.op_n("GroupQueryAttention", {ins[0], ins[1], ins[2], kNoValue, kNoValue, seqlens, total}, {out3},
+                  gattrs, "com.microsoft", 1)[0];
+  };
   std::vector<Attr> attrs = {Attr::i("q_num_heads", heads), Attr::i("kv_num_heads", kv_heads),
                              Attr::i("is_causal", L.param("is_causal").as_bool() ? 1 : 0)};
   if (!L.param("scale").is_none()) attrs.push_back(Attr::f("scale", L.param("scale").as_float()));
@@ -181,7 +219,7 @@ void lower_attention(Lowering& L) {
         return L.op("ConstantOfShape", {shape_value(L, out3.shape)}, out3,
                     {Attr::tensor("value", dtype::f32, {1}, &zero, sizeof zero)});
       },
-      [&] { return L.op("Attention", ins, out3, attrs); });
+      [&] { return gqa ? group_query_attention() : L.op("Attention", ins, out3, attrs); });
   L.bind(0, L.op("Reshape", {y, i64s(L, {0, 0, out.shape[2].value, out.shape[3].value})}, out));
 }
 
@@ -218,12 +256,13 @@ JAXONNX_PLUGIN("nn_attention", "0.1.0") {
   plugin.primitive("jaxonnx.nn.dot_product_attention", lower_attention)
       .emits({"Attention", "Reshape", "Where", "Add", "Max", "Expand", "If", "ConstantOfShape", "Shape", "Concat",
               "ReduceMin", "Equal", "Transpose", "MatMul", "Mul", "Softmax", "Range", "Squeeze",
-              "GreaterOrEqual", "And"})
+              "GreaterOrEqual", "And", "Sub", "Cast", "com.microsoft.GroupQueryAttention"})
       .doc(onnx_doc("Attention"))
       .summary("jax.nn.dot_product_attention (4-D) as Attention (opset 23); a boolean mask "
                "(with any bias) becomes one additive mask, so fully masked rows are the mean "
                "of the values as in JAX; an infinite logit at a masked position stays infinite, "
-               "so the mask form is not bound with crisp=\"exact\"")
+               "so the mask form is not bound with crisp=\"exact\"; target=\"onnxruntime-contrib\": causal "
+               "self-attention as com.microsoft GroupQueryAttention")
       .binds(attention(false, false))
       .binds(attention(false, true))
       .binds(attention(true, false))

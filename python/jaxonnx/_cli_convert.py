@@ -31,7 +31,8 @@ def add_parser(sub) -> None:
                         "for all inputs or once per --input")
     p.add_argument("--opset", type=int, default=None,
                    help="default-domain opset (default: the target's, 23 for onnxruntime)")
-    p.add_argument("--target", default="onnxruntime", choices=("onnxruntime", "portable"),
+    p.add_argument("--target", default="onnxruntime",
+                   choices=("onnxruntime", "portable", "onnxruntime-contrib"),
                    help="the runtime the model is for (docs/targets.md; default onnxruntime)")
     p.add_argument("--fusion", default="fast", choices=("fast", "exact", "none"),
                    help="fused ONNX ops: all (fast, the default), only those exact on NaN and "

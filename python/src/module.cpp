@@ -277,12 +277,15 @@ PYBIND11_MODULE(_core, m) {
             lacks.append(pb::make_tuple(std::string(p.lacks[i].what), p.lacks[i].refused,
                                         std::string(p.lacks[i].why)));
           d["lacks"] = lacks;
+          pb::list domains;
+          for (size_t i = 0; i < p.num_domains; ++i) domains.append(std::string(p.domains[i]));
+          d["domains"] = domains;
           out.append(d);
         }
         return out;
       },
       "The target profiles (jaxonnx/targets.hpp): [{name, default_opset, summary, lacks: "
-      "[(op or capability, refused, why)]}].");
+      "[(op or capability, refused, why)], domains: [operator domains beyond the standard]}].");
   m.def(
       "load_plugin",
       [](const std::string& path) {

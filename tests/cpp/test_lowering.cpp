@@ -120,6 +120,30 @@ TEST_CASE("target profiles: a lowering asks the target; the host refuses what it
   CHECK(msg.find("\"portable\"") != std::string::npos);
 }
 
+TEST_CASE("target profiles: a node of a non-standard domain only where the profile runs it") {
+  Registry reg = good();
+  ClosedJaxpr contrib = one_eqn("test.target");
+  contrib.jaxpr.eqns[0].params = record({"contrib"}, {float_param(1.0)});
+  ConvertOptions options;
+  for (const char* target : {"onnxruntime", "portable"}) {
+    options.target = target;
+    std::string msg = conversion_error(contrib, reg, options);
+    CHECK(msg.find(std::string("the target \"") + target + "\" refuses FastGelu of domain com.microsoft") !=
+          std::string::npos);
+    CHECK(msg.find("\"onnxruntime-contrib\"") != std::string::npos);  // the target that runs it
+    CHECK(msg.find("test_good") != std::string::npos);
+    CHECK(msg.find("test.target") != std::string::npos);
+  }
+  options.target = "onnxruntime-contrib";
+  ir::Model m = lower_to_ir(contrib, reg, options);
+  REQUIRE(m.graph.nodes.size() == 1);
+  CHECK(m.graph.nodes[0].domain == "com.microsoft");
+  CHECK(m.graph.nodes[0].op_type == "FastGelu");
+  CHECK(m.domain_opsets.at("com.microsoft") == 1);
+  // A standard op the contrib target has.
+  CHECK(count_op(lower_to_ir(one_eqn("test.target"), reg, options).graph, "Identity") == 1);
+}
+
 TEST_CASE("a small jaxpr lowers through the good plugin") {
   Registry reg = good();
   ir::Model m = lower_to_ir(identity_then_scale(), reg, {});

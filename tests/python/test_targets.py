@@ -168,7 +168,7 @@ def test_group_norm_then_a_matmul_on_openvino(tmp_path):
 
 def test_targets_are_data_and_checked():
     profiles = jaxonnx._targets.profiles()
-    assert list(profiles) == ["onnxruntime", "portable"]
+    assert list(profiles) == ["onnxruntime", "portable", "onnxruntime-contrib"]
     assert profiles["onnxruntime"]["lacks"] == [] and profiles["onnxruntime"]["default_opset"] == 23
     lacks = {what: refused for what, refused, _ in profiles["portable"]["lacks"]}
     assert lacks["Attention"] is True and lacks["negative_pad"] is False

@@ -61,8 +61,10 @@ bool made_here(const jxo_rewrite* rw, jxo_value v) {
 int64_t rw_root(const jxo_rewrite* rw) noexcept { return rw ? static_cast<int64_t>(rw->root) : -1; }
 int64_t rw_opset(const jxo_rewrite* rw) noexcept { return rw ? rw->opset : 0; }
 int32_t rw_target_supports(const jxo_rewrite* rw, jxo_str feature) noexcept {
-  if (!rw || !rw->target || (feature.size && !feature.data)) return 1;
-  return sdk::targets::supports(*rw->target, std::string_view(feature.data, feature.size)) ? 1 : 0;
+  if (!rw || (feature.size && !feature.data)) return 1;
+  // No profile: onnxruntime's (the first), which lacks nothing but other domains.
+  const sdk::targets::Profile& target = rw->target ? *rw->target : sdk::targets::kProfiles[0];
+  return sdk::targets::supports(target, std::string_view(feature.data, feature.size)) ? 1 : 0;
 }
 int64_t rw_producer(const jxo_rewrite* rw, jxo_value v) noexcept {
   return existing(rw, v) ? rw->uses->producer[v] : -1;

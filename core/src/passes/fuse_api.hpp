@@ -19,7 +19,7 @@ struct jxo_rewrite {
   const jaxonnx::passes::Uses* uses = nullptr;
   size_t root = 0;
   int64_t opset = 0;
-  const jaxonnx::sdk::targets::Profile* target = nullptr;  // null: has everything
+  const jaxonnx::sdk::targets::Profile* target = nullptr;  // null: onnxruntime's
   const std::vector<std::string>* allowed_ops = nullptr;  // the rule's declared ops
   std::string rule;  // "plugin/rule", for messages
   // The attempt's work: nodes to insert before the root, initializers to add,

@@ -2,11 +2,13 @@
 //
 // A user picks one with to_onnx(target=...). A profile is data: what the
 // target lacks, as ONNX op types of the default domain and as named
-// capabilities (lower_snake_case). Plugins ask through the ABI
+// capabilities (lower_snake_case), and which operator domains beyond the
+// standard ones it runs ("com.microsoft"). Plugins ask through the ABI
 // (target_supports, ABI 1.5) and choose a lowering; the host refuses a node of
-// a refused op, skips a rewrite rule that may emit one, and answers
-// target_supports for everything here. docs/targets.md is generated from this
-// table. Header-only, no dependencies: the core includes it too.
+// a refused op or of a domain the profile does not name, skips a rewrite rule
+// that may emit one, and answers target_supports for everything here.
+// docs/targets.md is generated from this table. Header-only, no dependencies:
+// the core includes it too. SDK data, not ABI: the struct may grow.
 //
 // Profiles grow by measurement (benchmarks/portability.py): an entry names
 // why the target lacks it.
@@ -31,10 +33,16 @@ struct Profile {
   std::string_view summary;
   const Lack* lacks;
   size_t num_lacks;
+  // Operator domains besides the standard ("" and "ai.onnx") that the target
+  // runs. A node of any other domain is refused (a function call site, which
+  // the core makes, is the model's own and always allowed).
+  const std::string_view* domains = nullptr;
+  size_t num_domains = 0;
 };
 
 // Capabilities a plugin may ask about (target_supports). Op types are asked by
-// their ONNX name.
+// their ONNX name, a domain by its name (it has a dot, which op types and
+// capabilities have not: target_supports("com.microsoft")).
 //  if_guard:     an If whose only job is to skip an op on an empty size
 //                (onnxruntime's fused ops refuse a dim of 0 that JAX allows).
 //  negative_pad: Pad with negative pads (cropping).
@@ -52,6 +60,11 @@ inline constexpr Lack kPortableLacks[] = {
     {"negative_pad", false, "tract aborts the process on a negative Pad; the reference evaluator refuses it"},
 };
 
+// onnxruntime's contrib ops: only those measured faster than what
+// onnxruntime's session optimizer makes of the standard graph
+// (benchmarks/contrib_ops.py; docs/performance.md, "onnxruntime-contrib target").
+inline constexpr std::string_view kContribDomains[] = {"com.microsoft"};
+
 inline constexpr Profile kProfiles[] = {
     {"onnxruntime", 23,
      "the default: onnxruntime's CPU provider, standard ONNX only, its fastest graph there", nullptr, 0},
@@ -59,6 +72,11 @@ inline constexpr Profile kProfiles[] = {
      "what onnxruntime, OpenVINO, tract, the ONNX reference evaluator and onnxruntime's symbolic "
      "shape inference all run: opset 17, no guard If, no fused op a tool misreads",
      kPortableLacks, sizeof(kPortableLacks) / sizeof(kPortableLacks[0])},
+    {"onnxruntime-contrib", 23,
+     "opt-in: everything onnxruntime has, plus onnxruntime's com.microsoft ops where they are "
+     "measurably faster (GroupQueryAttention for causal self-attention); the model runs on "
+     "onnxruntime only",
+     nullptr, 0, kContribDomains, sizeof(kContribDomains) / sizeof(kContribDomains[0])},
 };
 
 inline const Profile* find(std::string_view name) {
@@ -74,6 +92,19 @@ inline const Lack* lack(const Profile& profile, std::string_view what) {
   return nullptr;
 }
 
-inline bool supports(const Profile& profile, std::string_view what) { return !lack(profile, what); }
+// A standard domain ("", "ai.onnx") or one the profile names.
+inline bool allows_domain(const Profile& profile, std::string_view domain) {
+  if (domain.empty() || domain == "ai.onnx") return true;
+  for (size_t i = 0; i < profile.num_domains; ++i)
+    if (profile.domains[i] == domain) return true;
+  return false;
+}
+
+// `what` is an op type or capability (supported unless lacked) or, with a dot,
+// a domain (supported when allowed).
+inline bool supports(const Profile& profile, std::string_view what) {
+  if (what.find('.') != std::string_view::npos) return allows_domain(profile, what);
+  return !lack(profile, what);
+}
 
 }  // namespace jaxonnx::sdk::targets

@@ -6,7 +6,8 @@
 //   test.scale(x, factor=2.0)   -> Mul(x, factor as a scalar of x's dtype)
 //   test.target(x)              -> Identity(x) where the target has guard Ifs,
 //                                  else Neg(x); Attention(x, x, x) with the
-//                                  param `attention` (ABI 1.5 target profiles)
+//                                  param `attention` (ABI 1.5 target profiles);
+//                                  com.microsoft FastGelu with param `contrib`
 #include <jaxonnx/plugin.hpp>
 
 namespace sdk = jaxonnx::sdk;
@@ -30,6 +31,10 @@ void lower_scale(sdk::Lowering& L) {
 }
 
 void lower_target(sdk::Lowering& L) {
+  if (L.has_param("contrib")) {  // whether or not the target runs com.microsoft: the host decides
+    L.bind(0, L.op_n("FastGelu", {L.input(0)}, {L.out_aval(0)}, {}, "com.microsoft", 1)[0]);
+    return;
+  }
   if (L.has_param("attention")) {
     L.bind(0, L.op("Attention", {L.input(0), L.input(0), L.input(0)}, L.out_aval(0),
                    {sdk::Attr::i("q_num_heads", 1), sdk::Attr::i("kv_num_heads", 1)}));
@@ -53,7 +58,8 @@ JAXONNX_PLUGIN("test_good", "1.2.3") {
       .test({sdk::Aval(sdk::dtype::f64, {sdk::Dim::sym("B"), 4})},
             {sdk::Aval(sdk::dtype::f64, {sdk::Dim::sym("B"), 4})});
   plugin.primitive("test.target", lower_target)
-      .emits({"Identity", "Neg", "Attention"})
-      .summary("Identity where the target has guard Ifs, else Neg; Attention with `attention`")
+      .emits({"Identity", "Neg", "Attention", "com.microsoft.FastGelu"})
+      .summary("Identity where the target has guard Ifs, else Neg; Attention with `attention`; "
+               "com.microsoft FastGelu with `contrib`")
       .abstract_eval(same_aval);
 }

@@ -61,7 +61,7 @@ std::unique_ptr<Pass> deduplication();
 std::unique_ptr<Pass> dead_code_elimination();
 Pipeline default_pipeline();
 // Applies plugins' rewrite rules (ABI 1.2) for the target `opset` and
-// profile (null: onnxruntime's, which has everything); see fuse.cpp.
+// profile (null: onnxruntime's, which lacks no op and runs no other domain); see fuse.cpp.
 std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset,
                            const sdk::targets::Profile* target = nullptr);
 // Replaces every call of one of `functions` (which must outlive the pass) by
