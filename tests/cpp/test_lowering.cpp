@@ -142,6 +142,15 @@ TEST_CASE("target profiles: a node of a non-standard domain only where the profi
   CHECK(m.domain_opsets.at("com.microsoft") == 1);
   // A standard op the contrib target has.
   CHECK(count_op(lower_to_ir(one_eqn("test.target"), reg, options).graph, "Identity") == 1);
+  // A domain no profile names is the plugin's own: emitted for every target.
+  ClosedJaxpr own = one_eqn("test.target");
+  own.jaxpr.eqns[0].params = record({"own_domain"}, {float_param(1.0)});
+  for (const char* target : {"onnxruntime", "portable", "onnxruntime-contrib"}) {
+    options.target = target;
+    ir::Model mo = lower_to_ir(own, reg, options);
+    REQUIRE(mo.graph.nodes.size() == 1);
+    CHECK(mo.graph.nodes[0].domain == "test.ops");
+  }
 }
 
 TEST_CASE("a small jaxpr lowers through the good plugin") {

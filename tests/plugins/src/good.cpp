@@ -35,6 +35,10 @@ void lower_target(sdk::Lowering& L) {
     L.bind(0, L.op_n("FastGelu", {L.input(0)}, {L.out_aval(0)}, {}, "com.microsoft", 1)[0]);
     return;
   }
+  if (L.has_param("own_domain")) {  // a domain no profile knows: the plugin's own, any target
+    L.bind(0, L.op_n("Foo", {L.input(0)}, {L.out_aval(0)}, {}, "test.ops", 1)[0]);
+    return;
+  }
   if (L.has_param("attention")) {
     L.bind(0, L.op("Attention", {L.input(0), L.input(0), L.input(0)}, L.out_aval(0),
                    {sdk::Attr::i("q_num_heads", 1), sdk::Attr::i("kv_num_heads", 1)}));
@@ -58,8 +62,8 @@ JAXONNX_PLUGIN("test_good", "1.2.3") {
       .test({sdk::Aval(sdk::dtype::f64, {sdk::Dim::sym("B"), 4})},
             {sdk::Aval(sdk::dtype::f64, {sdk::Dim::sym("B"), 4})});
   plugin.primitive("test.target", lower_target)
-      .emits({"Identity", "Neg", "Attention", "com.microsoft.FastGelu"})
+      .emits({"Identity", "Neg", "Attention", "com.microsoft.FastGelu", "test.ops.Foo"})
       .summary("Identity where the target has guard Ifs, else Neg; Attention with `attention`; "
-               "com.microsoft FastGelu with `contrib`")
+               "com.microsoft FastGelu with `contrib`; test.ops Foo with `own_domain`")
       .abstract_eval(same_aval);
 }
