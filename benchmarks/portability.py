@@ -67,6 +67,7 @@ LABELS = [
     ("tract", r"Output mismatch after rewiring", "Slice ends computed from a symbolic dim"),
     ("tract", r"panicked at .*could not broadcast array", "panic (ndarray broadcast) on a negative Pad"),
     ("tract", r"shape input is variable", "Reshape to a computed shape"),
+    ("tract", r"EinSum.*\n?.*fact\.len\(\) ==", "MatMul of a constant-valued tensor of symbolic shape (a scan's zero state)"),
     (None, r"inconsistent q_sequence_length", "Attention mask [B,1,1,T] not broadcast"),
     ("symshape", r"_infer_Attention", "standard Attention taken for the contrib op"),
     ("symshape", r"object of type 'NoneType' has no len|'NoneType' object is not iterable",
