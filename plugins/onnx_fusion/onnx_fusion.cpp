@@ -217,6 +217,57 @@ void matmul_add_to_gemm(Rewrite& R) {
   }
 }
 
+// ----------------------------------------------------------- zero operand --
+
+// MatMul(Z, W) or Gemm(Z, W[, C]) with Z zeros broadcast to a runtime shape
+// (Expand(0, s) or ConstantOfShape(s): a scan's zero initial state met by the
+// recurrent weights) and W a 2-D constant whose every element is finite ->
+// zeros of the result's shape (plus C for Gemm, added as Gemm adds it).
+// Exact: each product is a signed zero and the sum +0, as JAX's dot (it
+// accumulates from +0); an infinite or NaN weight (0 * inf is NaN) keeps the
+// product. tract (0.23) fails on a product with a uniform input.
+void matmul_of_zeros(Rewrite& R) {
+  const int64_t n = R.root();
+  const Value out = R.output(n);
+  const Aval oa = R.aval(out);
+  if (oa.rank() < 1 || !float_type(oa) || !oa.shape.back().is_static()) return;
+  const bool gemm = R.is(n, "Gemm");  // the LSTM cell's lowering emits Gemm itself
+  if (gemm && (R.attr_int(n, "transA", 0) != 0 || R.attr_float(n, "beta", 1.0) != 1.0 ||
+               !std::isfinite(R.attr_float(n, "alpha", 1.0))))
+    return;
+  const Value z = R.input(n, 0);
+  const Aval za = R.aval(z);
+  Value shape = kNoValue;  // z's runtime shape
+  if (const int64_t e = R.def(z, "Expand"); e >= 0 && R.is_splat(R.input(e, 0), 0.0)) {
+    shape = R.input(e, 1);
+  } else if (const int64_t c = R.def(z, "ConstantOfShape"); c >= 0) {
+    const jxo_attr* value = R.attr(c, "value");
+    if (value) return;  // (a value attribute: not read here; JAX's zeros come as Expand)
+    shape = R.input(c, 0);
+  } else {
+    return;
+  }
+  const Aval sa = R.aval(shape);
+  if (za.rank() < 1 || za.dtype != oa.dtype || sa.rank() != 1 || !sa.shape[0].is_static() ||
+      sa.shape[0].value != za.rank())
+    return;
+  const Aval wa = R.aval(R.input(n, 1));
+  if (wa.rank() != 2) return;
+  auto w = R.constant_values(R.input(n, 1));
+  if (!w) return;
+  for (double x : *w)
+    if (!std::isfinite(x)) return;
+  // The result's shape: z's without its last dim, then N.
+  const int64_t rank = za.rank();
+  Value lead = R.op("Slice", {shape, R.i64s({0}), R.i64s({rank - 1}), R.i64s({0})}, Aval(dtype::i64, {rank - 1}));
+  Value out_shape = R.op("Concat", {lead, R.i64s({oa.shape.back().value})}, Aval(dtype::i64, {rank}),
+                         {Attr::i("axis", 0)});
+  Value zeros = R.op("Expand", {R.scalar(oa.dtype, 0.0), out_shape}, oa);
+  if (gemm && R.num_inputs(n) > 2 && R.input(n, 2) != kNoValue)  // + C, as Gemm adds it
+    zeros = R.op("Add", {zeros, R.input(n, 2)}, oa);
+  R.replace(out, zeros);
+}
+
 // --------------------------------------------------------------- Conv bias --
 
 // Add(Transpose(Conv(x, w)), c) with c a constant that varies only along the
@@ -1157,6 +1208,13 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
         .summary(std::string(root) + "(Transpose(y) [times or over a constant]) -> Transpose(" +
                  root + "(y [times or over it])) on the permuted axis, so that it meets the "
                  "Transpose after it (attention written with einsum)");
+  for (const char* root : {"MatMul", "Gemm"})
+    plugin.rule(std::string("matmul_of_zeros_") + root, root, matmul_of_zeros)
+        .exact()
+        .emits({"Expand", "Slice", "Concat", "Add"})
+        .summary(std::string(root) + " of zeros broadcast to a runtime shape (Expand of 0: a scan's "
+                 "zero initial state) and finite constant weights -> zeros of its shape (plus C for "
+                 "Gemm); tract fails on the product, which is +0 in JAX for finite weights");
   plugin.rule("matmul_add_to_gemm", "Add", matmul_add_to_gemm)
       .exact()
       .emits({"Gemm"})

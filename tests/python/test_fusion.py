@@ -70,6 +70,20 @@ def test_fuse_false_keeps_the_decomposition():
     assert ops(linear, [(8, 16)], fuse=False) == ["MatMul", "Add"]
 
 
+def test_a_product_of_broadcast_zeros_is_zeros():
+    """A scan's zero initial state met by the weights (tract fails on the product): zeros
+    of the result's shape, the bias added as Gemm adds it; JAX's dot gives +0 there."""
+    def first_step(x):  # x: [B, 16]; h0 = zeros, as nnx.RNN's initial carry
+        h0 = jnp.zeros((x.shape[0], 16), x.dtype)
+        return jnp.tanh(h0 @ W + linear(x)), h0 @ W
+    model = check(first_step, [("B", 16)], batches=[0, 1, 3])
+    assert op_types(model).count("MatMul") + op_types(model).count("Gemm") == 1  # x's only
+    kept = W.copy()
+    kept[0, 0] = np.inf  # 0 * inf is NaN in JAX: the product stays
+    model = check(lambda x: jnp.zeros((x.shape[0], 16), x.dtype) @ kept, [("B", 16)])
+    assert "MatMul" in op_types(model)
+
+
 # ------------------------------------------------------------------- Relu --
 
 def test_conv_bias_moves_into_the_conv():

@@ -8,6 +8,7 @@
 //   are symbolic,
 //   Add / Mul over int constants of equal shape or with a size-1 operand,
 //   Cast of an int constant to int32 or int64,
+//   Concat of constants only it reads, any dtype (concat_constants);
 //   a one-element Cast to a float, float Add / Sub / Mul / Div, or
 //   comparison of one-element constants (fold_scalar),
 // all integer (int32/int64) data: the arithmetic that symbolic-dim helpers
@@ -102,6 +103,7 @@ class ConstantFolding : public Pass {
     }
     if (onnx_ops::is_layout_preserving_reshape(n)) return reshape_constant(g, uses, n, consumed);
     if (move_constant(g, uses, n)) return true;
+    if (concat_constants(g, uses, n)) return true;
     if (fold_scalar(g, uses, n)) return true;
     std::optional<Ints> r = evaluate(g, n, in);
     if (!r || static_cast<int64_t>(r->v.size()) > kMaxElements) return false;
@@ -167,20 +169,20 @@ class ConstantFolding : public Pass {
       x.push_back(*e);
       types.push_back(t->dtype);
     }
-    const std::string& op = n.op_type;
+    const Op op = onnx_ops::kind(n);
     double r;
-    if (op == "Cast") {
+    if (op == Op::Cast) {
       if (!to_float || x.size() != 1 || int_attr(n, "to", 0) != ot) return false;
       r = x[0];
-    } else if (x.size() != 2 || types[0] != types[1] || !n.domain.empty()) {
+    } else if (x.size() != 2 || types[0] != types[1]) {
       return false;
-    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    } else if (op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div) {
       if (!to_float || types[0] != ot) return false;
-      r = op == "Add" ? x[0] + x[1] : op == "Sub" ? x[0] - x[1] : op == "Mul" ? x[0] * x[1] : x[0] / x[1];
-    } else if (op == "Greater" || op == "Less" || op == "GreaterOrEqual" || op == "LessOrEqual") {
+      r = op == Op::Add ? x[0] + x[1] : op == Op::Sub ? x[0] - x[1] : op == Op::Mul ? x[0] * x[1] : x[0] / x[1];
+    } else if (op == Op::Greater || op == Op::Less || op == Op::GreaterOrEqual || op == Op::LessOrEqual) {
       if (ot != JXO_DTYPE_BOOL || types[0] == JXO_DTYPE_BOOL) return false;
-      r = op == "Greater" ? x[0] > x[1] : op == "Less" ? x[0] < x[1]
-          : op == "GreaterOrEqual" ? x[0] >= x[1] : x[0] <= x[1];
+      r = op == Op::Greater ? x[0] > x[1] : op == Op::Less ? x[0] < x[1]
+          : op == Op::GreaterOrEqual ? x[0] >= x[1] : x[0] <= x[1];
     } else {
       return false;
     }
@@ -196,6 +198,56 @@ class ConstantFolding : public Pass {
       t = Tensor::copy_of(ot, dims, &b, 1);
     }
     g.initializers.push_back({n.outputs[0], std::move(t)});
+    mark_erased(n);
+    return true;
+  }
+
+  // Concat of constants that only it reads (an LSTM's gate weights, joined
+  // for one Gemm): their elements, joined once at export. Each constant's
+  // bytes move into the result, so the model does not grow.
+  static bool concat_constants(ir::Graph& g, const Uses& uses, ir::Node& n) {
+    if (onnx_ops::kind(n) != Op::Concat || n.inputs.empty()) return false;
+    std::vector<const Tensor*> parts;
+    for (ir::ValueId v : n.inputs) {
+      const Tensor* t = v == ir::kNoValue ? nullptr : uses.constant(g, v);
+      if (!t || uses.reads[v] != 1 || uses.is_output[v]) return false;
+      parts.push_back(t);
+    }
+    const Tensor& first = *parts[0];
+    const int64_t rank = static_cast<int64_t>(first.dims.size());
+    int64_t axis = int_attr(n, "axis", 0);
+    if (axis < 0) axis += rank;
+    if (rank == 0 || axis < 0 || axis >= rank) return false;
+    std::vector<int64_t> dims = first.dims;
+    dims[axis] = 0;
+    for (const Tensor* t : parts) {
+      if (t->dtype != first.dtype || t->dims.size() != first.dims.size()) return false;
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != axis && t->dims[d] != first.dims[d]) return false;
+      dims[axis] += t->dims[axis];
+    }
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= dims[d];
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= dims[d];
+    const int64_t count = outer * dims[axis] * inner;
+    if (count == 0) return false;
+    const size_t elem = first.nbytes / static_cast<size_t>(std::max<int64_t>(first.num_elements(), 1));
+    if (elem == 0) return false;
+    std::vector<char> bytes(static_cast<size_t>(count) * elem);
+    char* dst = bytes.data();
+    for (int64_t o = 0; o < outer; ++o)
+      for (const Tensor* t : parts) {
+        const size_t chunk = static_cast<size_t>(t->dims[axis] * inner) * elem;
+        std::memcpy(dst, static_cast<const char*>(t->data) + o * chunk, chunk);
+        dst += chunk;
+      }
+    ir::Value& out = g.values[n.outputs[0]];
+    std::vector<Dim> out_dims;
+    for (int64_t d : dims) out_dims.push_back(Dim{d, {}});
+    if (out.has_type && out.type.known_rank && !(out.type.dims == out_dims)) return false;
+    out.has_type = true;
+    out.type = Aval(first.dtype, std::move(out_dims));
+    g.initializers.push_back({n.outputs[0], Tensor::copy_of(first.dtype, dims, bytes.data(), bytes.size())});
     mark_erased(n);
     return true;
   }

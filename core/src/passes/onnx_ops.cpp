@@ -20,6 +20,9 @@ const std::pair<Op, const char*> kNamed[] = {
     {Op::Unsqueeze, "Unsqueeze"}, {Op::Flatten, "Flatten"},   {Op::Shape, "Shape"},
     {Op::Concat, "Concat"},     {Op::Gather, "Gather"},       {Op::Slice, "Slice"},
     {Op::Add, "Add"},           {Op::Mul, "Mul"},             {Op::Constant, "Constant"},
+    {Op::Sub, "Sub"},           {Op::Div, "Div"},             {Op::Greater, "Greater"},
+    {Op::Less, "Less"},         {Op::GreaterOrEqual, "GreaterOrEqual"},
+    {Op::LessOrEqual, "LessOrEqual"},
 };
 
 // Elementwise with one data input. Ops with extra optional inputs (Clip's

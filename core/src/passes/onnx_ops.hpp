@@ -28,6 +28,12 @@ enum class Op {
   Add,
   Mul,
   Constant,
+  Sub,
+  Div,
+  Greater,
+  Less,
+  GreaterOrEqual,
+  LessOrEqual,
 };
 
 Op kind(const ir::Node& node);
