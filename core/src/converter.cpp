@@ -26,7 +26,7 @@ std::vector<const RuleInfo*> selected_rules(const Registry& registry, const Conv
       // A domain-qualified op ("com.microsoft.X") of a domain the target does not run.
       const size_t dot = op.rfind('.');
       refused = refused || (dot != std::string::npos &&
-                            !sdk::targets::allows_domain(profile, std::string_view(op).substr(0, dot)));
+                            sdk::targets::refuses_domain(profile, std::string_view(op).substr(0, dot)));
     }
     if (!refused) out.push_back(r);
   }

@@ -19,15 +19,9 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const jxo
                         const std::string& op, int32_t out0) {
   const std::string domain = abi::read_string(node.domain, "emit_node: domain");
   if (!domain.empty() && domain != "ai.onnx") {
-    // A runtime's own domain that the profiles know (com.microsoft) only where
-    // the target names it: a model for another target must not need
-    // onnxruntime's contrib ops. A domain no profile knows is a third-party
-    // plugin's own (its ops, its runtime), as before profiles.
-    std::string allowing;
-    for (const sdk::targets::Profile& p : sdk::targets::kProfiles)
-      if (sdk::targets::allows_domain(p, domain))
-        allowing += (allowing.empty() ? "" : ", ") + std::string("\"") + std::string(p.name) + "\"";
-    if (allowing.empty() || sdk::targets::allows_domain(lowering.target, domain)) {
+    // A model for another target must not need onnxruntime's contrib ops; a
+    // third-party plugin's own domain passes (targets.hpp, refuses_domain).
+    if (!sdk::targets::refuses_domain(lowering.target, domain)) {
 #ifdef JAXONNX_CHECK_EMITS
       const std::string qualified = domain + "." + op;
       if (std::find(prim.onnx_ops.begin(), prim.onnx_ops.end(), qualified) == prim.onnx_ops.end())
@@ -36,6 +30,10 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const jxo
 #endif
       return "";
     }
+    std::string allowing;
+    for (const sdk::targets::Profile& p : sdk::targets::kProfiles)
+      if (sdk::targets::allows_domain(p, domain))
+        allowing += (allowing.empty() ? "" : ", ") + std::string("\"") + std::string(p.name) + "\"";
     return "emit_node: the target \"" + std::string(lowering.target.name) + "\" refuses " + op +
            " of domain " + domain + " (its profile runs no operator of that domain; targets that do: " +
            allowing + "); lower it another way where target_supports(\"" + domain + "\") is false";

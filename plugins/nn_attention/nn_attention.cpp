@@ -186,6 +186,8 @@ void lower_attention(Lowering& L) {
     }
     ins.push_back(additive);
   }
+  const Aval out = L.out_aval(0);
+  const Aval out3 = out.with_shape({out.shape[0], out.shape[1], out.shape[2].value * out.shape[3].value});
   auto group_query_attention = [&] {
     const Dim B = q.shape[0], T = q.shape[1];
     Value before, total;  // T - 1 as int32 [1], T as an int32 scalar
@@ -202,16 +204,12 @@ void lower_attention(Lowering& L) {
     Value seqlens = L.op("Expand", {before, dim_value(L, B)}, Aval(dtype::i32, {B}));
     std::vector<Attr> gattrs = {Attr::i("num_heads", heads), Attr::i("kv_num_heads", kv_heads)};
     if (!L.param("scale").is_none()) gattrs.push_back(Attr::f("scale", L.param("scale").as_float()));
-    Aval out = L.out_aval(0);
-    Aval out3 = out.with_shape({out.shape[0], out.shape[1], out.shape[2].value * out.shape[3].value});
     return L.op_n("GroupQueryAttention", {ins[0], ins[1], ins[2], kNoValue, kNoValue, seqlens, total}, {out3},
                   gattrs, "com.microsoft", 1)[0];
   };
   std::vector<Attr> attrs = {Attr::i("q_num_heads", heads), Attr::i("kv_num_heads", kv_heads),
                              Attr::i("is_causal", L.param("is_causal").as_bool() ? 1 : 0)};
   if (!L.param("scale").is_none()) attrs.push_back(Attr::f("scale", L.param("scale").as_float()));
-  Aval out = L.out_aval(0);
-  Aval out3 = out.with_shape({out.shape[0], out.shape[1], out.shape[2].value * out.shape[3].value});
   const float zero = 0.0f;  // an explicit value: tract types a value-less ConstantOfShape as float64
   Value y = unless_empty(
       L, sizes, out3, "attention",

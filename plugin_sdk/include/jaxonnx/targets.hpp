@@ -5,8 +5,9 @@
 // capabilities (lower_snake_case), and which operator domains beyond the
 // standard ones it runs ("com.microsoft"). Plugins ask through the ABI
 // (target_supports, ABI 1.5) and choose a lowering; the host refuses a node of
-// a refused op or of a domain the profile does not name, skips a rewrite rule
-// that may emit one, and answers target_supports for everything here.
+// a refused op or of a runtime's domain another profile names but this one
+// does not (refuses_domain), skips a rewrite rule that may emit one, and
+// answers target_supports for everything here.
 // docs/targets.md is generated from this table. Header-only, no dependencies:
 // the core includes it too. SDK data, not ABI: the struct may grow.
 //
@@ -34,8 +35,8 @@ struct Profile {
   const Lack* lacks;
   size_t num_lacks;
   // Operator domains besides the standard ("" and "ai.onnx") that the target
-  // runs. A node of any other domain is refused (a function call site, which
-  // the core makes, is the model's own and always allowed).
+  // runs (see refuses_domain; a function call site, which the core makes, is
+  // the model's own and always allowed).
   const std::string_view* domains = nullptr;
   size_t num_domains = 0;
 };
@@ -100,10 +101,20 @@ inline bool allows_domain(const Profile& profile, std::string_view domain) {
   return false;
 }
 
+// A runtime's own domain that some profile names (com.microsoft) but
+// `profile` does not: a model for this target must not need it. A domain no
+// profile names is a third-party plugin's own (its ops, its runtime), allowed.
+inline bool refuses_domain(const Profile& profile, std::string_view domain) {
+  if (allows_domain(profile, domain)) return false;
+  for (const Profile& p : kProfiles)
+    if (allows_domain(p, domain)) return true;
+  return false;
+}
+
 // `what` is an op type or capability (supported unless lacked) or, with a dot,
-// a domain (supported when allowed).
+// a domain (supported unless refused).
 inline bool supports(const Profile& profile, std::string_view what) {
-  if (what.find('.') != std::string_view::npos) return allows_domain(profile, what);
+  if (what.find('.') != std::string_view::npos) return !refuses_domain(profile, what);
   return !lack(profile, what);
 }
 
