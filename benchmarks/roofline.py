@@ -25,7 +25,9 @@ import argparse
 import dataclasses
 import importlib
 import math
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +61,21 @@ def session(model, threads=None, options=None):
     options = options or session_options(threads)
     return ort.InferenceSession(model.SerializeToString(), options,
                                 providers=["CPUExecutionProvider"])
+
+
+def kernels(model, threads=None):
+    """What onnxruntime runs for `model`: the op type and domain of each node of
+    the graph after its optimizations (at the level a session uses by default).
+    Attributes are left out: the same op in equivalent forms (explicit pads or
+    SAME_UPPER, axis -1 or 1 on a matrix) runs the same kernel. Two graphs with
+    equal kernels() run the same kernels in the same order: their latency
+    differs by timing noise."""
+    with tempfile.TemporaryDirectory() as tmp:
+        options = session_options(threads)
+        options.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
+        session(model, options=options)
+        graph = onnx.load(options.optimized_model_filepath, load_external_data=False).graph
+    return [(n.op_type, n.domain) for n in graph.node]
 
 
 def seconds_per_run(sess, feed, runs):

@@ -143,3 +143,16 @@ def test_weight_bytes_counts_initializers_and_constants():
               [], [vi("y", None)], {"c": np.array(True), "w": ones(4, 5)})
     assert roofline.weight_bytes(m) == 1 + 4 * 5 * 4 + 2 * 3 * 4
     assert roofline.bandwidth_seconds(10**9, 2.0) == 0.5
+
+
+def test_kernels_equal_for_equivalent_forms_and_differ_otherwise():
+    """kernels() is what onnxruntime runs after optimizing: Softmax over axis -1 or 1 of a
+    matrix is the same kernel; one more op is not."""
+    def softmax(axis, extra=()):
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["y"]),
+                 helper.make_node("Softmax", ["y"], ["z" if not extra else "s"], axis=axis)]
+        nodes += [helper.make_node(op, ["s"], ["z"]) for op in extra]
+        return model(nodes, [vi("x", ["B", 4])], [vi("z", ["B", 3])], {"w": ones(4, 3)})
+    a, b = roofline.kernels(softmax(-1)), roofline.kernels(softmax(1))
+    assert a == b and ("Softmax", "") in a
+    assert roofline.kernels(softmax(1, ["Relu"])) != a
