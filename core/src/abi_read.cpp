@@ -105,4 +105,33 @@ ir::Attribute read_attribute(const jxo_attr* p, const GraphResolver& graph) {
   return out;
 }
 
+NodeRequest read_node(const jxo_node* node_in, const std::string& who, const GraphResolver& graph) {
+  if (!node_in) throw InvalidArgument(who + ": no node (NULL)");
+  const jxo_node node = read_struct(node_in, who + ": the node");
+  NodeRequest out;
+  out.op_type = read_string(node.op_type, who + ": op_type");
+  if (out.op_type.empty()) throw InvalidArgument(who + ": empty op_type");
+  out.where = who + "(" + out.op_type + ")";
+  out.domain = read_string(node.domain, out.where + ": domain");
+  out.domain_version = node.domain_version;
+  if ((node.num_inputs && !node.inputs) || (node.num_attrs && !node.attrs))
+    throw InvalidArgument(out.where + ": a NULL input or attribute array");
+  for (size_t k = 0; k < node.num_attrs; ++k)
+    if (!node.attrs[k])
+      throw InvalidArgument(out.where + ": attribute " + std::to_string(k) + " is NULL");
+  out.outputs.resize(node.num_outputs);
+  for (size_t k = 0; k < node.num_outputs; ++k)
+    if (const jxo_aval* t = node.outputs ? node.outputs[k] : nullptr)
+      out.outputs[k] = read_aval(t, out.where + ": output " + std::to_string(k));
+  out.inputs.assign(node.inputs, node.inputs + node.num_inputs);
+  for (size_t k = 0; k < node.num_attrs; ++k) {
+    try {
+      out.attrs.push_back(read_attribute(node.attrs[k], graph));
+    } catch (const HostError& e) {
+      throw HostError(e.code, out.where + ": " + e.what());
+    }
+  }
+  return out;
+}
+
 }  // namespace jaxonnx::abi

@@ -12,7 +12,9 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "jaxonnx/core/ir.hpp"
 #include "jaxonnx/core/types.hpp"
@@ -77,5 +79,20 @@ std::shared_ptr<const Tensor> read_tensor(const jxo_tensor* t, const std::string
 using GraphResolver = std::function<std::shared_ptr<ir::Graph>(const jxo_graph* handle,
                                                                 const std::string& name)>;
 ir::Attribute read_attribute(const jxo_attr* a, const GraphResolver& graph);
+
+// A node a plugin emits (a lowering's emit_node, a rule's rw_emit_node), read
+// but not yet placed: what each caller checks further (where inputs may come
+// from, which ops and domains it takes) and does with it is its own. Messages
+// begin "<who>(<op_type>)"; graph attributes go through `graph`.
+struct NodeRequest {
+  std::string op_type;
+  std::string domain;
+  int64_t domain_version = 0;
+  std::vector<jxo_value> inputs;                // as given; JXO_NO_VALUE: an omitted input
+  std::vector<ir::Attribute> attrs;
+  std::vector<std::optional<Aval>> outputs;     // the declared aval, if any
+  std::string where;                            // "<who>(<op_type>)", for the caller's messages
+};
+NodeRequest read_node(const jxo_node* node, const std::string& who, const GraphResolver& graph);
 
 }  // namespace jaxonnx::abi

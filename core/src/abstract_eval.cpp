@@ -6,8 +6,8 @@
 #include <string>
 
 #include "jaxonnx/core/error.hpp"
-#include "jaxonnx/core/step_log.hpp"
 #include "lowering.hpp"
+#include "plugin_call.hpp"
 
 namespace jaxonnx {
 
@@ -17,18 +17,14 @@ std::vector<Aval> abstract_eval(const PrimitiveInfo& prim, const std::vector<Ava
     throw ConversionError("plugin '" + prim.plugin->name + "' declares no abstract eval for '" +
                           prim.name + "'");
   jxo_abstract_eval ctx{&inputs, &params, {}};
-  FaultScope faults;
-  log_step("abstract_eval", prim.plugin->name, prim.name);
-  jxo_status* status = prim.abstract_eval(host_api(), &ctx, prim.user_data);
-  log_step("done", prim.plugin->name, prim.name);
-  std::optional<Failure> fault = faults.take();
-  if (status || fault) {
-    std::string msg = status ? take_status(status).message : "";
-    if (fault) msg = fault->message + (msg.empty() ? "" : "; then: " + msg);
+  std::optional<Failure> failure = call_plugin("abstract_eval", prim.plugin->name, prim.name, [&] {
+    return prim.abstract_eval(host_api(), &ctx, prim.user_data);
+  });
+  if (failure) {
     std::string avals;
     for (size_t i = 0; i < inputs.size(); ++i) avals += (i ? ", " : "") + inputs[i].str();
     throw ConversionError("plugin '" + prim.plugin->name + "' failed the abstract eval of '" +
-                          prim.name + "' (inputs: " + avals + "): " + msg);
+                          prim.name + "' (inputs: " + avals + "): " + failure->message);
   }
   return std::move(ctx.outputs);
 }

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <set>
 
-#include "jaxonnx/core/step_log.hpp"
+#include "plugin_call.hpp"
 
 namespace jaxonnx {
 namespace {
@@ -365,17 +365,9 @@ void Lowering::lower_eqn_unchecked(const Eqn& eqn, Scope& scope) {
   size_t depth_before = depth();
   ir::Graph* graph = current()->graph;
   size_t nodes_before = graph->nodes.size();
-  FaultScope faults;
-  log_step("lower", plugin.name, eqn.primitive);
-  jxo_status* status = prim->lower(host_api(), &frame, prim->user_data);
-  log_step("done", plugin.name, eqn.primitive);
-  std::optional<Failure> failure;
-  if (status) failure = take_status(status);
-  // A host call that failed without a status (an accessor, the memo) fails
-  // the lowering even if the plugin went on.
-  if (std::optional<Failure> fault = faults.take())
-    failure = Failure{fault->code,
-                      fault->message + (failure ? "; then: " + failure->message : "")};
+  std::optional<Failure> failure = call_plugin("lower", plugin.name, eqn.primitive, [&] {
+    return prim->lower(host_api(), &frame, prim->user_data);
+  });
   if (size_t left = close_abandoned(depth_before); left && !failure)
     failure = Failure{JXO_ERROR, std::to_string(left) +
                                      " subgraph scope(s) opened by graph_begin were never closed "

@@ -15,9 +15,8 @@ namespace {
 // builds, against the ops the primitive declares (.emits): a model that
 // onnxruntime cannot load, or undocumented coverage, fails here instead.
 // `out0` is the declared dtype of output 0 (undefined when not declared).
-std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const jxo_node& node,
-                        const std::string& op, int32_t out0) {
-  const std::string domain = abi::read_string(node.domain, "emit_node: domain");
+std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const std::string& domain,
+                        const std::vector<jxo_value>& inputs, const std::string& op, int32_t out0) {
   if (!domain.empty() && domain != "ai.onnx") {
     // A model for another target must not need onnxruntime's contrib ops; a
     // third-party plugin's own domain passes (targets.hpp, refuses_domain).
@@ -51,8 +50,8 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const jxo
   const sdk::kernels::Entry* entry = sdk::kernels::find(op);
   if (!entry) return "";
   int32_t dtype = JXO_DTYPE_UNDEFINED;
-  if (entry->data_input < node.num_inputs) {
-    jxo_value v = node.inputs[entry->data_input];
+  if (entry->data_input < inputs.size()) {
+    jxo_value v = inputs[entry->data_input];
     if (v != JXO_NO_VALUE && lowering.valid(v) && lowering.value(v).has_type)
       dtype = lowering.value(v).type.dtype;
   }
@@ -67,56 +66,6 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const jxo
 
 std::vector<ir::ValueId> build_node(Lowering& lowering, const Eqn& eqn, const PrimitiveInfo& prim,
                                     const jxo_node* node_in) {
-  if (!node_in) throw InvalidArgument("emit_node: no node (NULL)");
-  const jxo_node node = abi::read_struct(node_in, "emit_node: the node");
-  ir::Node n;
-  n.op_type = abi::read_string(node.op_type, "emit_node: op_type");
-  if (n.op_type.empty()) throw InvalidArgument("emit_node: empty op_type");
-  const std::string where = "emit_node(" + n.op_type + ")";
-  n.domain = abi::read_string(node.domain, where + ": domain");
-  if (n.domain.empty() || n.domain == "ai.onnx") {
-    int64_t since = onnx_op_since(n.op_type);
-    if (since == 0)
-      throw InvalidArgument("emit_node: '" + n.op_type + "' is not an operator of the default "
-                            "ONNX domain (a custom op needs its own domain)");
-    if (since > lowering.model.opset)
-      throw HostError(JXO_UNSUPPORTED_OPSET,
-                      "emit_node: '" + n.op_type + "' exists from opset " +
-                          std::to_string(since) + ", but the model targets opset " +
-                          std::to_string(lowering.model.opset));
-  }
-  if ((node.num_inputs && !node.inputs) || (node.num_attrs && !node.attrs))
-    throw InvalidArgument(where + ": a NULL input or attribute array");
-  for (size_t k = 0; k < node.num_attrs; ++k)
-    if (!node.attrs[k]) throw InvalidArgument(where + ": attribute " + std::to_string(k) + " is NULL");
-  std::vector<Aval> types(node.num_outputs);
-  std::vector<bool> typed(node.num_outputs, false);
-  for (size_t k = 0; k < node.num_outputs; ++k) {
-    const jxo_aval* t = node.outputs ? node.outputs[k] : nullptr;
-    if (!t) continue;
-    types[k] = abi::read_aval(t, where + ": output " + std::to_string(k));
-    typed[k] = true;
-    // No ONNX value is complex: a lowering that declares one has met a
-    // complex operand it does not handle.
-    if (packed(types[k]).dtype != types[k].dtype)
-      throw InvalidArgument(where + ": output " + std::to_string(k) + " is declared " +
-                            types[k].str() + ", but complex values are carried as " +
-                            packed(types[k]).str() +
-                            " (jaxonnx/complex.hpp); this lowering does not handle complex operands");
-  }
-  int32_t out0 = !types.empty() && typed[0] ? types[0].dtype : JXO_DTYPE_UNDEFINED;
-  if (std::string why = unsupported(lowering, prim, node, n.op_type, out0); !why.empty())
-    throw HostError(JXO_ERROR, why);
-  for (size_t k = 0; k < node.num_inputs; ++k) {
-    jxo_value v = node.inputs[k];
-    if (v != JXO_NO_VALUE && !lowering.valid(v))
-      throw InvalidArgument(where + ": input " + std::to_string(k) + " is not a valid value handle");
-    try {
-      n.inputs.push_back(v == JXO_NO_VALUE ? ir::kNoValue : lowering.use(v));
-    } catch (const ConversionError& e) {
-      throw InvalidArgument(where + ": input " + std::to_string(k) + ": " + e.what());
-    }
-  }
   // A graph attribute names a closed subgraph opened in this scope, used once.
   std::vector<GraphScope*> graphs;
   auto resolve = [&](const jxo_graph* handle, const std::string& name) {
@@ -136,25 +85,56 @@ std::vector<ir::ValueId> build_node(Lowering& lowering, const Eqn& eqn, const Pr
     graphs.push_back(g);
     return g->owned;
   };
-  for (size_t k = 0; k < node.num_attrs; ++k) {
+  abi::NodeRequest req = abi::read_node(node_in, "emit_node", resolve);
+  const std::string& where = req.where;
+  ir::Node n;
+  n.op_type = req.op_type;
+  n.domain = req.domain;
+  if (n.domain.empty() || n.domain == "ai.onnx") {
+    int64_t since = onnx_op_since(n.op_type);
+    if (since == 0)
+      throw InvalidArgument("emit_node: '" + n.op_type + "' is not an operator of the default "
+                            "ONNX domain (a custom op needs its own domain)");
+    if (since > lowering.model.opset)
+      throw HostError(JXO_UNSUPPORTED_OPSET,
+                      "emit_node: '" + n.op_type + "' exists from opset " +
+                          std::to_string(since) + ", but the model targets opset " +
+                          std::to_string(lowering.model.opset));
+  }
+  // No ONNX value is complex: a lowering that declares one has met a
+  // complex operand it does not handle.
+  for (size_t k = 0; k < req.outputs.size(); ++k)
+    if (req.outputs[k] && packed(*req.outputs[k]).dtype != req.outputs[k]->dtype)
+      throw InvalidArgument(where + ": output " + std::to_string(k) + " is declared " +
+                            req.outputs[k]->str() + ", but complex values are carried as " +
+                            packed(*req.outputs[k]).str() +
+                            " (jaxonnx/complex.hpp); this lowering does not handle complex operands");
+  int32_t out0 = !req.outputs.empty() && req.outputs[0] ? req.outputs[0]->dtype : JXO_DTYPE_UNDEFINED;
+  if (std::string why = unsupported(lowering, prim, n.domain, req.inputs, n.op_type, out0); !why.empty())
+    throw HostError(JXO_ERROR, why);
+  for (size_t k = 0; k < req.inputs.size(); ++k) {
+    jxo_value v = req.inputs[k];
+    if (v != JXO_NO_VALUE && !lowering.valid(v))
+      throw InvalidArgument(where + ": input " + std::to_string(k) + " is not a valid value handle");
     try {
-      n.attrs.push_back(abi::read_attribute(node.attrs[k], resolve));
-    } catch (const HostError& e) {
-      throw HostError(e.code, where + ": " + e.what());
+      n.inputs.push_back(v == JXO_NO_VALUE ? ir::kNoValue : lowering.use(v));
+    } catch (const ConversionError& e) {
+      throw InvalidArgument(where + ": input " + std::to_string(k) + ": " + e.what());
     }
   }
+  n.attrs = std::move(req.attrs);
   // Only now, with every check passed, are the subgraphs consumed.
   for (GraphScope* g : graphs) g->used = true;
   std::vector<ir::ValueId> made;
-  for (size_t k = 0; k < node.num_outputs; ++k) {
-    ir::ValueId v = lowering.new_value(eqn.primitive, typed[k] ? &types[k] : nullptr);
+  for (size_t k = 0; k < req.outputs.size(); ++k) {
+    ir::ValueId v = lowering.new_value(eqn.primitive, req.outputs[k] ? &*req.outputs[k] : nullptr);
     n.outputs.push_back(lowering.use(v));
     made.push_back(v);
   }
   n.name = lowering.unique_name(n.op_type);
   if (!n.domain.empty()) {
     int64_t& version = lowering.model.domain_opsets[n.domain];
-    version = std::max<int64_t>(version, node.domain_version > 0 ? node.domain_version : 1);
+    version = std::max<int64_t>(version, req.domain_version > 0 ? req.domain_version : 1);
   }
   lowering.current()->graph->nodes.push_back(std::move(n));
   return made;

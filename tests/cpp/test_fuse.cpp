@@ -209,3 +209,61 @@ TEST_CASE("fuse's guarantee: no rule matches, found on a scratch copy") {
   CHECK(p.violation(b.g).empty());
   CHECK(passes::no_rule_matches({&rule.info}, 22).violation(b.g).empty());
 }
+
+namespace {
+// The fuse pass alone (no dce after it): what it leaves is what it erased.
+void fuse_only(ir::Graph& g, const TestRule& rule) {
+  passes::Pipeline p;
+  p.push_back(passes::fuse({&rule.info}, 23));
+  passes::PassManager(std::move(p)).run(g);
+}
+}  // namespace
+
+TEST_CASE("fuse: a chain collapses in place, each replacement a root for the next match") {
+  // Relu^9(x) -> Relu(x): every match's replacement reads the node before it,
+  // which the next match takes as its root; nothing dead is left behind.
+  Graph b;
+  ir::ValueId x = b.input(f32({3}), "x");
+  ir::ValueId v = x;
+  for (int k = 0; k < 9; ++k) v = b.op("Relu", {v}, f32({3}));
+  ir::ValueId y = b.op("Exp", {v}, f32({3}));
+  b.output(y, "y");
+  TestRule rule("relu_relu", "Relu", {"Relu"}, relu_relu);
+  fuse_only(b.g, rule);
+  REQUIRE(b.ops() == std::vector<std::string>{"Relu", "Exp"});
+  CHECK(b.g.nodes[0].inputs[0] == x);
+  CHECK(b.g.nodes[1].inputs[0] == b.g.nodes[0].outputs[0]);
+  CHECK(b.g.nodes[1].outputs[0] == y);
+}
+
+TEST_CASE("fuse: matches at both ends of a graph output chain keep order and names") {
+  // Two independent chains; the second defines the graph output, the first
+  // feeds it through an Add.
+  Graph b;
+  ir::ValueId x = b.input(f32({2}), "x");
+  ir::ValueId a = b.op("Relu", {b.op("Relu", {x}, f32({2}))}, f32({2}));
+  ir::ValueId s = b.op("Add", {a, x}, f32({2}));
+  ir::ValueId y = b.op("Relu", {b.op("Relu", {b.op("Relu", {s}, f32({2}))}, f32({2}))}, f32({2}));
+  b.output(y, "y");
+  TestRule rule("relu_relu", "Relu", {"Relu"}, relu_relu);
+  fuse_only(b.g, rule);
+  REQUIRE(b.ops() == std::vector<std::string>{"Relu", "Add", "Relu"});
+  CHECK(b.g.nodes[1].inputs[0] == b.g.nodes[0].outputs[0]);
+  CHECK(b.g.nodes[2].inputs[0] == b.g.nodes[1].outputs[0]);
+  CHECK(b.g.nodes[2].outputs[0] == y);
+  CHECK(b.g.values[y].name == "y");
+}
+
+TEST_CASE("fuse: a dead reader does not keep an intermediate from fusing") {
+  // Neg(Neg(x)) where the inner Neg is also read by an Exp nobody reads: the
+  // rules see true read counts, so the pair fuses.
+  Graph b;
+  ir::ValueId x = b.input(f32({2}), "x");
+  ir::ValueId inner = b.op("Neg", {x}, f32({2}));
+  b.op("Exp", {inner}, f32({2}));
+  b.output(b.op("Sin", {b.op("Neg", {inner}, f32({2}))}, f32({2})), "y");
+  TestRule rule("neg_neg", "Neg", {}, neg_neg);
+  fuse_only(b.g, rule);
+  REQUIRE(b.ops() == std::vector<std::string>{"Sin"});
+  CHECK(b.g.nodes[0].inputs[0] == x);
+}

@@ -4,7 +4,6 @@
 // depends on; a subgraph capture counts as a read by the node holding the
 // subgraph), no unread initializers, no unread captures. Graph inputs stay even when unused:
 // they are the model's (or the If/Loop body's) signature.
-#include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/passes.hpp"
 #include "rewrite.hpp"
 

@@ -25,12 +25,13 @@
 #include <set>
 
 #include "../abi_read.hpp"
+#include "../plugin_call.hpp"
 #include "../status.hpp"
 #include "fuse_api.hpp"
+#include "node_order.hpp"
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/passes.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
-#include "jaxonnx/core/step_log.hpp"
 
 namespace jaxonnx {
 namespace rewrite_api {
@@ -50,6 +51,13 @@ const ir::Node* node_at(const jxo_rewrite* rw, int64_t k) {
 // A value of the graph as the rule found it (not one made by this attempt).
 bool existing(const jxo_rewrite* rw, jxo_value v) {
   return rw && v >= 0 && static_cast<size_t>(v) < rw->values_before;
+}
+// A value that exists and is defined before the root (or by no node).
+bool defined_before_root(const jxo_rewrite* rw, jxo_value v) {
+  if (!existing(rw, v)) return false;
+  int64_t p = rw->uses->producer[v];
+  if (p < 0) return true;
+  return rw->order ? (*rw->order)[p] < (*rw->order)[rw->root] : p < static_cast<int64_t>(rw->root);
 }
 bool made_here(const jxo_rewrite* rw, jxo_value v) {
   return rw && static_cast<size_t>(v) >= rw->values_before &&
@@ -148,52 +156,40 @@ jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node_in, jxo_value* ou
   if (!rw || !node_in || !outputs)
     return make_status(JXO_INVALID_ARGUMENT, "rw_emit_node: no rewrite, node or output array");
   try {
-    const jxo_node node_copy = abi::read_struct(node_in, "rw_emit_node: the node");
-    const jxo_node* node = &node_copy;
-    ir::Node n;
-    n.op_type = str(node->op_type);
-    n.domain = str(node->domain);
-    if (n.op_type.empty()) return fail(rw, "rw_emit_node: empty op_type");
-    if (!n.domain.empty())
-      return fail(rw, "rw_emit_node(" + n.op_type + "): only default-domain nodes can be emitted");
-    if (std::find(rw->allowed_ops->begin(), rw->allowed_ops->end(), n.op_type) ==
-        rw->allowed_ops->end())
-      return fail(rw, "rw_emit_node: op '" + n.op_type +
-                          "' is not among the ops the rule declares (.emits)");
-    if ((node->num_inputs && !node->inputs) || (node->num_attrs && !node->attrs))
-      return fail(rw, "rw_emit_node(" + n.op_type + "): a NULL input or attribute array");
-    for (size_t k = 0; k < node->num_inputs; ++k) {
-      jxo_value v = node->inputs[k];
-      bool ok = v == JXO_NO_VALUE || made_here(rw, v) ||
-                (existing(rw, v) && rw->uses->producer[v] < static_cast<int64_t>(rw->root));
-      if (!ok)
-        return fail(rw, "rw_emit_node(" + n.op_type + "): input " + std::to_string(k) +
-                            " is not a value defined before the root node");
-      n.inputs.push_back(v == JXO_NO_VALUE ? ir::kNoValue : v);
-    }
     auto no_graphs = [&](const jxo_graph*, const std::string& name) -> std::shared_ptr<ir::Graph> {
       throw InvalidArgument("attribute '" + name + "' has a type a rewrite cannot emit");
     };
-    for (size_t k = 0; k < node->num_attrs; ++k) {
-      try {
-        n.attrs.push_back(abi::read_attribute(node->attrs[k], no_graphs));
-      } catch (const InvalidArgument& e) {
-        return fail(rw, "rw_emit_node(" + n.op_type + "): " + e.what());
-      }
+    abi::NodeRequest req;
+    try {
+      req = abi::read_node(node_in, "rw_emit_node", no_graphs);
+    } catch (const InvalidArgument& e) {
+      return fail(rw, e.what());
     }
-    std::vector<std::optional<Aval>> types(node->num_outputs);
-    for (size_t k = 0; k < node->num_outputs; ++k)
-      if (const jxo_aval* t = node->outputs ? node->outputs[k] : nullptr)
-        types[k] = abi::read_aval(t, "rw_emit_node(" + n.op_type + "): output " + std::to_string(k));
+    if (!req.domain.empty())
+      return fail(rw, req.where + ": only default-domain nodes can be emitted");
+    if (std::find(rw->allowed_ops->begin(), rw->allowed_ops->end(), req.op_type) ==
+        rw->allowed_ops->end())
+      return fail(rw, "rw_emit_node: op '" + req.op_type +
+                          "' is not among the ops the rule declares (.emits)");
+    ir::Node n;
+    n.op_type = req.op_type;
+    for (size_t k = 0; k < req.inputs.size(); ++k) {
+      jxo_value v = req.inputs[k];
+      if (v != JXO_NO_VALUE && !made_here(rw, v) && !defined_before_root(rw, v))
+        return fail(rw, req.where + ": input " + std::to_string(k) +
+                            " is not a value defined before the root node");
+      n.inputs.push_back(v == JXO_NO_VALUE ? ir::kNoValue : v);
+    }
+    n.attrs = std::move(req.attrs);
     const ir::Node& root = rw->graph->nodes[rw->root];
     std::string base = (root.name.empty() ? std::string("fused") : root.name) + "/f" +
                        std::to_string(rw->nodes.size());
     n.name = base;
-    for (size_t k = 0; k < node->num_outputs; ++k) {
+    for (size_t k = 0; k < req.outputs.size(); ++k) {
       ir::ValueId v = rw->graph->add_value(base + "_" + std::to_string(k));
-      if (types[k] && types[k]->dtype != JXO_DTYPE_UNDEFINED) {
+      if (req.outputs[k] && req.outputs[k]->dtype != JXO_DTYPE_UNDEFINED) {
         rw->graph->values[v].has_type = true;
-        rw->graph->values[v].type = *types[k];
+        rw->graph->values[v].type = *req.outputs[k];
       }
       n.outputs.push_back(v);
       outputs[k] = v;
@@ -236,8 +232,7 @@ jxo_status* rw_replace(jxo_rewrite* rw, jxo_value from, jxo_value to) noexcept {
   const ir::Node& root = rw->graph->nodes[rw->root];
   if (std::find(root.outputs.begin(), root.outputs.end(), from) == root.outputs.end())
     return fail(rw, "rw_replace: the value replaced is not an output of the root node");
-  if (!made_here(rw, to) &&
-      !(existing(rw, to) && rw->uses->producer[to] < static_cast<int64_t>(rw->root)))
+  if (!made_here(rw, to) && !defined_before_root(rw, to))
     return fail(rw, "rw_replace: the replacement is not a value defined before the root node");
   ir::Value& a = rw->graph->values[from];
   ir::Value& b = rw->graph->values[to];
@@ -275,14 +270,14 @@ class Fuse : public Pass {
   // ..."), or empty. A match is committed: `scratch` is a copy to throw away.
   std::string first_match(ir::Graph& scratch) {
     Uses uses(scratch);
+    NodeOrder order(scratch.nodes.size());
     for (size_t k = 0; k < scratch.nodes.size(); ++k) {
       const ir::Node& n = scratch.nodes[k];
       auto it = n.domain.empty() ? by_root_.find(n.op_type) : by_root_.end();
       if (it == by_root_.end()) continue;
       std::string where = "node #" + std::to_string(k) + " " + n.op_type + " '" + n.name + "'";
-      size_t inserted = 0;
       for (const RuleInfo* rule : it->second)
-        if (attempt(scratch, uses, k, *rule, &inserted))
+        if (attempt(scratch, uses, order, k, *rule))
           return "rule '" + rule->name + "' of plugin '" + rule->plugin->name + "' matches at " +
                  where;
     }
@@ -296,6 +291,8 @@ class Fuse : public Pass {
   // before, so this is one extra linear sweep in the common case.
   bool run(ir::Graph& g) override {
     if (by_root_.empty()) return false;
+    // Rules read true read counts: no dead reader may count.
+    dead_code_elimination()->run(g);
     bool changed = false;
     for (int k = 0; k < kMaxSweeps && sweep(g); ++k) changed = true;
     return changed;
@@ -304,68 +301,107 @@ class Fuse : public Pass {
  private:
   static constexpr int kMaxSweeps = 16;  // against rules that would undo each other forever
 
+  // One pass over the nodes in order. A match costs what it touches: the
+  // replacement is appended to g.nodes and linked in before its root, the
+  // root and what only it read are erased as their reads drop to none, and
+  // the use lists follow each change. g.nodes takes the new order at the end.
   bool sweep(ir::Graph& g) {
     bool changed = false;
-    size_t k = 0;
-    std::unique_ptr<Uses> uses;
-    while (k < g.nodes.size()) {
+    Uses uses(g);
+    NodeOrder order(g.nodes.size());
+    size_t k = order.head();
+    while (k != NodeOrder::kNone) {
       auto it = g.nodes[k].domain.empty() ? by_root_.find(g.nodes[k].op_type) : by_root_.end();
       if (it == by_root_.end()) {
-        ++k;
+        k = order.next(k);
         continue;
       }
-      if (!uses) uses = std::make_unique<Uses>(g);
+      size_t first_new = g.nodes.size();
       bool applied = false;
-      size_t before = g.nodes.size();
-      size_t inserted = 0;
       for (const RuleInfo* rule : it->second)
-        if ((applied = attempt(g, *uses, k, *rule, &inserted))) {
+        if ((applied = attempt(g, uses, order, k, *rule))) {
           rule->applied->fetch_add(1, std::memory_order_relaxed);
           break;
         }
       if (!applied) {
-        ++k;
+        k = order.next(k);
         continue;
       }
-      // The root (now unread, or erased when it defined a graph output) and
-      // whatever only it read are dead; dce removes them, so the next match
-      // sees true read counts. Removed nodes lie at or before the root, so
-      // the replacement now starts at or after k - removed: go on from there
-      // (its nodes may be roots of further rules).
       changed = true;
-      erase_marked(g);
-      dead_code_elimination()->run(g);
-      uses.reset();
-      size_t removed = before + inserted - g.nodes.size();
-      k = k > removed ? k - removed : 0;
+      k = erase_dead(g, uses, order, k, first_new);
     }
+    std::vector<ir::Node> nodes;
+    nodes.reserve(g.nodes.size());
+    for (size_t n : order.sequence()) nodes.push_back(std::move(g.nodes[n]));
+    g.nodes = std::move(nodes);
+    if (changed) dead_code_elimination()->run(g);  // initializers only the matches read
     return changed;
   }
 
-  bool attempt(ir::Graph& g, const Uses& uses, size_t k, const RuleInfo& rule, size_t* inserted) {
+  // After a match at `root` whose replacement is nodes first_new.. of g:
+  // erases the root (its outputs now unread, or detached when it defined a
+  // graph output) and, transitively, every node only erased nodes read, as dce
+  // would. Returns the node to go on from: the replacement's nodes may be
+  // roots of further rules, and so may the node before them, whose read
+  // counts dropped (dce used to be run here and the sweep stepped back by
+  // the number of nodes it removed after the root's position).
+  size_t erase_dead(ir::Graph& g, Uses& uses, NodeOrder& order, size_t root, size_t first_new) {
+    size_t end_new = g.nodes.size();
+    size_t after = order.next(root);
+    auto dead = [&](size_t n) {
+      for (ir::ValueId v : g.nodes[n].outputs)
+        if (uses.reads[v] > 0 || uses.is_output[v]) return false;
+      return true;
+    };
+    size_t stepped_back = 0;  // the root and replacement nodes erased
+    std::vector<size_t> work;
+    for (size_t n = first_new; n < end_new; ++n) work.push_back(n);
+    work.push_back(root);
+    while (!work.empty()) {
+      size_t n = work.back();
+      work.pop_back();
+      if (is_erased(g.nodes[n]) || !dead(n)) continue;
+      if (n == root || n >= first_new) ++stepped_back;
+      std::vector<ir::ValueId> reads = g.nodes[n].inputs;
+      for (ir::ValueId v : ir::captured_inputs(g.nodes[n])) reads.push_back(v);
+      uses.erase(g, n);
+      order.unlink(n);
+      for (ir::ValueId v : reads)
+        if (v != ir::kNoValue && uses.producer[v] >= 0)
+          work.push_back(static_cast<size_t>(uses.producer[v]));
+    }
+    size_t k = after;
+    for (size_t n = end_new; n-- > first_new;)
+      if (!is_erased(g.nodes[n])) k = n;
+    if (!is_erased(g.nodes[root])) k = k == after ? root : k;
+    for (; stepped_back > 0; --stepped_back) {
+      size_t p = k == NodeOrder::kNone ? order.tail() : order.prev(k);
+      if (p == NodeOrder::kNone) break;
+      k = p;
+    }
+    return k;
+  }
+
+  bool attempt(ir::Graph& g, Uses& uses, NodeOrder& order, size_t k, const RuleInfo& rule) {
     jxo_rewrite rw;
     rw.graph = &g;
     rw.uses = &uses;
     rw.root = k;
+    rw.order = &order.keys();
     rw.opset = opset_;
     rw.target = target_;
     rw.allowed_ops = &rule.onnx_ops;
     rw.rule = "'" + rule.name + "' of plugin '" + rule.plugin->name + "'";
     rw.values_before = g.values.size();
-    FaultScope faults;
-    log_step("rule", rule.plugin->name, rule.name);
-    jxo_status* status = rule.rewrite(host_api(), &rw, rule.user_data);
-    log_step("done", rule.plugin->name, rule.name);
-    std::optional<Failure> fault = faults.take();
-    if (status || fault) {
-      std::string msg = status ? take_status(status).message : "";
-      if (fault) msg = fault->message + (msg.empty() ? "" : "; then: " + msg);
+    std::optional<Failure> failure = call_plugin("rule", rule.plugin->name, rule.name, [&] {
+      return rule.rewrite(host_api(), &rw, rule.user_data);
+    });
+    if (failure) {
       drop(g, rw);
       throw ConversionError("the rewrite rule " + rw.rule + " failed at node '" +
-                            g.nodes[k].name + "' (" + g.nodes[k].op_type + "): " + msg);
+                            g.nodes[k].name + "' (" + g.nodes[k].op_type + "): " + failure->message);
     }
-    *inserted = rw.nodes.size();
-    if (rw.replaced.empty() || !commit(g, uses, rw)) {
+    if (rw.replaced.empty() || !commit(g, uses, order, rw)) {
       drop(g, rw);
       return false;
     }
@@ -376,15 +412,15 @@ class Fuse : public Pass {
     while (g.values.size() > rw.values_before) g.values.pop_back();
   }
 
-  static bool commit(ir::Graph& g, const Uses& uses, jxo_rewrite& rw) {
-    ir::Node& root = g.nodes[rw.root];
+  static bool commit(ir::Graph& g, Uses& uses, NodeOrder& order, jxo_rewrite& rw) {
+    const size_t root = rw.root;
     bool defines_output = false;
     for (const auto& [from, to] : rw.replaced) defines_output = defines_output || uses.is_output[from];
     if (defines_output) {
       // A graph output keeps its value and name: the emitted node that makes
       // the replacement defines it instead, and the root goes. Every other
       // output of the root must then be replaced or unread.
-      for (ir::ValueId out : root.outputs) {
+      for (ir::ValueId out : g.nodes[root].outputs) {
         bool replaced = false;
         for (const auto& r : rw.replaced) replaced = replaced || r.first == out;
         if (!replaced && (uses.reads[out] > 0 || uses.is_output[out])) return false;
@@ -396,27 +432,29 @@ class Fuse : public Pass {
           if (r.second == to && r.first != from) return false;
       }
     }
+    uses.grow(g);
     for (const auto& [from, to] : rw.replaced) {
-      if (uses.is_output[from]) {
-        for (ir::Node& n : rw.nodes) {
-          for (ir::ValueId& v : n.outputs)
-            if (v == to) v = from;
-          for (ir::ValueId& v : n.inputs)
-            if (v == to) v = from;
-        }
-      } else {
-        replace_reads(g, from, to);
+      if (!uses.is_output[from]) continue;
+      for (ir::Node& n : rw.nodes) {
+        for (ir::ValueId& v : n.outputs)
+          if (v == to) v = from;
+        for (ir::ValueId& v : n.inputs)
+          if (v == to) v = from;
       }
     }
-    if (defines_output) {
-      // The root's outputs are now defined by emitted nodes (or unread):
-      // detach them before the root is erased.
-      root.outputs.clear();
-      mark_erased(root);
+    // The root's outputs are now defined by emitted nodes (or unread):
+    // detach them; erase_dead then erases the root.
+    if (defines_output) g.nodes[root].outputs.clear();
+    size_t first = g.nodes.size();
+    for (ir::Node& n : rw.nodes) g.nodes.push_back(std::move(n));
+    order.insert_before(root, first, rw.nodes.size());
+    for (size_t n = first; n < g.nodes.size(); ++n) uses.add_node(g, n);
+    for (const auto& [from, to] : rw.replaced)
+      if (!uses.is_output[from]) uses.replace(g, from, to);
+    for (ir::Initializer& init : rw.initializers) {
+      uses.initializer.emplace(init.value, g.initializers.size());
+      g.initializers.push_back(std::move(init));
     }
-    for (ir::Initializer& init : rw.initializers) g.initializers.push_back(std::move(init));
-    g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(rw.root),
-                   std::make_move_iterator(rw.nodes.begin()), std::make_move_iterator(rw.nodes.end()));
     return true;
   }
 

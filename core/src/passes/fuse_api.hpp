@@ -18,6 +18,9 @@ struct jxo_rewrite {
   jaxonnx::ir::Graph* graph = nullptr;
   const jaxonnx::passes::Uses* uses = nullptr;
   size_t root = 0;
+  // Where each node stands (the fuse pass appends new nodes and links them in
+  // before their root): order[a] < order[b] iff a comes first. Null: index order.
+  const std::vector<int64_t>* order = nullptr;
   int64_t opset = 0;
   const jaxonnx::sdk::targets::Profile* target = nullptr;  // null: onnxruntime's
   const std::vector<std::string>* allowed_ops = nullptr;  // the rule's declared ops

@@ -51,6 +51,14 @@ int64_t Uses::first_consumer(const ir::Graph& g, ir::ValueId v) const {
   return -1;
 }
 
+void Uses::grow(const ir::Graph& g) {
+  size_t n = g.values.size();
+  reads.resize(n, 0);
+  is_output.resize(n, false);
+  producer.resize(n, -1);
+  consumers.resize(n);
+}
+
 void Uses::set_input(ir::Graph& g, size_t node, size_t slot, ir::ValueId v) {
   ir::ValueId& in = g.nodes[node].inputs[slot];
   if (in == v) return;

@@ -36,6 +36,8 @@ struct Uses {
   // since erased or rewired), or -1.
   int64_t first_consumer(const ir::Graph& graph, ir::ValueId v) const;
 
+  // The graph gained values since: make room for them (unread, no producer).
+  void grow(const ir::Graph& graph);
   // Node `node`'s input `slot` now reads `v`.
   void set_input(ir::Graph& graph, size_t node, size_t slot, ir::ValueId v);
   // Every read of `from` (node inputs, captures) now reads `to`; graph

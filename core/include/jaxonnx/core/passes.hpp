@@ -21,14 +21,7 @@
 #include <vector>
 
 #include "jaxonnx/core/ir.hpp"
-#include "jaxonnx/core/properties.hpp"
-
-namespace jaxonnx {
-struct RuleInfo;
-}
-namespace jaxonnx::sdk::targets {
-struct Profile;
-}
+#include "jaxonnx/core/properties.hpp"  // also declares RuleInfo and targets::Profile
 
 namespace jaxonnx::passes {
 

@@ -5,7 +5,7 @@ against the memory-bandwidth roofline: the bytes a step must read (every
 weight, the embedding rows of its tokens, the filled prefix of each cache)
 over the copy bandwidth measured in the same run.
 
-    python benchmarks/decode.py [--caches 256 1024] [--batches 1 4] [--runs 30] [--write-docs]
+    python benchmarks/decode_step.py [--caches 256 1024] [--batches 1 4] [--runs 30] [--write-docs]
 
 Beside the plain session run (the caches returned in new buffers), the table
 times variants of the same jaxonnx graph:
@@ -56,7 +56,7 @@ import jaxonnx  # noqa: E402
 import roofline  # noqa: E402
 import timing  # noqa: E402
 
-BEGIN, END = "<!-- decode.py: begin -->", "<!-- decode.py: end -->"
+BEGIN, END = "<!-- decode_step.py: begin -->", "<!-- decode_step.py: end -->"
 COPY_MIB = 512  # past this machine's 300 MiB L3, where a step's weights and caches cannot stay
 
 
@@ -303,7 +303,7 @@ def profile_table(cells, top=8):
 
 
 def write_docs(text):
-    doc_section.write_section(compare.DOC, BEGIN, END, text, "## LLM decode step (benchmarks/decode.py)")
+    doc_section.write_section(compare.DOC, BEGIN, END, text, "## LLM decode step (benchmarks/decode_step.py)")
 
 
 def main(argv=None):
