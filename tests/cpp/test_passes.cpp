@@ -609,3 +609,109 @@ TEST_CASE("constant folding moves a transposed or sliced constant that nothing e
   CHECK(c.g.initializers[0].tensor->dims == std::vector<int64_t>{2, 1});
   CHECK(floats_of(*c.g.initializers[0].tensor) == std::vector<float>{6, 2});
 }
+
+namespace {
+// An If branch computing `op`(outer value `x`), or returning `x` when op is empty.
+ir::Attribute branch_attr(const char* side, ir::ValueId x, const Aval& type, const char* op) {
+  auto body = std::make_shared<ir::Graph>();
+  body->name = side;
+  ir::ValueId cap = body->add_value(std::string(side) + "_x");
+  body->values[cap].has_type = true, body->values[cap].type = type;
+  body->captures = {{cap, x}};
+  if (*op) {
+    ir::ValueId out = body->add_value(std::string(side) + "_" + op);
+    body->values[out].has_type = true, body->values[out].type = type;
+    body->nodes.push_back(ir::Node{std::string(side) + "_node", op, "", {cap}, {out}, {}});
+    body->outputs = {out};
+  } else {
+    body->outputs = {cap};
+  }
+  ir::Attribute a{side, ir::kAttrGraph};
+  a.graph = body;
+  return a;
+}
+}  // namespace
+
+TEST_CASE("if merging: Ifs on one condition become one If around what follows them") {
+  // x -> If(c){Neg}{Relu} -> Exp -> If(c){Neg}{x} -> y, and z = Sin(x) outside the region.
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x"), cond = b.input(Aval(JXO_DTYPE_BOOL, {}), "cond");
+  ir::ValueId a = b.value(kB3, "a");
+  b.g.nodes.push_back(ir::Node{"if1", "If", "", {cond}, {a},
+                               {branch_attr("then_branch", x, kB3, "Neg"),
+                                branch_attr("else_branch", x, kB3, "Relu")}});
+  ir::ValueId e = b.op("Exp", {a}, kB3);
+  ir::ValueId z = b.op("Sin", {x}, kB3);
+  ir::ValueId y = b.value(kB3, "y");
+  b.g.nodes.push_back(ir::Node{"if2", "If", "", {cond}, {y},
+                               {branch_attr("then_branch", e, kB3, "Neg"),
+                                branch_attr("else_branch", e, kB3, "")}});
+  b.output(y, "y");
+  b.output(z, "z");
+  run(b.g, passes::if_merging());
+  REQUIRE(b.count_op("If") == 1);
+  CHECK(b.count_op("Sin") == 1);
+  const ir::Node* merged = b.producer(y);
+  REQUIRE(merged);
+  CHECK(merged->name == "if1+merged");
+  CHECK(merged->inputs == std::vector<ir::ValueId>{cond});
+  CHECK(merged->outputs == std::vector<ir::ValueId>{y});
+  auto ops = [](const ir::Graph& g) {
+    std::vector<std::string> out;
+    for (const ir::Node& n : g.nodes) out.push_back(n.op_type);
+    return out;
+  };
+  REQUIRE(merged->attrs.size() == 2);
+  CHECK(merged->attrs[0].name == "then_branch");
+  CHECK(merged->attrs[1].name == "else_branch");
+  const ir::Graph& then_g = *merged->attrs[0].graph;
+  const ir::Graph& else_g = *merged->attrs[1].graph;
+  CHECK(ops(then_g) == std::vector<std::string>{"Neg", "Exp", "Neg"});
+  CHECK(ops(else_g) == std::vector<std::string>{"Relu", "Exp"});
+  // Each branch reads x through one capture; the second If's else branch
+  // returns Exp's value as it is.
+  REQUIRE(else_g.captures.size() == 1);
+  CHECK(else_g.captures[0].outer == x);
+  REQUIRE(else_g.outputs.size() == 1);
+  CHECK(else_g.outputs[0] == else_g.nodes[1].outputs[0]);
+  CHECK(else_g.values[else_g.outputs[0]].name.rfind("if1+merged/else/", 0) == 0);
+  CHECK(passes::no_mergeable_ifs().violation(b.g).empty());
+}
+
+TEST_CASE("if merging leaves Ifs alone when another If is downstream or they are alone") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x"), c1 = b.input(Aval(JXO_DTYPE_BOOL, {}), "c1"),
+              c2 = b.input(Aval(JXO_DTYPE_BOOL, {}), "c2");
+  ir::ValueId a = b.value(kB3, "a"), m = b.value(kB3, "m"), y = b.value(kB3, "y");
+  b.g.nodes.push_back(ir::Node{"if1", "If", "", {c1}, {a},
+                               {branch_attr("then_branch", x, kB3, "Neg"),
+                                branch_attr("else_branch", x, kB3, "Relu")}});
+  b.g.nodes.push_back(ir::Node{"other", "If", "", {c2}, {m},
+                               {branch_attr("then_branch", a, kB3, "Neg"),
+                                branch_attr("else_branch", a, kB3, "Relu")}});
+  b.g.nodes.push_back(ir::Node{"if2", "If", "", {c1}, {y},
+                               {branch_attr("then_branch", m, kB3, "Neg"),
+                                branch_attr("else_branch", m, kB3, "Relu")}});
+  b.output(y, "y");
+  run(b.g, passes::if_merging());
+  CHECK(b.count_op("If") == 3);  // merging would copy the other If into both branches
+}
+
+TEST_CASE("if merging: the merged If comes after a node between the Ifs that the region reads") {
+  Builder b;
+  ir::ValueId x = b.input(kB3, "x"), cond = b.input(Aval(JXO_DTYPE_BOOL, {}), "cond");
+  ir::ValueId a = b.value(kB3, "a"), y = b.value(kB3, "y");
+  b.g.nodes.push_back(ir::Node{"if1", "If", "", {cond}, {a},
+                               {branch_attr("then_branch", x, kB3, "Neg"),
+                                branch_attr("else_branch", x, kB3, "Relu")}});
+  ir::ValueId s = b.op("Sin", {x}, kB3);  // not downstream of an If
+  ir::ValueId sum = b.op("Add", {a, s}, kB3);
+  b.g.nodes.push_back(ir::Node{"if2", "If", "", {cond}, {y},
+                               {branch_attr("then_branch", sum, kB3, "Neg"),
+                                branch_attr("else_branch", sum, kB3, "Relu")}});
+  b.output(y, "y");
+  run(b.g, passes::if_merging());  // the manager verifies the IR after the pass
+  REQUIRE(b.g.nodes.size() == 2);
+  CHECK(b.g.nodes[0].op_type == "Sin");
+  CHECK(b.g.nodes[1].op_type == "If");
+}

@@ -1,6 +1,7 @@
 // The pass manager: runs a pipeline over a graph and all its subgraphs until
 // nothing changes or the round cap is reached, optionally dumping the graph
 // around every pass run.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -85,6 +86,14 @@ int PassManager::run(ir::Graph& graph) {
   return options_.max_rounds;
 }
 
+namespace {
+Pipeline::iterator before_dce(Pipeline& p) {
+  return std::find_if(p.begin(), p.end(), [](const std::unique_ptr<Pass>& pass) {
+    return std::string(pass->name()) == "dce";
+  });
+}
+}  // namespace
+
 Pipeline default_pipeline() {
   Pipeline p;
   p.push_back(no_op_elimination());
@@ -92,13 +101,14 @@ Pipeline default_pipeline() {
   p.push_back(constant_folding());
   p.push_back(deduplication());
   p.push_back(dead_code_elimination());
+  p.push_back(if_merging());  // last: the passes before it see one graph, not two branch copies
   return p;
 }
 
 Pipeline all_passes() {
   static const std::vector<ir::Function> kNoFunctions;
   Pipeline p = default_pipeline();
-  p.insert(p.end() - 1, fuse({}, 0));
+  p.insert(before_dce(p), fuse({}, 0));
   p.push_back(inlining(kNoFunctions));
   return p;
 }
@@ -109,7 +119,7 @@ Pipeline all_passes() {
 void optimize(ir::Model& model, const ManagerOptions& options) {
   Pipeline pipeline = default_pipeline();
   if (!options.rules.empty())  // before dce, which removes what a fusion leaves unread
-    pipeline.insert(pipeline.end() - 1, fuse(options.rules, model.opset, options.target));
+    pipeline.insert(before_dce(pipeline), fuse(options.rules, model.opset, options.target));
   PassManager manager(std::move(pipeline), options);
   for (ir::Function& f : model.functions) manager.run(*f.body);
   manager.run(model.graph);

@@ -22,7 +22,7 @@ const std::pair<Op, const char*> kNamed[] = {
     {Op::Add, "Add"},           {Op::Mul, "Mul"},             {Op::Constant, "Constant"},
     {Op::Sub, "Sub"},           {Op::Div, "Div"},             {Op::Greater, "Greater"},
     {Op::Less, "Less"},         {Op::GreaterOrEqual, "GreaterOrEqual"},
-    {Op::LessOrEqual, "LessOrEqual"},
+    {Op::LessOrEqual, "LessOrEqual"}, {Op::If, "If"},
 };
 
 // Elementwise with one data input. Ops with extra optional inputs (Clip's

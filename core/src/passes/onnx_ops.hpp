@@ -34,6 +34,7 @@ enum class Op {
   Less,
   GreaterOrEqual,
   LessOrEqual,
+  If,
 };
 
 Op kind(const ir::Node& node);
