@@ -29,8 +29,9 @@
 //    hyperbolic functions, log1p, expm1 and exp2 (jaxonnx/complex_math.hpp).
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/complex_math.hpp>
-#include <jaxonnx/erf_inv_coefficients.hpp>
+#include <jaxonnx/expr.hpp>
 #include <jaxonnx/plugin.hpp>
+#include <jaxonnx/special.hpp>
 
 #include <cmath>
 #include <functional>
@@ -48,82 +49,16 @@ constexpr double kLn2 = 0.693147180559945309417;
 
 // ------------------------------------------------------------------ builder --
 
-// Emits elementwise ops in one floating working dtype. The shape of a result
-// is its operands' shapes broadcast: JAX's binary primitives broadcast size-1
-// dims implicitly (atan2 of (3, 1) and (3, 4)), and the constants made here
-// are rank 0.
-struct Ops {
+// Elementwise ops in one floating working dtype (jaxonnx/expr.hpp), with the
+// Lowering at hand for what is not elementwise (casts, Loops, shapes).
+struct Ops : Expr {
   Lowering& L;
-  int32_t t;  // working float dtype
-
-  bool f64() const { return t == dtype::f64; }
-  Shape shape_of(const std::vector<Value>& ins) const {
-    Shape out;
-    for (Value v : ins) {
-      Shape s = L.aval_of(v).shape;
-      if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), Dim(1));
-      for (size_t i = 0, off = out.size() - s.size(); i < s.size(); ++i)
-        if (out[off + i] == Dim(1)) out[off + i] = s[i];
-    }
-    return out;
-  }
-  Value op(std::string_view type, const std::vector<Value>& ins, int32_t dt, std::vector<Attr> attrs = {}) {
-    return L.op(type, ins, Aval(dt, shape_of(ins)), attrs);
-  }
-  Value f(std::string_view type, const std::vector<Value>& ins) { return op(type, ins, t); }
-  Value b(std::string_view type, const std::vector<Value>& ins) { return op(type, ins, dtype::boolean); }
-
-  Value k(double v) { return scalar(L, t, v); }
-  Value add(Value x, Value y) { return f("Add", {x, y}); }
-  Value sub(Value x, Value y) { return f("Sub", {x, y}); }
-  Value mul(Value x, Value y) { return f("Mul", {x, y}); }
-  Value div(Value x, Value y) { return f("Div", {x, y}); }
-  Value neg(Value x) { return f("Neg", {x}); }
-  Value abs(Value x) { return f("Abs", {x}); }
-  Value sqrt(Value x) { return f("Sqrt", {x}); }
-  Value exp(Value x) { return f("Exp", {x}); }
-  Value log(Value x) { return f("Log", {x}); }
-  Value floor(Value x) { return f("Floor", {x}); }
-  Value where(Value c, Value x, Value y) { return L.op("Where", {c, x, y}, Aval(t, shape_of({c, x, y}))); }
-  Value lt(Value x, Value y) { return b("Less", {x, y}); }
-  Value gt(Value x, Value y) { return b("Greater", {x, y}); }
-  Value le(Value x, Value y) { return b("LessOrEqual", {x, y}); }
-  Value eq(Value x, Value y) { return b("Equal", {x, y}); }
-  Value or_(Value x, Value y) { return b("Or", {x, y}); }
-  Value and_(Value x, Value y) { return b("And", {x, y}); }
-
-  // Horner: c[0] x^(n-1) + ... + c[n-1].
-  template <typename C> Value poly(Value x, const C& c) {
-    Value y = k(c[0]);
-    for (size_t i = 1; i < std::size(c); ++i) y = add(mul(y, x), k(c[i]));
-    return y;
-  }
-  // x < 0 or x is -0 (1/-0 = -inf) or -inf; false for NaN.
-  Value signbit(Value x) { return or_(lt(x, k(0)), lt(div(k(1), x), k(0))); }
-  // -1 where x has its sign bit set (also -0), else 1.
-  Value sign_factor(Value x) { return where(signbit(x), k(-1), k(1)); }
-  // |r| with the sign of s, -0 included. onnxruntime's Where turns a selected
-  // -0 into +0, so signs of zeros are applied by multiplying, after any Where.
-  Value copysign(Value r, Value s) { return mul(abs(r), sign_factor(s)); }
+  Ops(Lowering& l, int32_t dt) : Expr(l, dt), L(l) {}
 };
 
-// log1p, after Kahan: with u = 1 + x (rounded), log(u) * x / (u - 1) cancels
-// the rounding of u. u == 1 means |x| is below half an ulp: log1p(x) = x.
-Value log1p(Ops& o, Value x) {
-  Value u = o.add(o.k(1), x);
-  Value r = o.mul(o.log(u), o.div(x, o.sub(u, o.k(1))));
-  r = o.where(o.eq(u, o.k(kInf)), u, r);  // x = +inf (inf / inf otherwise)
-  return o.where(o.eq(u, o.k(1)), x, r);
-}
-
-// expm1, after Kahan: for |x| < 0.5, (u - 1) * (x / log(u)) with u = exp(x);
-// u == 1 means expm1(x) = x. Beyond that, u - 1 loses nothing.
-Value expm1(Ops& o, Value x) {
-  Value u = o.exp(x);
-  Value um1 = o.sub(u, o.k(1));
-  Value small = o.where(o.eq(u, o.k(1)), x, o.mul(um1, o.div(x, o.log(u))));
-  return o.where(o.lt(o.abs(x), o.k(0.5)), small, um1);
-}
+using special::expm1;
+using special::log1p;
+using special::poly;
 
 // ------------------------------------------------------------ atan family --
 
@@ -147,7 +82,7 @@ Value atan_f64(Ops& o, Value x) {
   Value base = o.where(big, o.k(kPi / 2), o.where(mid, o.k(kPi / 4), o.k(0)));
   Value more = o.where(big, o.k(kMoreBits), o.where(mid, o.k(0.5 * kMoreBits), o.k(0)));
   Value z = o.mul(xr, xr);
-  Value p = o.div(o.mul(z, o.poly(z, kAtanP)), o.poly(z, kAtanQ));
+  Value p = o.div(o.mul(z, poly(o, z, kAtanP)), poly(o, z, kAtanQ));
   Value r = o.add(base, o.add(o.add(o.mul(xr, p), xr), more));
   return o.copysign(o.where(o.lt(ax, o.k(7.450580596923828e-9)), ax, r), x);
 }
@@ -283,15 +218,15 @@ Value erfc(Ops& o, Value x) {
   Value e = o.exp(o.neg(z));
   Value near, tail;
   if (o.f64()) {
-    near = o.sub(o.k(1), o.div(o.mul(x, o.poly(z, kErfT64)), o.poly(z, kErfU64)));
-    tail = o.mul(e, o.where(o.lt(ax, o.k(8)), o.div(o.poly(ax, kErfcP64), o.poly(ax, kErfcQ64)),
-                            o.div(o.poly(ax, kErfcR64), o.poly(ax, kErfcS64))));
+    near = o.sub(o.k(1), o.div(o.mul(x, poly(o, z, kErfT64)), poly(o, z, kErfU64)));
+    tail = o.mul(e, o.where(o.lt(ax, o.k(8)), o.div(poly(o, ax, kErfcP64), poly(o, ax, kErfcQ64)),
+                            o.div(poly(o, ax, kErfcR64), poly(o, ax, kErfcS64))));
     tail = o.where(o.gt(z, o.k(kMaxLog)), o.k(0), tail);  // exp underflows (and inf/inf at +-inf)
   } else {
-    near = o.sub(o.k(1), o.mul(x, o.poly(z, kErfT32)));
+    near = o.sub(o.k(1), o.mul(x, poly(o, z, kErfT32)));
     Value q = o.div(o.k(1), ax);
     Value y = o.mul(q, q);
-    tail = o.mul(o.mul(e, q), o.where(o.lt(ax, o.k(2)), o.poly(y, kErfcP32), o.poly(y, kErfcR32)));
+    tail = o.mul(o.mul(e, q), o.where(o.lt(ax, o.k(2)), poly(o, y, kErfcP32), poly(o, y, kErfcR32)));
   }
   tail = o.where(o.lt(x, o.k(0)), o.sub(o.k(2), tail), tail);
   return o.where(o.gt(ax, o.k(1)), tail, near);
@@ -301,36 +236,14 @@ Value erfc(Ops& o, Value x) {
 // else 1 - erfc(x), as XLA.
 Value erf_f64(Ops& o, Value x) {
   Value z = o.mul(x, x);
-  Value small = o.div(o.mul(x, o.poly(z, kErfT64)), o.poly(z, kErfU64));
+  Value small = o.div(o.mul(x, poly(o, z, kErfT64)), poly(o, z, kErfU64));
   return o.where(o.lt(o.abs(x), o.k(1)), small, o.sub(o.k(1), erfc(o, x)));
 }
 
 // --------------------------------------------------------------- erf_inv --
 
-// Giles, "Approximating the erfinv function" (XLA's ErfInv): w = -log1p(-x^2),
-// p(w) a polynomial per range of w, erf_inv(x) = p x; +-1 -> +-inf, |x| > 1 -> NaN.
-using namespace jaxonnx::sdk::erf_inv_coefficients;
-
-Value erf_inv(Ops& o, Value x) {
-  Value w = o.neg(log1p(o, o.neg(o.mul(x, x))));
-  Value p;
-  if (o.f64()) {
-    Value lt625 = o.lt(w, o.k(6.25));
-    Value lt16 = o.lt(w, o.k(16));
-    Value sw = o.sqrt(w);
-    Value p1 = o.poly(o.sub(w, o.k(3.125)), kLt625);
-    Value p2 = o.poly(o.sub(sw, o.k(3.25)), kLt16);
-    Value p3 = o.poly(o.sub(sw, o.k(5.0)), kGe16);
-    p = o.where(lt625, p1, o.where(lt16, p2, p3));
-  } else {
-    Value lt5 = o.lt(w, o.k(5));
-    Value p1 = o.poly(o.sub(w, o.k(2.5)), kLt5);
-    Value p2 = o.poly(o.sub(o.sqrt(w), o.k(3)), kGe5);
-    p = o.where(lt5, p1, p2);
-  }
-  Value r = o.where(o.eq(o.abs(x), o.k(1)), o.k(kInf), o.mul(p, x));
-  return o.copysign(r, x);  // p > 0
-}
+// Giles, "Approximating the erfinv function" (XLA's ErfInv; jaxonnx/special.hpp).
+Value erf_inv(Ops& o, Value x) { return special::erf_inv(o, x); }
 
 // ------------------------------------------------------ lgamma / digamma --
 
