@@ -1,10 +1,13 @@
-// A small expression layer over Lowering for lax_eig: values that carry their
-// aval, so that LAPACK's scalar recurrences read as arithmetic. Every operator
+// Operators over values that carry their aval, for lax_eig, so that LAPACK's
+// scalar recurrences read as arithmetic (the SDK's Expr, jaxonnx/expr.hpp,
+// is calls over bare values; this is its operator spelling, with broadcast
+// shapes and constants from the SDK). Every operator
 // emits one ONNX node in the current scope; shapes are static (the matrix
 // dims are, and the kernels run on one matrix at a time), and a binary node's
 // output shape is its operands' broadcast.
 #pragma once
 
+#include <jaxonnx/expr.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -23,16 +26,8 @@ struct E {
   Aval a;
 };
 
-inline Shape bshape(const Shape& x, const Shape& y) {
-  size_t r = std::max(x.size(), y.size());
-  Shape out(r, Dim(1));
-  for (size_t i = 0; i < r; ++i) {
-    int64_t xd = i < x.size() ? x[x.size() - 1 - i].value : 1;
-    int64_t yd = i < y.size() ? y[y.size() - 1 - i].value : 1;
-    out[r - 1 - i] = Dim(xd == 1 ? yd : xd);
-  }
-  return out;
-}
+// A binary node's output shape: its operands' broadcast (jaxonnx/expr.hpp).
+inline Shape bshape(const Shape& x, const Shape& y) { return broadcast_shape(x, y); }
 
 inline E mk(Lowering& L, const char* op, const std::vector<Value>& ins, const Aval& out,
             const std::vector<Attr>& attrs = {}) {

@@ -136,16 +136,20 @@ const std::initializer_list<const char*> kOps = {
 }  // namespace
 
 JAXONNX_PLUGIN("lax_eig", "0.1.0") {
-  plugin.primitive("eig", lower_eig)
-      .emits(kOps)
-      .emits_shape_ops()
-      .doc(onnx_doc("Loop"))
-      .summary("LAPACK geev's path in Loops (dgebal, dgehd2, dlahqr double-shift QR, dtrevc3, dgebak): "
-               "geev's eigenvalue order and eigenvector normalization (left and right); real input");
-  plugin.primitive("schur", lower_schur)
-      .emits(kOps)
-      .emits_shape_ops()
-      .doc(onnx_doc("Loop"))
-      .summary("LAPACK gees's path in Loops (dgebal 'P', dgehd2, dlahqr): T and Z as gees; real input; "
-               "no sort_eig_vals");
+  // Both run LAPACK's path in Loops and emit the same ops.
+  struct Entry {
+    const char* name;
+    void (*lower)(Lowering&);
+    const char* summary;
+  };
+  const Entry entries[] = {
+      {"eig", lower_eig,
+       "LAPACK geev's path in Loops (dgebal, dgehd2, dlahqr double-shift QR, dtrevc3, dgebak): "
+       "geev's eigenvalue order and eigenvector normalization (left and right); real input"},
+      {"schur", lower_schur,
+       "LAPACK gees's path in Loops (dgebal 'P', dgehd2, dlahqr): T and Z as gees; real input; "
+       "no sort_eig_vals"},
+  };
+  for (const Entry& e : entries)
+    plugin.primitive(e.name, e.lower).emits(kOps).emits_shape_ops().doc(onnx_doc("Loop")).summary(e.summary);
 }

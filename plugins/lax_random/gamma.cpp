@@ -21,20 +21,19 @@
 //   (b1 ^ b2 for f32, (b1 << 32) | b2 for f64) scaled by 2^-mant (what the
 //   bitcast of 1.m minus 1 gives, exactly); normal is sqrt(2) erf_inv(u) on
 //   [nextafter(-1, 0), 1) with erf_inv by Giles (XLA's ErfInv) and log1p
-//   after Kahan, as plugins/lax_math.
+//   after Kahan (jaxonnx/special.hpp, as plugins/lax_math).
 // The bits are exact; erf_inv, log and pow agree with XLA's to a few ulp, so
 // an acceptance test can flip only when a draw lies within rounding of its
 // boundary (then that element differs). float32 and float64.
-#include <jaxonnx/erf_inv_coefficients.hpp>
+#include <jaxonnx/expr.hpp>
 #include <jaxonnx/plugin.hpp>
+#include <jaxonnx/special.hpp>
 
 #include "threefry.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <iterator>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,60 +41,13 @@ namespace lax_random {
 
 namespace {
 
-// Elementwise float ops on flat [N] tensors of one dtype.
-struct F {
+// Elementwise float ops (jaxonnx/expr.hpp) on flat [N] tensors of one dtype.
+struct F : Expr {
   Lowering& L;
-  int32_t t;
   Aval a;   // [N] of t
   Aval ab;  // [N] of bool
-
-  Value k(double v) { return scalar(L, t, v); }
-  Value op(const char* o, const std::vector<Value>& ins) { return L.op(o, ins, a); }
-  Value cmp(const char* o, const std::vector<Value>& ins) { return L.op(o, ins, ab); }
-  Value add(Value x, Value y) { return op("Add", {x, y}); }
-  Value sub(Value x, Value y) { return op("Sub", {x, y}); }
-  Value mul(Value x, Value y) { return op("Mul", {x, y}); }
-  Value div(Value x, Value y) { return op("Div", {x, y}); }
-  Value neg(Value x) { return op("Neg", {x}); }
-  Value log(Value x) { return op("Log", {x}); }
-  Value where(Value c, Value x, Value y) { return op("Where", {c, x, y}); }
-  template <typename C> Value poly(Value x, const C& c) {
-    Value y = k(c[0]);
-    for (size_t i = 1; i < std::size(c); ++i) y = add(mul(y, x), k(c[i]));
-    return y;
-  }
+  F(Lowering& l, int32_t dt, const Aval& flat, const Aval& flat_bool) : Expr(l, dt), L(l), a(flat), ab(flat_bool) {}
 };
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Kahan's log1p (as plugins/lax_math).
-Value log1p(F& f, Value x) {
-  Value u = f.add(f.k(1), x);
-  Value r = f.mul(f.log(u), f.div(x, f.sub(u, f.k(1))));
-  r = f.where(f.cmp("Equal", {u, f.k(kInf)}), u, r);
-  return f.where(f.cmp("Equal", {u, f.k(1)}), x, r);
-}
-
-// Giles' erf_inv (XLA's ErfInv; jaxonnx/erf_inv_coefficients.hpp).
-using namespace jaxonnx::sdk::erf_inv_coefficients;
-
-// erf_inv on (-1, 1) (the normal draws never reach +-1 or beyond).
-Value erf_inv(F& f, Value x) {
-  Value w = f.neg(log1p(f, f.neg(f.mul(x, x))));
-  Value p;
-  if (f.t == dtype::f64) {
-    Value sw = f.op("Sqrt", {w});
-    Value p1 = f.poly(f.sub(w, f.k(3.125)), kLt625);
-    Value p2 = f.poly(f.sub(sw, f.k(3.25)), kLt16);
-    Value p3 = f.poly(f.sub(sw, f.k(5.0)), kGe16);
-    p = f.where(f.cmp("Less", {w, f.k(6.25)}), p1, f.where(f.cmp("Less", {w, f.k(16)}), p2, p3));
-  } else {
-    Value p1 = f.poly(f.sub(w, f.k(2.5)), kLt5);
-    Value p2 = f.poly(f.sub(f.op("Sqrt", {w}), f.k(3)), kGe5);
-    p = f.where(f.cmp("Less", {w, f.k(5)}), p1, p2);
-  }
-  return f.mul(p, x);
-}
 
 // A key per element: its two words.
 struct Key {
@@ -132,9 +84,9 @@ Value normal(F& f, const Key& k) {
   double lo = f.t == dtype::f32 ? double(std::nextafter(-1.0f, 0.0f)) : std::nextafter(-1.0, 0.0);
   double span = f.t == dtype::f32 ? double(1.0f - float(lo)) : 1.0 - lo;  // 2, rounded as JAX's
   Value u = f.add(f.mul(u01, f.k(span)), f.k(lo));
-  u = f.op("Max", {f.k(lo), u});
+  u = f.f("Max", {f.k(lo), u});
   double sqrt2 = f.t == dtype::f32 ? double(float(std::sqrt(2.0))) : std::sqrt(2.0);
-  return f.mul(f.k(sqrt2), erf_inv(f, u));
+  return f.mul(f.k(sqrt2), special::erf_inv_open(f, u));
 }
 
 // any(mask) of a bool [N] as a bool scalar (false when N = 0).
@@ -149,10 +101,10 @@ Value sel_u32(Lowering& L, Value c, const U32& x, const U32& y, const Aval& a32)
 
 // Marsaglia-Tsang's acceptance loop condition (true: draw again).
 Value again(F& f, Value X, Value V, Value U, Value d) {
-  Value c1 = f.cmp("GreaterOrEqual", {U, f.sub(f.k(1), f.mul(f.k(0.0331), f.mul(X, X)))});
+  Value c1 = f.b("GreaterOrEqual", {U, f.sub(f.k(1), f.mul(f.k(0.0331), f.mul(X, X)))});
   Value rhs = f.add(f.mul(X, f.k(0.5)), f.mul(d, f.add(f.sub(f.k(1), V), f.log(V))));
-  Value c2 = f.cmp("GreaterOrEqual", {f.log(U), rhs});
-  return f.cmp("And", {c1, c2});
+  Value c2 = f.b("GreaterOrEqual", {f.log(U), rhs});
+  return f.b("And", {c1, c2});
 }
 
 }  // namespace
@@ -183,10 +135,10 @@ void lower_random_gamma(Lowering& L) {
   Key ke{flatten_key(e1), flatten_key(e2)};
   F f{L, t, flat, ab};
   Value alpha = L.op("Reshape", {L.input(1), minus1}, flat);
-  Value boost = f.cmp("GreaterOrEqual", {alpha, f.k(1)});
+  Value boost = f.b("GreaterOrEqual", {alpha, f.k(1)});
   Value al = f.where(boost, alpha, f.add(alpha, f.k(1)));
   Value d = f.sub(al, f.k(1.0 / 3.0));
-  Value c = f.div(f.k(1.0 / 3.0), f.op("Sqrt", {d}));
+  Value c = f.div(f.k(1.0 / 3.0), f.sqrt(d));
   Key key = child(L, ke, 0), sub = child(L, ke, 1);
 
   Aval isc(dtype::i64, {}), bsc(dtype::boolean, {});
@@ -214,13 +166,13 @@ void lower_random_gamma(Lowering& L) {
   gi.input(bsc, "cond_in");
   Key ik{{gi.input(a32, "k1"), {n}}, {gi.input(a32, "k2"), {n}}};
   Value x = gi.input(flat, "x"), v = gi.input(flat, "v");
-  Value redo = f.cmp("LessOrEqual", {v, f.k(0)});
+  Value redo = f.b("LessOrEqual", {v, f.k(0)});
   Key ik2 = child(L, ik, 0), s = child(L, ik, 1);
   Value x2 = normal(f, s);
   Value v2 = f.add(f.k(1), f.mul(x2, c));
   Value k1i = sel_u32(L, redo, ik2.k1, ik.k1, a32), k2i = sel_u32(L, redo, ik2.k2, ik.k2, a32);
   Value x3 = f.where(redo, x2, x), v3 = f.where(redo, v2, v);
-  Value more = any(L, f.cmp("LessOrEqual", {v3, f.k(0)}), ab);
+  Value more = any(L, f.b("LessOrEqual", {v3, f.k(0)}), ab);
   GraphRef inner = gi.end({more, k1i, k2i, x3, v3});
   std::vector<Value> io = L.op_n("Loop", {big, scalar(L, dtype::boolean, 1), xk.k1.v, xk.k2.v, zeros,
                                           filled(-1.0)},
@@ -241,13 +193,13 @@ void lower_random_gamma(Lowering& L) {
   Value out;
   if (log_space) {
     // -exponential(sub) = log1p(-u) (its two negations are exact).
-    Value ls = log1p(f, f.neg(us));
-    Value skip = f.cmp("Or", {boost, f.cmp("Equal", {ls, f.k(0)})});
+    Value ls = special::log1p(f, f.neg(us));
+    Value skip = f.b("Or", {boost, f.b("Equal", {ls, f.k(0)})});
     Value lb = f.where(skip, f.k(0), f.mul(ls, inv_alpha));
     out = f.add(f.add(f.log(d), f.log(Vf)), lb);
   } else {
     Value samples = f.sub(f.k(1), us);
-    Value b = f.where(boost, f.k(1), f.op("Pow", {samples, inv_alpha}));
+    Value b = f.where(boost, f.k(1), f.f("Pow", {samples, inv_alpha}));
     out = f.mul(f.mul(d, Vf), b);
   }
   L.bind(0, reshape(L, out, flat, aa));

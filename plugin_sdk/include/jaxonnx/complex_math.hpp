@@ -17,8 +17,8 @@
 //   sign(x) + 4 i sin y cos y e^(-2|x|) once tanh x rounds to +-1.
 // - atanh(z) = log(((1 + x)^2 + y^2) / ((1 - x)^2 + y^2)) / 4
 //   + i atan2(2y, (1 - x)(1 + x) - y^2) / 2; i pi/2 sign(y) far out.
-// - log1p, expm1 and the real sinh use Kahan's real log1p/expm1 (as
-//   plugins/lax_math does for real operands).
+// - log1p, expm1 and the real sinh use Kahan's real log1p/expm1
+//   (jaxonnx/special.hpp, as plugins/lax_math does for real operands).
 //
 // Every function is elementwise on one shape (the operand's); .emits the
 // ops of `emits_functions`.
@@ -29,59 +29,24 @@
 #include <vector>
 
 #include "jaxonnx/complex.hpp"
+#include "jaxonnx/expr.hpp"
 #include "jaxonnx/registration.hpp"
+#include "jaxonnx/special.hpp"
 
 namespace jaxonnx::sdk::complex {
 
-// Real elementwise ops whose every value has the aval `p` (constants rank 0).
-struct Real {
+// Real elementwise ops (jaxonnx/expr.hpp) on parts of aval `p`, and the real
+// functions the complex ones are built from.
+struct Real : Expr {
   Lowering& L;
   Aval p;
+  Real(Lowering& l, const Aval& part) : Expr(l, part.dtype), L(l), p(part) {}
 
-  bool f64() const { return p.dtype == dtype::f64; }
-  Value op(std::string_view t, const std::vector<Value>& ins) { return L.op(t, ins, p); }
-  Value test(std::string_view t, const std::vector<Value>& ins) {
-    return L.op(t, ins, p.with_dtype(dtype::boolean));
-  }
-  Value k(double v) { return scalar(L, p.dtype, v); }
-  Value add(Value a, Value b) { return op("Add", {a, b}); }
-  Value sub(Value a, Value b) { return op("Sub", {a, b}); }
-  Value mul(Value a, Value b) { return op("Mul", {a, b}); }
-  Value div(Value a, Value b) { return op("Div", {a, b}); }
-  Value neg(Value a) { return op("Neg", {a}); }
-  Value abs(Value a) { return op("Abs", {a}); }
-  Value exp(Value a) { return op("Exp", {a}); }
-  Value log(Value a) { return op("Log", {a}); }
-  Value sqrt(Value a) { return op("Sqrt", {a}); }
-  Value sin(Value a) { return op("Sin", {a}); }
-  Value cos(Value a) { return op("Cos", {a}); }
-  Value lt(Value a, Value b) { return test("Less", {a, b}); }
-  Value gt(Value a, Value b) { return test("Greater", {a, b}); }
-  Value eq(Value a, Value b) { return test("Equal", {a, b}); }
-  Value where(Value c, Value a, Value b) { return L.op("Where", {c, a, b}, p); }
-  // a < 0 or a is -0 (1/-0 = -inf); false for NaN.
-  Value signbit(Value a) {
-    return test("Or", {lt(a, k(0)), lt(div(k(1), a), k(0))});
-  }
-  // |r| with the sign of s (by a product: Where drops the sign of a zero).
-  Value copysign(Value r, Value s) { return mul(abs(r), where(signbit(s), k(-1), k(1))); }
   // Beyond this magnitude x^2 + 1 rounds to x^2 (1/sqrt(eps)).
   double big() const { return f64() ? 134217728.0 : 4096.0; }
 
-  // Kahan: log(u) x / (u - 1) with u = 1 + x cancels u's rounding.
-  Value log1p(Value x) {
-    Value u = add(k(1), x);
-    Value r = mul(log(u), div(x, sub(u, k(1))));
-    r = where(eq(u, k(INFINITY)), u, r);
-    return where(eq(u, k(1)), x, r);
-  }
-  // Kahan: (u - 1) x / log(u) with u = e^x below |x| = 1/2.
-  Value expm1(Value x) {
-    Value u = exp(x);
-    Value um1 = sub(u, k(1));
-    Value small = where(eq(u, k(1)), x, mul(um1, div(x, log(u))));
-    return where(lt(abs(x), k(0.5)), small, um1);
-  }
+  Value log1p(Value x) { return special::log1p(*this, x); }
+  Value expm1(Value x) { return special::expm1(*this, x); }
   // (expm1(x) - expm1(-x)) / 2: the two terms have opposite signs.
   Value sinh(Value x) { return mul(k(0.5), sub(expm1(x), expm1(neg(x)))); }
   Value cosh(Value x) { return mul(k(0.5), add(exp(x), exp(neg(x)))); }
@@ -210,7 +175,7 @@ inline Parts atanh(Lowering& L, const Parts& z, const Aval& p) {
                                    r.sub(r.mul(one_minus, one_plus_x), y2), p));
   // Far out the squares overflow: atanh(z) ~ 1/z + i pi/2 sign(y).
   double far = r.f64() ? 1e150 : 1e18;
-  Value out = r.gt(r.op("Max", {r.abs(z.re), r.abs(z.im)}), r.k(far));
+  Value out = r.gt(r.f("Max", {r.abs(z.re), r.abs(z.im)}), r.k(far));
   Parts inv = div(L, {r.k(1), r.k(0)}, z, p);
   return {r.where(out, inv.re, re), r.where(out, r.where(r.signbit(z.im), r.k(-1.57079632679489661923), r.k(1.57079632679489661923)), im)};
 }

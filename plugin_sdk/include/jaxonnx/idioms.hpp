@@ -23,7 +23,7 @@
 namespace jaxonnx::sdk {
 
 // `v` (of type `from`) cast to dtype `to`; no node when it already is.
-inline Value cast(Lowering& L, Value v, const Aval& from, int32_t to) {
+inline Value cast(Emitter& L, Value v, const Aval& from, int32_t to) {
   if (from.dtype == to) return v;
   return L.op("Cast", {v}, from.with_dtype(to), {Attr::i("to", to)});
 }
@@ -51,18 +51,18 @@ inline Value transpose(Lowering& L, Value x, const Aval& a, const std::vector<in
 }
 
 // A 1-D int64 constant, the currency of shape arguments (axes, shapes, starts).
-inline Value i64s(Lowering& L, const std::vector<int64_t>& v) {
-  return L.constant(v, {static_cast<int64_t>(v.size())});
+inline Value i64s(Emitter& L, const std::vector<int64_t>& v) {
+  return L.constant(dtype::i64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * sizeof(int64_t));
 }
 
 namespace detail {
-template <typename T> Value scalar_of(Lowering& L, T x) {
+template <typename T> Value scalar_of(Emitter& L, T x) {
   return L.constant(dtype::of<T>(), {}, &x, sizeof(T));
 }
 }  // namespace detail
 
 // A scalar (rank-0) of dtype `dt` holding `x` converted to that dtype.
-inline Value scalar(Lowering& L, int32_t dt, double x) {
+inline Value scalar(Emitter& L, int32_t dt, double x) {
   using detail::scalar_of;
   switch (dt) {
     case dtype::f32: return scalar_of<float>(L, static_cast<float>(x));

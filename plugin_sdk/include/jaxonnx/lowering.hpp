@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "jaxonnx/attr.hpp"
+#include "jaxonnx/emitter.hpp"
 #include "jaxonnx/param.hpp"
 #include "jaxonnx/plugin_abi.h"
 #include "jaxonnx/types.hpp"
@@ -25,7 +26,8 @@ namespace jaxonnx::sdk {
 class Subgraph;
 
 // One equation being lowered. Everything here forwards to the host table.
-class Lowering {
+// It is an Emitter (emitter.hpp): expression code writes into it.
+class Lowering final : public Emitter {
  public:
   Lowering(const jxo_api* api, jxo_lowering* ctx) : api_(api), ctx_(ctx) {}
 
@@ -79,47 +81,21 @@ class Lowering {
   void bind(size_t i, Value v) { detail::check(api_, api_->bind_output(ctx_, i, v)); }
 
   // The type of a value the host knows.
-  Aval aval_of(Value v) const { return Aval::from(api_->value_aval(ctx_, v)); }
+  Aval aval_of(Value v) const override { return Aval::from(api_->value_aval(ctx_, v)); }
 
-  // Emits `op_type` with one output of type `out`.
-  Value op(std::string_view op_type, const std::vector<Value>& ins, const Aval& out,
-           const std::vector<Attr>& attrs = {}) {
-    return op_n(op_type, ins, {out}, attrs)[0];
-  }
+  // Emits `op_type` with one output (Emitter::op) or several, of these types.
+  using Emitter::op;
   std::vector<Value> op_n(std::string_view op_type, const std::vector<Value>& ins,
                           const std::vector<Aval>& outs, const std::vector<Attr>& attrs = {},
                           std::string_view domain = {}, int64_t domain_version = 0) {
-    std::vector<std::unique_ptr<detail::AvalView>> views;
-    std::vector<const jxo_aval*> out_ptrs;
-    for (const Aval& a : outs) {
-      views.push_back(std::make_unique<detail::AvalView>(a));
-      out_ptrs.push_back(a.dtype == JXO_DTYPE_UNDEFINED ? nullptr : &views.back()->aval);
-    }
-    std::vector<const jxo_attr*> attr_ptrs;
-    for (const Attr& a : attrs) attr_ptrs.push_back(a.c());
-    jxo_node node{};
-    node.struct_size = sizeof(jxo_node);
-    node.op_type = to_jxo(op_type);
-    node.domain = to_jxo(domain);
-    node.domain_version = domain_version;
-    node.inputs = ins.data();
-    node.num_inputs = ins.size();
-    node.outputs = out_ptrs.data();
-    node.num_outputs = out_ptrs.size();
-    node.attrs = attr_ptrs.data();
-    node.num_attrs = attr_ptrs.size();
+    detail::NodeView n(op_type, ins, outs, attrs, domain, domain_version);
     std::vector<Value> result(outs.size(), kNoValue);
-    detail::check(api_, api_->emit_node(ctx_, &node, result.data()));
+    emit(n.node, result.data());
     return result;
   }
 
-  // A constant tensor (copied by the host).
-  Value constant(int32_t dt, const std::vector<int64_t>& dims, const void* data, size_t nbytes) {
-    jxo_tensor t{sizeof(jxo_tensor), dt, static_cast<int64_t>(dims.size()), dims.data(), data, nbytes};
-    Value v = kNoValue;
-    detail::check(api_, api_->constant(ctx_, &t, &v));
-    return v;
-  }
+  // A constant tensor (copied by the host): Emitter::constant, or typed data.
+  using Emitter::constant;
   template <typename T>
   Value constant(const std::vector<T>& data, const std::vector<int64_t>& dims) {
     static_assert(!std::is_same_v<T, bool>, "use constant(dtype::boolean, ...) with uint8 data");
@@ -190,6 +166,8 @@ class Lowering {
   [[noreturn]] void fail(const std::string& msg) const { throw Error(msg); }
 
  private:
+  void emit(const jxo_node& node, Value* outs) override { detail::check(api_, api_->emit_node(ctx_, &node, outs)); }
+  void make_constant(const jxo_tensor& t, Value* out) override { detail::check(api_, api_->constant(ctx_, &t, out)); }
   const jxo_aval* checked(const jxo_aval* a, const char* what, size_t i) const {
     if (!a) throw Error(std::string("no ") + what + " " + std::to_string(i));
     return a;

@@ -4,9 +4,11 @@
 //   types.hpp          Error, dtype, Dim / Shape / Aval, Value: the vocabulary
 //   param.hpp          Param: typed views of an equation's params
 //   attr.hpp           Attr, GraphRef: node attributes
+//   emitter.hpp        Emitter: emit a node, make a constant (Lowering and Rewrite are one)
 //   lowering.hpp       Lowering, Subgraph: the host calls of one lowering (op-free)
 //   idioms.hpp         cast, where, transpose, i64s, scalar, dim_value, shape_value,
 //                      reshape, inclusive_scan: ONNX idioms built on Lowering
+//   expr.hpp           Expr: elementwise arithmetic over an Emitter, shapes broadcast
 //   kernels.hpp        which (op, dtype) pairs onnxruntime runs
 //   mesh_axes.hpp      named mesh axes a one-device shard_map binds (collectives)
 //   jaxpr_view.hpp     JaxprView: reading a nested jaxpr
@@ -25,7 +27,9 @@
 
 #include "jaxonnx/abstract_eval.hpp"
 #include "jaxonnx/attr.hpp"
+#include "jaxonnx/emitter.hpp"
 #include "jaxonnx/empty_guard.hpp"
+#include "jaxonnx/expr.hpp"
 #include "jaxonnx/idioms.hpp"
 #include "jaxonnx/jaxpr_view.hpp"
 #include "jaxonnx/kernels.hpp"

@@ -26,12 +26,13 @@
 #include <vector>
 
 #include "jaxonnx/attr.hpp"
+#include "jaxonnx/emitter.hpp"
 #include "jaxonnx/plugin_abi.h"
 #include "jaxonnx/types.hpp"
 
 namespace jaxonnx::sdk {
 
-class Rewrite {
+class Rewrite final : public Emitter {
  public:
   Rewrite(const jxo_api* api, jxo_rewrite* rw) : api_(api), rw_(rw) {}
 
@@ -69,6 +70,7 @@ class Rewrite {
   bool single_use(Value v) const { return reads(v) == 1; }
   // The type of `v`; dtype undefined when the host does not know it.
   Aval aval(Value v) const { return Aval::from(api_->rw_value_aval(rw_, v)); }
+  Aval aval_of(Value v) const override { return aval(v); }
   const jxo_attr* attr(int64_t node, std::string_view name) const {
     return api_->rw_attr(rw_, node, to_jxo(name));
   }
@@ -115,32 +117,8 @@ class Rewrite {
     return x && std::fabs(*x - want) <= 1e-6 * std::max(1.0, std::fabs(want));
   }
 
-  // -- the replacement
-  Value op(std::string_view op_type, const std::vector<Value>& ins, const Aval& out,
-           const std::vector<Attr>& attrs = {}) {
-    detail::AvalView view(out);
-    std::vector<const jxo_attr*> attr_ptrs;
-    for (const Attr& a : attrs) attr_ptrs.push_back(a.c());
-    const jxo_aval* outs[1] = {out.dtype == JXO_DTYPE_UNDEFINED ? nullptr : &view.aval};
-    jxo_node node{};
-    node.struct_size = sizeof(jxo_node);
-    node.op_type = to_jxo(op_type);
-    node.inputs = ins.data();
-    node.num_inputs = ins.size();
-    node.outputs = outs;
-    node.num_outputs = 1;
-    node.attrs = attr_ptrs.data();
-    node.num_attrs = attr_ptrs.size();
-    Value result = kNoValue;
-    detail::check(api_, api_->rw_emit_node(rw_, &node, &result));
-    return result;
-  }
-  Value constant(int32_t dt, const std::vector<int64_t>& dims, const void* data, size_t nbytes) {
-    jxo_tensor t{sizeof(jxo_tensor), dt, static_cast<int64_t>(dims.size()), dims.data(), data, nbytes};
-    Value v = kNoValue;
-    detail::check(api_, api_->rw_constant(rw_, &t, &v));
-    return v;
-  }
+  // -- the replacement: op and constant (Emitter), and these
+  using Emitter::constant;
   Value i64s(const std::vector<int64_t>& v) {
     return constant(dtype::i64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 8);
   }
@@ -154,6 +132,8 @@ class Rewrite {
   void replace(Value old, Value value) { detail::check(api_, api_->rw_replace(rw_, old, value)); }
 
  private:
+  void emit(const jxo_node& node, Value* outs) override { detail::check(api_, api_->rw_emit_node(rw_, &node, outs)); }
+  void make_constant(const jxo_tensor& t, Value* out) override { detail::check(api_, api_->rw_constant(rw_, &t, out)); }
   static double element(int32_t dt, const char* p) {
     auto get = [p](auto x) { std::memcpy(&x, p, sizeof x); return static_cast<double>(x); };
     switch (dt) {
