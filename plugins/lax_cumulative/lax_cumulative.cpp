@@ -128,33 +128,9 @@ Value extreme(Lowering& L, int32_t t, bool smallest) {
 
 // ----------------------------------------------------------------- cumprod --
 
-// Hillis-Steele step k of a scan of `x` (aval `a`) along `axis`: x shifted
-// by 2^k towards the end (the start when `reverse`), `identity` padded in;
-// `axes` is the int64[1] constant {axis}.
+// Hillis-Steele step k along the scan's axis (idioms.hpp's scan_shift).
 Value shifted(Lowering& L, Value x, const Aval& a, const Params& p, Value axes, int64_t k, Value identity) {
-  const Dim n = a.shape[static_cast<size_t>(p.axis)];
-  const int64_t s = int64_t{1} << k;
-  Value m, neg_m, padded;
-  const Aval grown = Aval::of_unknown_shape(a.dtype);
-  if (n.is_static()) {
-    m = i64s(L, {s});
-    neg_m = i64s(L, {-s});
-    padded = pad_axis(L, x, a.rank(), p.axis, p.reverse ? 0 : s, p.reverse ? s : 0, identity, grown);
-  } else {
-    m = L.op("Min", {i64s(L, {s}), dim_value(L, n)}, Aval(dtype::i64, {1}));
-    Value zero = i64s(L, {0});
-    neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
-    padded = pad_axis_by(L, x, a.rank(), p.axis, p.reverse ? zero : m, p.reverse ? m : zero, identity, grown);
-  }
-  return p.reverse ? L.op("Slice", {padded, m, i64s(L, {INT64_MAX}), axes}, a)
-                   : L.op("Slice", {padded, i64s(L, {0}), neg_m, axes}, a);
-}
-
-// The number of Hillis-Steele steps along a dim of size n (32 when symbolic).
-int64_t scan_steps(const Dim& n) {
-  int64_t steps = 32;
-  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
-  return steps;
+  return scan_shift(L, x, a, p.axis, p.reverse, axes, k, identity);
 }
 
 void lower_complex_cumprod(Lowering& L, const Aval& in, const Params& p) {

@@ -426,38 +426,49 @@ inline Value reshape(Lowering& L, Value x, const Aval& in, const Aval& out) {
   return L.op("Reshape", {x, shape_value(L, target)}, out.with_dtype(in.dtype), attrs);
 }
 
+// The number of Hillis-Steele steps along a dim of size n: ceil(log2 n), or
+// 32 for a symbolic n (exact for n < 2^32).
+inline int64_t scan_steps(const Dim& n) {
+  int64_t steps = 32;
+  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
+  return steps;
+}
+
+// Hillis-Steele step k of a scan of `x` (aval `a`) along `axis`: x shifted
+// by m = min(2^k, n) toward the end (the start when `reverse`), `identity`
+// padded in (m, not 2^k, so the padded tensor stays within 2n). `axes` is
+// the int64[1] constant {axis}.
+inline Value scan_shift(Lowering& L, Value x, const Aval& a, int64_t axis, bool reverse, Value axes,
+                        int64_t k, Value identity) {
+  const Dim n = a.shape[static_cast<size_t>(axis)];
+  const int64_t s = int64_t{1} << k;
+  Value m, neg_m, padded;
+  const Aval grown = Aval::of_unknown_shape(a.dtype);
+  if (n.is_static()) {
+    m = i64s(L, {s});
+    neg_m = i64s(L, {-s});
+    padded = pad_axis(L, x, a.rank(), axis, reverse ? 0 : s, reverse ? s : 0, identity, grown);
+  } else {
+    m = L.op("Min", {i64s(L, {s}), dim_value(L, n)}, Aval(dtype::i64, {1}));
+    Value zero = i64s(L, {0});
+    neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
+    padded = pad_axis_by(L, x, a.rank(), axis, reverse ? zero : m, reverse ? m : zero, identity, grown);
+  }
+  return reverse ? L.op("Slice", {padded, m, i64s(L, {INT64_MAX}), axes}, a)
+                 : L.op("Slice", {padded, i64s(L, {0}), neg_m, axes}, a);
+}
+
 // Inclusive scan of `x` (aval `a`) along `axis` with the associative
 // binary ONNX op `op` (e.g. "Mul", "Max"), whose identity is `identity` (a
 // scalar of a.dtype): x = op(x, x shifted by 1, 2, 4, ...) (Hillis-Steele;
-// Pad with the identity, Slice). ceil(log2 n) steps for a static n, 32 for a
-// symbolic n (exact for n < 2^32). Exact for integer ops, which wrap.
+// Pad with the identity, Slice), scan_steps() steps. Exact for integer ops,
+// which wrap.
 inline Value inclusive_scan(Lowering& L, const char* op, Value x, const Aval& a, int64_t axis,
                             bool reverse, Value identity) {
-  const Dim n = a.shape[static_cast<size_t>(axis)];
-  int64_t steps = 32;
-  if (n.is_static()) for (steps = 0; (int64_t{1} << steps) < n.value; ++steps) {}
+  const int64_t steps = scan_steps(a.shape[static_cast<size_t>(axis)]);
   Value axes = i64s(L, {axis});
-  const int64_t rank = a.rank();
-  for (int64_t k = 0; k < steps; ++k) {
-    // Shift by m = min(2^k, n) toward the scan direction (m, not 2^k, so the
-    // padded tensor stays within 2n).
-    const int64_t s = int64_t{1} << k;
-    Value m, neg_m, padded;
-    const Aval grown = Aval::of_unknown_shape(a.dtype);
-    if (n.is_static()) {
-      m = i64s(L, {s});
-      neg_m = i64s(L, {-s});
-      padded = pad_axis(L, x, rank, axis, reverse ? 0 : s, reverse ? s : 0, identity, grown);
-    } else {
-      m = L.op("Min", {i64s(L, {s}), dim_value(L, n)}, Aval(dtype::i64, {1}));
-      Value zero = i64s(L, {0});
-      neg_m = L.op("Neg", {m}, Aval(dtype::i64, {1}));
-      padded = pad_axis_by(L, x, rank, axis, reverse ? zero : m, reverse ? m : zero, identity, grown);
-    }
-    Value shifted = reverse ? L.op("Slice", {padded, m, i64s(L, {INT64_MAX}), axes}, a)
-                            : L.op("Slice", {padded, i64s(L, {0}), neg_m, axes}, a);
-    x = L.op(op, {x, shifted}, a);
-  }
+  for (int64_t k = 0; k < steps; ++k)
+    x = L.op(op, {x, scan_shift(L, x, a, axis, reverse, axes, k, identity)}, a);
   return x;
 }
 
