@@ -201,7 +201,6 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
                                                   model_name)
     if external is None and return_mode in ("proto", "ir"):
         external = _output.INLINE
-    data_files = []
     progress = _progress.Progress()
 
     with jax.enable_x64(bool(enable_double_precision)):
@@ -229,13 +228,14 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             _record.write(record_primitive_calls_file, closed, registry)
         lowered_opset = max(int(opset), _core.MIN_OPSET)
         progress.traced(closed)
-        data = _core.convert(registry, closed, lowered_opset, model_name,
-                             names_in + list(params), names_out, _source.describe, _version(),
-                             bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""),
-                             inline_functions=bool(inline_functions),
-                             provenance=_source.provenance_from_env(),
-                             external_data=external, data_files=data_files,
-                             fusion=rule_level, target=target)
+        options = _core.ConvertOptions(
+            opset=lowered_opset, model_name=model_name, input_names=names_in + list(params),
+            output_names=names_out, describe_source=_source.describe, producer_version=_version(),
+            optimize=bool(optimize), dump_ir_dir=os.environ.get("JAXONNX_DUMP_IR", ""),
+            inline_functions=bool(inline_functions), provenance=_source.provenance_from_env(),
+            external_data=external, fusion=rule_level, target=target)
+        converted = _core.convert(registry, closed, options)
+        data, data_files = converted.model, converted.data_files
         if lowered_opset != opset:
             data = _opset.relabel(data, int(opset))
         elif opset < _opset.CHECKED_BELOW:

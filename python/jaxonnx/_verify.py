@@ -188,10 +188,12 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
             closed = _trace.trace(fn, specs, param_specs, list(params))
         closed = _keys.physical_keys(closed)
         where, probe = _probe(closed)
-        data = _core.convert(registry, probe, max(int(opset), _core.MIN_OPSET), "first_divergence",
-                             [f"in_{i}" for i in range(len(xs))] + list(params),
-                             [f"eqn{k}_out{j}" for k, j in where], _source.describe, "", False, "",
-                             target=target)
+        options = _core.ConvertOptions(
+            opset=max(int(opset), _core.MIN_OPSET), model_name="first_divergence",
+            input_names=[f"in_{i}" for i in range(len(xs))] + list(params),
+            output_names=[f"eqn{k}_out{j}" for k, j in where], describe_source=_source.describe,
+            optimize=False, target=target)
+        data = _core.convert(registry, probe, options).model
         args = [*xs, *(np.asarray(v) for v in params.values())]
         expected = jax.extend.core.jaxpr_as_fun(probe)(*args)
         session = _session(data)

@@ -1,6 +1,8 @@
 // jaxonnx._core: the pybind11 face of the core. It converts Python objects
 // to core types and forwards; the logic lives in core/ and in jaxonnx/*.py.
 #include <chrono>
+#include <optional>
+#include <tuple>
 
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
@@ -74,57 +76,74 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
   return d;
 }
 
-pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int64_t opset,
-                  const std::string& model_name, std::vector<std::string> input_names,
-                  std::vector<std::string> output_names, pb::object describe_source,
-                  const std::string& producer_version, bool optimize,
-                  const std::string& dump_ir_dir, pb::object times, bool inline_functions,
-                  pb::object provenance, pb::object external_data, pb::object data_files,
-                  const std::string& fusion, const std::string& target) {
+// The options of one conversion as Python gives them (jaxonnx._core.ConvertOptions):
+// the core's ConvertOptions, plus the Python callables that become its source
+// hooks once the jaxpr is imported (they take an eqn.source_info object).
+struct PyConvertOptions {
+  ConvertOptions core;
+  pb::object describe_source = pb::none();
+  pb::object provenance = pb::none();
+};
+
+// What one conversion gives back (jaxonnx._core.Converted).
+struct Converted {
+  pb::bytes model;
+  pb::list data_files;  // DataFile objects, when external data was asked for
+  pb::dict times;       // phase -> seconds
+};
+
+ConvertOptions::Fusion fusion_from(const std::string& fusion) {
+  if (fusion == "fast") return ConvertOptions::Fusion::kFast;
+  if (fusion == "exact") return ConvertOptions::Fusion::kExact;
+  if (fusion == "none") return ConvertOptions::Fusion::kNone;
+  throw ConversionError("fusion must be \"fast\", \"exact\" or \"none\"; got \"" + fusion + "\"");
+}
+
+const char* fusion_name(ConvertOptions::Fusion f) {
+  return f == ConvertOptions::Fusion::kFast ? "fast" : f == ConvertOptions::Fusion::kExact ? "exact" : "none";
+}
+
+// external_data as Python gives it: None, or (mode, threshold, location, per_tensor).
+using ExternalTuple = std::tuple<std::string, uint64_t, std::string, bool>;
+
+ExternalDataOptions::Mode external_mode(const std::string& mode) {
+  if (mode == "always") return ExternalDataOptions::kAlways;
+  if (mode == "auto") return ExternalDataOptions::kAuto;
+  if (mode == "inline") return ExternalDataOptions::kInline;
+  if (mode == "never") return ExternalDataOptions::kNever;
+  throw ConversionError("external_data mode must be \"always\", \"auto\", \"inline\" or \"never\"; got \"" +
+                        mode + "\"");
+}
+
+const char* external_mode_name(ExternalDataOptions::Mode m) {
+  return m == ExternalDataOptions::kAlways ? "always"
+         : m == ExternalDataOptions::kAuto ? "auto"
+         : m == ExternalDataOptions::kInline ? "inline" : "never";
+}
+
+Converted convert_program(const Registry& registry, pb::handle closed_jaxpr,
+                          const PyConvertOptions& given) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
   double import_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   PhaseTimes phases;
-  ConvertOptions options;
-  options.opset = opset;
-  options.model_name = model_name;
-  options.input_names = std::move(input_names);
-  options.output_names = std::move(output_names);
-  options.producer_version = producer_version;
-  options.optimize = optimize;
-  if (fusion != "fast" && fusion != "exact" && fusion != "none")
-    throw ConversionError("fusion must be \"fast\", \"exact\" or \"none\"; got \"" + fusion + "\"");
-  options.fusion = fusion == "fast"    ? ConvertOptions::Fusion::kFast
-                   : fusion == "exact" ? ConvertOptions::Fusion::kExact
-                                       : ConvertOptions::Fusion::kNone;
-  options.target = target;
-  options.dump_ir_dir = dump_ir_dir;
-  options.inline_functions = inline_functions;
+  ConvertOptions options = given.core;
   options.times = &phases;
   std::vector<DataFile> files;
-  if (!external_data.is_none()) {  // (mode, threshold, location, per_tensor); see _output.py
-    auto [mode, threshold, location, per_tensor] =
-        external_data.cast<std::tuple<std::string, uint64_t, std::string, bool>>();
-    options.external_data.mode = mode == "always"   ? ExternalDataOptions::kAlways
-                                 : mode == "auto"   ? ExternalDataOptions::kAuto
-                                 : mode == "inline" ? ExternalDataOptions::kInline
-                                                    : ExternalDataOptions::kNever;
-    options.external_data.threshold = threshold;
-    options.external_data.location = location;
-    options.external_data.per_tensor = per_tensor;
-    options.data_files = &files;
-  }
-  if (!describe_source.is_none())
+  options.data_files = &files;
+  // Source hooks: an Eqn::source handle is the index of its source_info in the importer.
+  if (!given.describe_source.is_none())
     options.describe_source = [&](int64_t source) {
       pb::gil_scoped_acquire gil;
-      return describe_source(importer.sources().at(static_cast<size_t>(source))).cast<std::string>();
+      return given.describe_source(importer.sources().at(static_cast<size_t>(source)))
+          .cast<std::string>();
     };
-  if (!provenance.is_none())  // source -> [(key, value)]: metadata for the nodes of its equation
+  if (!given.provenance.is_none())  // source -> [(key, value)]: metadata for its nodes
     options.provenance = [&](int64_t source) {
       pb::gil_scoped_acquire gil;
-      return provenance(importer.sources().at(static_cast<size_t>(source)))
+      return given.provenance(importer.sources().at(static_cast<size_t>(source)))
           .cast<std::vector<std::pair<std::string, std::string>>>();
     };
   // Ctrl-C: the signal handler only sets a flag, which Python code checks;
@@ -149,17 +168,14 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
     if (importer.deferred_error()) std::rethrow_exception(importer.deferred_error());
     throw;
   }
-  pb::bytes bytes(model);
-  if (!data_files.is_none())  // a list the caller wants filled with DataFile objects
-    for (DataFile& f : files) data_files.attr("append")(pb::cast(std::move(f)));
-  if (!times.is_none()) {  // a dict the caller wants filled: phase -> seconds
-    times["import"] = import_seconds;
-    times["lower"] = phases.lower;
-    times["passes"] = phases.passes;
-    times["export"] = phases.export_onnx;
-    for (const auto& [name, seconds] : phases.per_pass) times[pb::str("pass:" + name)] = seconds;
-  }
-  return bytes;
+  Converted out{pb::bytes(model), pb::list(), pb::dict()};
+  for (DataFile& f : files) out.data_files.append(pb::cast(std::move(f)));
+  out.times["import"] = import_seconds;
+  out.times["lower"] = phases.lower;
+  out.times["passes"] = phases.passes;
+  out.times["export"] = phases.export_onnx;
+  for (const auto& [name, seconds] : phases.per_pass) out.times[pb::str("pass:" + name)] = seconds;
+  return out;
 }
 
 pb::list abstract_eval_primitive(const Registry& registry, const std::string& name, pb::list in_avals,
@@ -256,13 +272,101 @@ PYBIND11_MODULE(_core, m) {
           },
           "{offset: memoryview} of the tensors, for copying them into a ModelProto.");
 
-  m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
-        pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
-        pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
-        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(),
-        pb::arg("inline_functions") = false, pb::arg("provenance") = pb::none(),
-        pb::arg("external_data") = pb::none(), pb::arg("data_files") = pb::none(),
-        pb::arg("fusion") = "fast", pb::arg("target") = "onnxruntime");
+  pb::class_<PyConvertOptions>(m, "ConvertOptions",
+                               "What one conversion is asked to do (the core's ConvertOptions, "
+                               "core/include/jaxonnx/core/convert_options.hpp). Keyword fields; "
+                               "unset ones keep the core's defaults.")
+      .def(pb::init([](pb::kwargs kwargs) {
+             PyConvertOptions o;
+             pb::object self = pb::cast(&o, pb::return_value_policy::reference);
+             for (auto [key, value] : kwargs) {
+               if (!pb::hasattr(self, key)) throw pb::type_error("ConvertOptions has no field " +
+                                                                  pb::repr(key).cast<std::string>());
+               self.attr(key) = value;
+             }
+             return o;
+           }),
+           "ConvertOptions(**fields): any of the fields below, by keyword.")
+      .def_property(
+          "opset", [](const PyConvertOptions& o) { return o.core.opset; },
+          [](PyConvertOptions& o, int64_t v) { o.core.opset = v; },
+          "The default-domain opset the program is lowered at (default 23; MIN_OPSET or newer).")
+      .def_property(
+          "model_name", [](const PyConvertOptions& o) { return o.core.model_name; },
+          [](PyConvertOptions& o, std::string v) { o.core.model_name = std::move(v); },
+          "The ONNX graph's name.")
+      .def_property(
+          "input_names", [](const PyConvertOptions& o) { return o.core.input_names; },
+          [](PyConvertOptions& o, std::vector<std::string> v) { o.core.input_names = std::move(v); },
+          "Names of the graph inputs, in order (default in_0, in_1, ...).")
+      .def_property(
+          "output_names", [](const PyConvertOptions& o) { return o.core.output_names; },
+          [](PyConvertOptions& o, std::vector<std::string> v) { o.core.output_names = std::move(v); },
+          "Names of the graph outputs, in order (default out_0, out_1, ...).")
+      .def_property(
+          "producer_version", [](const PyConvertOptions& o) { return o.core.producer_version; },
+          [](PyConvertOptions& o, std::string v) { o.core.producer_version = std::move(v); },
+          "The model's producer_version.")
+      .def_property(
+          "optimize", [](const PyConvertOptions& o) { return o.core.optimize; },
+          [](PyConvertOptions& o, bool v) { o.core.optimize = v; },
+          "Run the optimizer's passes after lowering (default True); False only prunes dead code.")
+      .def_property(
+          "fusion", [](const PyConvertOptions& o) { return fusion_name(o.core.fusion); },
+          [](PyConvertOptions& o, const std::string& v) { o.core.fusion = fusion_from(v); },
+          "Which plugin rewrite rules the optimizer applies: \"fast\" (all, the default), "
+          "\"exact\" (those exact on NaN and infinity too) or \"none\".")
+      .def_property(
+          "target", [](const PyConvertOptions& o) { return o.core.target; },
+          [](PyConvertOptions& o, std::string v) { o.core.target = std::move(v); },
+          "The target profile's name (jaxonnx/targets.hpp; default \"onnxruntime\").")
+      .def_property(
+          "dump_ir_dir", [](const PyConvertOptions& o) { return o.core.dump_ir_dir; },
+          [](PyConvertOptions& o, std::string v) { o.core.dump_ir_dir = std::move(v); },
+          "When not empty, the optimizer writes the graph here as text around every pass run.")
+      .def_property(
+          "inline_functions", [](const PyConvertOptions& o) { return o.core.inline_functions; },
+          [](PyConvertOptions& o, bool v) { o.core.inline_functions = v; },
+          "Replace every function call by its body before the passes (default False).")
+      .def_property(
+          "external_data",
+          [](const PyConvertOptions& o) -> pb::object {
+            const ExternalDataOptions& e = o.core.external_data;
+            if (e.mode == ExternalDataOptions::kNever) return pb::none();
+            return pb::make_tuple(external_mode_name(e.mode), e.threshold, e.location, e.per_tensor);
+          },
+          [](PyConvertOptions& o, std::optional<ExternalTuple> v) {
+            ExternalDataOptions e;
+            if (v) {
+              auto& [mode, threshold, location, per_tensor] = *v;
+              e.mode = external_mode(mode);
+              e.threshold = threshold;
+              e.location = location;
+              e.per_tensor = per_tensor;
+            }
+            o.core.external_data = e;
+          },
+          "Where large weights go: None (inside the model), or (mode, threshold, location, "
+          "per_tensor), mode one of \"always\", \"auto\" (only past 2 GB), \"inline\" (for a "
+          "caller that copies them into its own ModelProto, Converted.data_files' views) or "
+          "\"never\"; jaxonnx/_output.py makes them.")
+      .def_readwrite("describe_source", &PyConvertOptions::describe_source,
+                     "None, or source_info -> \"file:line (function)\", for error messages.")
+      .def_readwrite("provenance", &PyConvertOptions::provenance,
+                     "None, or source_info -> [(key, value)]: metadata_props for the nodes of "
+                     "each equation (with pkg.jaxonnx.primitive and pkg.jaxonnx.plugin).");
+
+  pb::class_<Converted>(m, "Converted", "What convert() gives back.")
+      .def_readonly("model", &Converted::model, "The ModelProto's serialization (bytes).")
+      .def_readonly("data_files", &Converted::data_files,
+                    "The DataFile objects of the weights kept outside (external_data), else [].")
+      .def_readonly("times", &Converted::times,
+                    "Seconds per phase: import, lower, passes, export and pass:<name>.");
+
+  m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"),
+        pb::arg("options"),
+        "Converts a jax ClosedJaxpr through the plugins of `registry` as `options` (a "
+        "ConvertOptions) says; returns a Converted. Raises ConversionError.");
   m.def(
       "targets",
       [] {
