@@ -226,19 +226,16 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
         _supported.check_program(closed, names_in + list(params))
         if record_primitive_calls_file:
             _record.write(record_primitive_calls_file, closed, registry)
-        lowered_opset = max(int(opset), _core.MIN_OPSET)
         progress.traced(closed)
         options = _core.ConvertOptions(
-            opset=lowered_opset, model_name=model_name, input_names=names_in + list(params),
+            opset=int(opset), model_name=model_name, input_names=names_in + list(params),
             output_names=names_out, describe_source=_source.describe, producer_version=_version(),
             optimize=bool(optimize), dump_ir_dir=os.environ.get("JAXONNX_DUMP_IR", ""),
             inline_functions=bool(inline_functions), provenance=_source.provenance_from_env(),
             external_data=external, fusion=rule_level, target=target)
         converted = _core.convert(registry, closed, options)
         data, data_files = converted.model, converted.data_files
-        if lowered_opset != opset:
-            data = _opset.relabel(data, int(opset))
-        elif opset < _opset.CHECKED_BELOW:
+        if _core.MIN_OPSET <= opset < _opset.CHECKED_BELOW:
             _opset.check_lowered(data, int(opset))
     progress.converted(data, data_files, inline=external is _output.INLINE)
     if verify:

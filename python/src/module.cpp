@@ -290,7 +290,9 @@ PYBIND11_MODULE(_core, m) {
       .def_property(
           "opset", [](const PyConvertOptions& o) { return o.core.opset; },
           [](PyConvertOptions& o, int64_t v) { o.core.opset = v; },
-          "The default-domain opset the program is lowered at (default 23; MIN_OPSET or newer).")
+          "The default-domain opset the model declares (default 23). Below MIN_OPSET the program "
+          "is lowered at MIN_OPSET and declared at this opset when every operator kept its form, "
+          "else a ConversionError names the operators and the opset each needs.")
       .def_property(
           "model_name", [](const PyConvertOptions& o) { return o.core.model_name; },
           [](PyConvertOptions& o, std::string v) { o.core.model_name = std::move(v); },
