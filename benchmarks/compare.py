@@ -38,7 +38,7 @@ import doc_section  # noqa: E402
 import _common  # noqa: E402
 import timing  # noqa: E402
 import jaxonnx  # noqa: E402
-from jaxonnx import _bindings, _core, _plugins, _source, _trace  # noqa: E402  (for the phase breakdown)
+from jaxonnx import _core, _pipeline, _plugins, _source  # noqa: E402  (for the phase breakdown)
 
 MODELS = ("mlp", "cnn", "vit", "gpt", "gpt24", "lstm")
 # Models that are another size of an example: name -> (example, NAME, factory).
@@ -70,15 +70,13 @@ def jaxonnx_convert(fn, specs):
 
 def jaxonnx_phases(fn, specs):
     """The steps of jaxonnx.to_onnx (python/jaxonnx/_convert.py), timed one by one:
-    tracing (_trace.trace, as to_onnx traces), then the core's own phase times (_core.convert's
+    tracing (_pipeline.trace, as to_onnx traces), then the core's own phase times (_core.convert's
     Converted.times): the jaxpr's transfer to C++, lowering through the plugins, the passes,
     and serialization."""
     registry = _plugins.registry(None)
 
-    def trace():
-        with _bindings.window(registry):
-            return _trace.trace(fn, specs, [], [])
-    t_trace, closed = timed(trace)
+    t_trace, program = timed(lambda: _pipeline.trace(fn, specs, [], [], registry, "fast"))
+    closed = program.closed
     names = [f"in_{i}" for i in range(len(specs))]
 
     def core(optimize):

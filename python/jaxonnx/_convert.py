@@ -10,9 +10,8 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import (_bindings, _callbacks, _core, _functions, _fusion, _keys, _layout, _opset,
-                     _output, _plugins, _progress, _record, _source, _specs, _supported, _targets,
-                     _trace, _verify)
+from jaxonnx import (_callbacks, _core, _fusion, _layout, _output, _pipeline, _plugins, _progress,
+                     _source, _specs, _targets, _verify)
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "ir", "bytes", "file")
@@ -214,29 +213,21 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             raise ConversionError(f"input_names {sorted(set(names_in) & set(params))} are "
                                   f"input_params keys too")
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
-        with _functions.tracing(), _bindings.window(registry, spec_level):
-            closed = _trace.trace(fn, _layout.input_specs(specs, nchw_in), param_specs,
-                                  list(params), wrap=_layout.bridge(nchw_in, nchw_out))
-        names_out = _names("output_names", output_names, len(closed.jaxpr.outvars)) or []
+        program = _pipeline.trace(fn, _layout.input_specs(specs, nchw_in), param_specs, params,
+                                  registry, spec_level, wrap=_layout.bridge(nchw_in, nchw_out))
+        names_out = _names("output_names", output_names, len(program.closed.jaxpr.outvars)) or []
         if clash := sorted(set(names_out) & (set(names_in) | set(params))):
             raise ConversionError(f"output_names {clash} are input names too")
-        closed = _keys.physical_keys(closed)
-        _keys.check_threefry_partitionable(closed)
-        _callbacks.warn_dropped(closed)
-        _supported.check_program(closed, names_in + list(params))
-        if record_primitive_calls_file:
-            _record.write(record_primitive_calls_file, closed, registry)
-        progress.traced(closed)
+        _callbacks.warn_dropped(program)
         options = _core.ConvertOptions(
             opset=int(opset), model_name=model_name, input_names=names_in + list(params),
             output_names=names_out, describe_source=_source.describe, producer_version=_version(),
             optimize=bool(optimize), dump_ir_dir=os.environ.get("JAXONNX_DUMP_IR", ""),
             inline_functions=bool(inline_functions), provenance=_source.provenance_from_env(),
             external_data=external, fusion=rule_level, target=target)
-        converted = _core.convert(registry, closed, options)
+        converted = _pipeline.lower(program, registry, options,
+                                    record_file=record_primitive_calls_file, progress=progress)
         data, data_files = converted.model, converted.data_files
-        if _core.MIN_OPSET <= opset < _opset.CHECKED_BELOW:
-            _opset.check_lowered(data, int(opset))
     progress.converted(data, data_files, inline=external is _output.INLINE)
     if verify:
         plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),

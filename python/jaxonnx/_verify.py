@@ -4,14 +4,14 @@ to_onnx(verify=True) (verify_conversion)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import NamedTuple
 
 import jax
 import numpy as np
 
-from jaxonnx import (_bindings, _core, _functions, _fusion, _keys, _plugins, _source, _specs,
-                     _targets, _trace)
+from jaxonnx import _core, _fusion, _keys, _pipeline, _plugins, _source, _specs, _targets
 from jaxonnx._core import ConversionError
 from jaxonnx._layout import TO_NCHW, TO_NHWC
 
@@ -184,16 +184,16 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
         specs = _specs.normalize_inputs(xs, enable_double_precision)
         param_specs = _specs.normalize_params(params, enable_double_precision)
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
-        with _functions.tracing(), _bindings.window(registry, spec_level):
-            closed = _trace.trace(fn, specs, param_specs, list(params))
-        closed = _keys.physical_keys(closed)
+        program = _pipeline.trace(fn, specs, param_specs, params, registry, spec_level)
+        closed = program.closed
         where, probe = _probe(closed)
         options = _core.ConvertOptions(
+            # At MIN_OPSET or newer: an unoptimized model may hold ops an older opset lacks.
             opset=max(int(opset), _core.MIN_OPSET), model_name="first_divergence",
             input_names=[f"in_{i}" for i in range(len(xs))] + list(params),
             output_names=[f"eqn{k}_out{j}" for k, j in where], describe_source=_source.describe,
             optimize=False, target=target)
-        data = _core.convert(registry, probe, options).model
+        data = _pipeline.lower(dataclasses.replace(program, closed=probe), registry, options).model
         args = [*xs, *(np.asarray(v) for v in params.values())]
         expected = jax.extend.core.jaxpr_as_fun(probe)(*args)
         session = _session(data)
