@@ -10,8 +10,8 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import (_callbacks, _core, _fusion, _layout, _output, _pipeline, _plugins, _progress,
-                     _source, _specs, _targets, _verify)
+from jaxonnx import (_callbacks, _core, _fusion, _input_specs, _layout, _output, _pipeline,
+                     _plugins, _progress, _source, _targets, _verify)
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "ir", "bytes", "file")
@@ -179,7 +179,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     _choice("normalization_mode", normalization_mode, NORMALIZATION_MODES)
     # jax2onnx's switch for native normalization ops maps onto the binding-spec
     # window: "force_decomposed" traces through every high-level call.
-    spec_level, rule_level = _fusion.levels(fusion, crisp, fuse, normalization_mode)
+    binding_level, rule_level = _fusion.levels(fusion, crisp, fuse, normalization_mode)
     target, opset = _targets.resolve(target, opset)
     if export_mode == "web":  # onnxruntime-web loads one self-contained file
         if external_data not in (None, False):
@@ -203,8 +203,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     progress = _progress.Progress()
 
     with jax.enable_x64(bool(enable_double_precision)):
-        specs = _specs.normalize_inputs(inputs, enable_double_precision)
-        param_specs = _specs.normalize_params(params, enable_double_precision)
+        specs = _input_specs.normalize_inputs(inputs, enable_double_precision)
+        param_specs = _input_specs.normalize_params(params, enable_double_precision)
         nchw_in = _layout.indices(inputs_as_nchw, "inputs_as_nchw", len(specs))
         nchw_out = _layout.indices(outputs_as_nchw, "outputs_as_nchw")
         names_in = _names("input_names", input_names, len(specs)) or _default_names(
@@ -214,7 +214,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
                                   f"input_params keys too")
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
         program = _pipeline.trace(fn, _layout.input_specs(specs, nchw_in), param_specs, params,
-                                  registry, spec_level, wrap=_layout.bridge(nchw_in, nchw_out))
+                                  registry, binding_level, wrap=_layout.bridge(nchw_in, nchw_out))
         names_out = _names("output_names", output_names, len(program.closed.jaxpr.outvars)) or []
         if clash := sorted(set(names_out) & (set(names_in) | set(params))):
             raise ConversionError(f"output_names {clash} are input names too")
@@ -232,7 +232,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     if verify:
         plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),
                                   bool(enable_double_precision), int(opset), plugin_dirs,
-                                  plugin_overrides, spec_level, target)
+                                  plugin_overrides, binding_level, target)
         _verified(plan, data, data_files, external)
 
     if return_mode == "file":

@@ -9,11 +9,12 @@ from __future__ import annotations
 from jaxonnx import _bindings, _core, _functions, _keys, _opset, _record, _supported, _trace
 
 
-def trace(fn, specs, param_specs, param_names, registry, spec_level, wrap=lambda target: target):
+def trace(fn, specs, param_specs, param_names, registry, binding_level,
+          wrap=lambda target: target):
     """fn traced over specs + param_specs (input_params named param_names) as a
     TracedProgram, inside the activation window of `registry`'s binding specs
-    that spec_level (_fusion.levels) allows; typed PRNG keys become key data."""
-    with _functions.tracing(), _bindings.window(registry, spec_level):
+    that binding_level (_fusion.levels) allows; typed PRNG keys become key data."""
+    with _functions.tracing(), _bindings.window(registry, binding_level):
         program = _trace.trace(fn, specs, param_specs, list(param_names), wrap=wrap)
     return _keys.physical_keys(program)
 

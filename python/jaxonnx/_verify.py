@@ -11,7 +11,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxonnx import _core, _fusion, _keys, _pipeline, _plugins, _source, _specs, _targets
+from jaxonnx import _core, _fusion, _input_specs, _keys, _pipeline, _plugins, _source, _targets
 from jaxonnx._core import ConversionError
 from jaxonnx._layout import TO_NCHW, TO_NHWC
 
@@ -176,15 +176,15 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
         to_onnx lowers (a crisp op such as jaxonnx.nn.layer_norm is one
         equation) with the lowerings it picks for the target.
     """
-    spec_level, _ = _fusion.levels(fusion, crisp)
+    binding_level, _ = _fusion.levels(fusion, crisp)
     target, opset = _targets.resolve(target, opset)
     xs = _arrays(inputs)
     params = dict(input_params or {})
     with jax.enable_x64(bool(enable_double_precision)), jax.default_matmul_precision("float32"):
-        specs = _specs.normalize_inputs(xs, enable_double_precision)
-        param_specs = _specs.normalize_params(params, enable_double_precision)
+        specs = _input_specs.normalize_inputs(xs, enable_double_precision)
+        param_specs = _input_specs.normalize_params(params, enable_double_precision)
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
-        program = _pipeline.trace(fn, specs, param_specs, params, registry, spec_level)
+        program = _pipeline.trace(fn, specs, param_specs, params, registry, binding_level)
         closed = program.closed
         where, probe = _probe(closed)
         options = _core.ConvertOptions(
@@ -283,7 +283,7 @@ class VerifyPlan(NamedTuple):
     opset: int
     plugin_dirs: object
     plugin_overrides: object
-    spec_level: str = "fast"  # _fusion.levels' first: which binding specs applied
+    binding_level: str = "fast"  # _fusion.levels' first: which binding specs applied
     target: str = "onnxruntime"
 
 
@@ -344,7 +344,7 @@ def _cause(plan, xs):
     try:
         found = first_divergence(plan.fn, xs, plan.params, enable_double_precision=plan.x64,
                                  opset=plan.opset, plugin_dirs=plan.plugin_dirs,
-                                 plugin_overrides=plan.plugin_overrides, fusion=plan.spec_level,
+                                 plugin_overrides=plan.plugin_overrides, fusion=plan.binding_level,
                                  target=plan.target)
     except Exception as e:  # the diagnosis must not hide the finding
         return f"locating the equation failed ({type(e).__name__}: {e})"
