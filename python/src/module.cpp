@@ -27,6 +27,49 @@ const char* numerics_name(int32_t v) {
   return v == JXO_NUMERICS_EXACT ? "exact" : v == JXO_NUMERICS_FINITE ? "finite" : "undeclared";
 }
 
+// The numerics a binding spec or a rewrite rule declares (ABI 1.5).
+void put_numerics(pb::dict& d, int32_t numerics, const std::string& note) {
+  d["numerics"] = numerics_name(numerics);
+  d["numerics_note"] = note;
+}
+
+pb::dict binding_dict(const BindingSpec& b) {
+  pb::dict d;
+  d["target"] = b.target;
+  d["operands"] = b.operands;
+  d["params"] = b.params;
+  d["when"] = b.when;
+  d["leading_dims_operands"] = b.leading_dims_operands;
+  put_numerics(d, b.numerics, b.numerics_note);
+  return d;
+}
+
+pb::dict primitive_dict(const PrimitiveInfo& prim) {
+  pb::dict d;
+  d["name"] = prim.name;
+  d["onnx_ops"] = prim.onnx_ops;
+  d["doc_url"] = prim.doc_url;
+  d["summary"] = prim.summary;
+  d["abstract_eval"] = prim.abstract_eval != nullptr;
+  pb::list bindings;
+  for (const BindingSpec& b : prim.bindings) bindings.append(binding_dict(b));
+  d["bindings"] = bindings;
+  d["test_eqns"] = prim.tests.size();
+  return d;
+}
+
+pb::dict rule_dict(const RuleInfo& rule) {
+  pb::dict d;
+  d["name"] = rule.name;
+  d["root_op"] = rule.root_op;
+  d["onnx_ops"] = rule.onnx_ops;
+  d["min_opset"] = rule.min_opset;
+  put_numerics(d, rule.numerics, rule.numerics_note);
+  d["summary"] = rule.summary;
+  d["applied"] = rule.applied->load(std::memory_order_relaxed);
+  return d;
+}
+
 pb::dict plugin_dict(const LoadedPlugin& p) {
   pb::dict d;
   d["name"] = p.name;
@@ -34,44 +77,10 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
   d["sdk_version"] = p.sdk_version;
   d["abi"] = std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor);
   d["file"] = p.path;
-  pb::list prims;
-  for (const PrimitiveInfo& prim : p.primitives) {
-    pb::dict q;
-    q["name"] = prim.name;
-    q["onnx_ops"] = prim.onnx_ops;
-    q["doc_url"] = prim.doc_url;
-    q["summary"] = prim.summary;
-    q["abstract_eval"] = prim.abstract_eval != nullptr;
-    pb::list bindings;
-    for (const BindingSpec& b : prim.bindings) {
-      pb::dict spec;
-      spec["target"] = b.target;
-      spec["operands"] = b.operands;
-      spec["params"] = b.params;
-      spec["when"] = b.when;
-      spec["leading_dims_operands"] = b.leading_dims_operands;
-      spec["numerics"] = numerics_name(b.numerics);
-      spec["numerics_note"] = b.numerics_note;
-      bindings.append(spec);
-    }
-    q["bindings"] = bindings;
-    q["test_eqns"] = prim.tests.size();
-    prims.append(q);
-  }
+  pb::list prims, rules;
+  for (const PrimitiveInfo& prim : p.primitives) prims.append(primitive_dict(prim));
+  for (const RuleInfo& rule : p.rules) rules.append(rule_dict(rule));
   d["primitives"] = prims;
-  pb::list rules;
-  for (const RuleInfo& rule : p.rules) {
-    pb::dict q;
-    q["name"] = rule.name;
-    q["root_op"] = rule.root_op;
-    q["onnx_ops"] = rule.onnx_ops;
-    q["min_opset"] = rule.min_opset;
-    q["numerics"] = numerics_name(rule.numerics);
-    q["numerics_note"] = rule.numerics_note;
-    q["summary"] = rule.summary;
-    q["applied"] = rule.applied->load(std::memory_order_relaxed);
-    rules.append(q);
-  }
   d["rules"] = rules;
   return d;
 }
@@ -119,6 +128,15 @@ const char* external_mode_name(ExternalDataOptions::Mode m) {
   return m == ExternalDataOptions::kAlways ? "always"
          : m == ExternalDataOptions::kAuto ? "auto"
          : m == ExternalDataOptions::kInline ? "inline" : "never";
+}
+
+// A ConvertOptions field as a property of jaxonnx._core.ConvertOptions.
+template <typename T>
+void core_field(pb::class_<PyConvertOptions>& cls, const char* name, T ConvertOptions::*field,
+                const char* doc) {
+  cls.def_property(
+      name, [field](const PyConvertOptions& o) { return o.core.*field; },
+      [field](PyConvertOptions& o, T v) { o.core.*field = std::move(v); }, doc);
 }
 
 Converted convert_program(const Registry& registry, pb::handle closed_jaxpr,
@@ -272,10 +290,11 @@ PYBIND11_MODULE(_core, m) {
           },
           "{offset: memoryview} of the tensors, for copying them into a ModelProto.");
 
-  pb::class_<PyConvertOptions>(m, "ConvertOptions",
-                               "What one conversion is asked to do (the core's ConvertOptions, "
-                               "core/include/jaxonnx/core/convert_options.hpp). Keyword fields; "
-                               "unset ones keep the core's defaults.")
+  pb::class_<PyConvertOptions> options(m, "ConvertOptions",
+                                       "What one conversion is asked to do (the core's ConvertOptions, "
+                                       "core/include/jaxonnx/core/convert_options.hpp). Keyword "
+                                       "fields; unset ones keep the core's defaults.");
+  options
       .def(pb::init([](pb::kwargs kwargs) {
              PyConvertOptions o;
              pb::object self = pb::cast(&o, pb::return_value_policy::reference);
@@ -286,50 +305,33 @@ PYBIND11_MODULE(_core, m) {
              }
              return o;
            }),
-           "ConvertOptions(**fields): any of the fields below, by keyword.")
-      .def_property(
-          "opset", [](const PyConvertOptions& o) { return o.core.opset; },
-          [](PyConvertOptions& o, int64_t v) { o.core.opset = v; },
-          "The default-domain opset the model declares (default 23). Below MIN_OPSET the program "
-          "is lowered at MIN_OPSET and declared at this opset when every operator kept its form, "
-          "else a ConversionError names the operators and the opset each needs.")
-      .def_property(
-          "model_name", [](const PyConvertOptions& o) { return o.core.model_name; },
-          [](PyConvertOptions& o, std::string v) { o.core.model_name = std::move(v); },
-          "The ONNX graph's name.")
-      .def_property(
-          "input_names", [](const PyConvertOptions& o) { return o.core.input_names; },
-          [](PyConvertOptions& o, std::vector<std::string> v) { o.core.input_names = std::move(v); },
-          "Names of the graph inputs, in order (default in_0, in_1, ...).")
-      .def_property(
-          "output_names", [](const PyConvertOptions& o) { return o.core.output_names; },
-          [](PyConvertOptions& o, std::vector<std::string> v) { o.core.output_names = std::move(v); },
-          "Names of the graph outputs, in order (default out_0, out_1, ...).")
-      .def_property(
-          "producer_version", [](const PyConvertOptions& o) { return o.core.producer_version; },
-          [](PyConvertOptions& o, std::string v) { o.core.producer_version = std::move(v); },
-          "The model's producer_version.")
-      .def_property(
-          "optimize", [](const PyConvertOptions& o) { return o.core.optimize; },
-          [](PyConvertOptions& o, bool v) { o.core.optimize = v; },
-          "Run the optimizer's passes after lowering (default True); False only prunes dead code.")
+           "ConvertOptions(**fields): any of the fields below, by keyword.");
+  core_field(options, "opset", &ConvertOptions::opset,
+             "The default-domain opset the model declares (default 23). Below MIN_OPSET the program "
+             "is lowered at MIN_OPSET and declared at this opset when every operator kept its form, "
+             "else a ConversionError names the operators and the opset each needs.");
+  core_field(options, "model_name", &ConvertOptions::model_name,
+             "The ONNX graph's name.");
+  core_field(options, "input_names", &ConvertOptions::input_names,
+             "Names of the graph inputs, in order (default in_0, in_1, ...).");
+  core_field(options, "output_names", &ConvertOptions::output_names,
+             "Names of the graph outputs, in order (default out_0, out_1, ...).");
+  core_field(options, "producer_version", &ConvertOptions::producer_version,
+             "The model's producer_version.");
+  core_field(options, "optimize", &ConvertOptions::optimize,
+             "Run the optimizer's passes after lowering (default True); False only prunes dead code.");
+  core_field(options, "target", &ConvertOptions::target,
+             "The target profile's name (jaxonnx/targets.hpp; default \"onnxruntime\").");
+  core_field(options, "dump_ir_dir", &ConvertOptions::dump_ir_dir,
+             "When not empty, the optimizer writes the graph here as text around every pass run.");
+  core_field(options, "inline_functions", &ConvertOptions::inline_functions,
+             "Replace every function call by its body before the passes (default False).");
+  options
       .def_property(
           "fusion", [](const PyConvertOptions& o) { return fusion_name(o.core.fusion); },
           [](PyConvertOptions& o, const std::string& v) { o.core.fusion = fusion_from(v); },
           "Which plugin rewrite rules the optimizer applies: \"fast\" (all, the default), "
           "\"exact\" (those exact on NaN and infinity too) or \"none\".")
-      .def_property(
-          "target", [](const PyConvertOptions& o) { return o.core.target; },
-          [](PyConvertOptions& o, std::string v) { o.core.target = std::move(v); },
-          "The target profile's name (jaxonnx/targets.hpp; default \"onnxruntime\").")
-      .def_property(
-          "dump_ir_dir", [](const PyConvertOptions& o) { return o.core.dump_ir_dir; },
-          [](PyConvertOptions& o, std::string v) { o.core.dump_ir_dir = std::move(v); },
-          "When not empty, the optimizer writes the graph here as text around every pass run.")
-      .def_property(
-          "inline_functions", [](const PyConvertOptions& o) { return o.core.inline_functions; },
-          [](PyConvertOptions& o, bool v) { o.core.inline_functions = v; },
-          "Replace every function call by its body before the passes (default False).")
       .def_property(
           "external_data",
           [](const PyConvertOptions& o) -> pb::object {
