@@ -95,6 +95,11 @@ ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
 
 std::string convert(const ClosedJaxpr& program, const Registry& registry,
                     const ConvertOptions& options) {
+  return convert_serialized(program, registry, options).str();
+}
+
+SerializedModel convert_serialized(const ClosedJaxpr& program, const Registry& registry,
+                                   const ConvertOptions& options) {
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   PhaseTimes ignored;
@@ -126,7 +131,7 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
   times.passes = since(start);
   if (options.opset < kMinOpset) declare_older_opset(model, options.opset);
   start = Clock::now();
-  std::string bytes = export_onnx(model, options.external_data, options.data_files);
+  SerializedModel bytes = serialize_onnx(model, options.external_data, options.data_files);
   times.export_onnx = since(start);
   return bytes;
 }

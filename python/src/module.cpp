@@ -173,20 +173,28 @@ Converted convert_program(const Registry& registry, pb::handle closed_jaxpr,
     pb::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw pb::error_already_set();
   };
-  std::string model;
+  SerializedModel model;
   try {
     // The conversion touches no Python object (constants are buffers kept
     // alive by `program`; source lines and deferred jaxprs take the GIL
     // back): other threads run.
     pb::gil_scoped_release release;
-    model = jaxonnx::convert(*program, registry, options);
+    model = jaxonnx::convert_serialized(*program, registry, options);
   } catch (...) {
     // A lowering that failed for want of a deferred jaxpr: the reason is
     // the error making it (the GIL is held again here).
     if (importer.deferred_error()) std::rethrow_exception(importer.deferred_error());
     throw;
   }
-  Converted out{pb::bytes(model), pb::list(), pb::dict()};
+  // The one copy of the weights: into the bytes object.
+  auto bytes = pb::reinterpret_steal<pb::bytes>(
+      PyBytes_FromStringAndSize(nullptr, static_cast<pb::ssize_t>(model.size)));
+  if (!bytes) throw pb::error_already_set();
+  {
+    pb::gil_scoped_release release;
+    model.copy_to(PyBytes_AS_STRING(bytes.ptr()));
+  }
+  Converted out{std::move(bytes), pb::list(), pb::dict()};
   for (DataFile& f : files) out.data_files.append(pb::cast(std::move(f)));
   out.times["import"] = import_seconds;
   out.times["lower"] = phases.lower;

@@ -49,5 +49,8 @@ const sdk::targets::Profile& target_profile(const std::string& name);
 // operator and the opset its form needs.
 std::string convert(const ClosedJaxpr& program, const Registry& registry,
                     const ConvertOptions& options);
+// convert's bytes in pieces (onnx_export.hpp), the large weights not copied yet.
+SerializedModel convert_serialized(const ClosedJaxpr& program, const Registry& registry,
+                                   const ConvertOptions& options);
 
 }  // namespace jaxonnx
