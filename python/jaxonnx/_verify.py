@@ -187,6 +187,8 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
         program = _pipeline.trace(fn, specs, param_specs, params, registry, binding_level)
         closed = program.closed
         where, probe = _probe(closed)
+        if not where:  # no equation makes a value the model could compare
+            return None
         options = _core.ConvertOptions(
             # At MIN_OPSET or newer: an unoptimized model may hold ops an older opset lacks.
             opset=max(int(opset), _core.MIN_OPSET), model_name="first_divergence",
