@@ -38,7 +38,7 @@ import doc_section  # noqa: E402
 import _common  # noqa: E402
 import timing  # noqa: E402
 import jaxonnx  # noqa: E402
-from jaxonnx import _bindings, _core, _plugins, _source, _trace  # noqa: E402  (for the phase breakdown)
+from jaxonnx import _core, _pipeline, _plugins, _source  # noqa: E402  (for the phase breakdown)
 
 MODELS = ("mlp", "cnn", "vit", "gpt", "gpt24", "lstm")
 # Models that are another size of an example: name -> (example, NAME, factory).
@@ -70,23 +70,21 @@ def jaxonnx_convert(fn, specs):
 
 def jaxonnx_phases(fn, specs):
     """The steps of jaxonnx.to_onnx (python/jaxonnx/_convert.py), timed one by one:
-    tracing (_trace.trace, as to_onnx traces), then the core's own phase times (_core.convert fills
-    `times`): the jaxpr's transfer to C++, lowering through the plugins, the passes,
+    tracing (_pipeline.trace, as to_onnx traces), then the core's own phase times (_core.convert's
+    Converted.times): the jaxpr's transfer to C++, lowering through the plugins, the passes,
     and serialization."""
     registry = _plugins.registry(None)
 
-    def trace():
-        with _bindings.window(registry):
-            return _trace.trace(fn, specs, [], [])
-    t_trace, closed = timed(trace)
+    t_trace, program = timed(lambda: _pipeline.trace(fn, specs, [], [], registry, "fast"))
+    closed = program.closed
     names = [f"in_{i}" for i in range(len(specs))]
 
-    def core(optimize, times=None):
-        return _core.convert(registry, closed, 23, "bench", names, [], _source.describe,
-                             jaxonnx.__version__, optimize, "", times)
-    raw = core(False)
-    times = {}
-    core(True, times)
+    def core(optimize):
+        return _core.convert(registry, closed, _core.ConvertOptions(
+            opset=23, model_name="bench", input_names=names, describe_source=_source.describe,
+            producer_version=jaxonnx.__version__, optimize=optimize))
+    raw = core(False).model
+    times = core(True).times
     return {"trace": t_trace, "import": times["import"], "lower": times["lower"],
             "passes": times["passes"], "export": times["export"],
             "raw_nodes": _common.count_nodes(onnx.load_from_string(raw))}

@@ -2,10 +2,13 @@
 // (lowering.cpp), the optimizer or pruning, and the export.
 #include "jaxonnx/core/converter.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "jaxonnx/core/passes.hpp"
 #include "lowering.hpp"
+#include "onnx_schema.hpp"
 
 namespace jaxonnx {
 namespace {
@@ -33,6 +36,44 @@ std::vector<const RuleInfo*> selected_rules(const Registry& registry, const Conv
   return out;
 }
 
+void default_domain_ops(const ir::Graph& g, std::set<std::string>& out) {
+  for (const ir::Node& n : g.nodes) {
+    if (n.domain.empty() || n.domain == "ai.onnx") out.insert(n.op_type);
+    for (const ir::Attribute& a : n.attrs)
+      if (a.graph) default_domain_ops(*a.graph, out);
+  }
+}
+
+// Opsets below kMinOpset: `model`, lowered at kMinOpset, is declared at
+// `opset` when every default-domain operator it uses (in subgraphs and
+// function bodies too) has there the form it has at kMinOpset; otherwise a
+// ConversionError names each operator and the opset its form needs.
+void declare_older_opset(ir::Model& model, int64_t opset) {
+  std::set<std::string> ops;
+  default_domain_ops(model.graph, ops);
+  for (const ir::Function& f : model.functions) default_domain_ops(*f.body, ops);
+  std::vector<std::pair<int64_t, std::string>> need;  // (the opset its form needs, op)
+  for (const std::string& op : ops) {
+    const int64_t emitted = onnx_op_form(op, kMinOpset);
+    if (onnx_op_form(op, opset) != emitted) need.emplace_back(emitted, op);
+  }
+  if (!need.empty()) {
+    std::sort(need.begin(), need.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::string listed;
+    for (const auto& [since, op] : need)
+      listed += (listed.empty() ? "" : ", ") + op + " (opset " + std::to_string(since) + ")";
+    const std::string at = "opset " + std::to_string(opset);
+    throw ConversionError(at + ": this model needs operators in forms newer than " + at + ": " +
+                          listed + "; pass opset=" + std::to_string(need.front().first) +
+                          " or newer (" + std::to_string(kMinOpset) +
+                          " is the oldest jaxonnx lowers to; below it a model converts only when "
+                          "every operator kept its form)");
+  }
+  model.opset = opset;
+}
+
 }  // namespace
 
 const sdk::targets::Profile& target_profile(const std::string& name) {
@@ -54,12 +95,24 @@ ir::Model lower_to_ir(const ClosedJaxpr& program, const Registry& registry,
 
 std::string convert(const ClosedJaxpr& program, const Registry& registry,
                     const ConvertOptions& options) {
+  return convert_serialized(program, registry, options).str();
+}
+
+SerializedModel convert_serialized(const ClosedJaxpr& program, const Registry& registry,
+                                   const ConvertOptions& options) {
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   PhaseTimes ignored;
   PhaseTimes& times = options.times ? *options.times : ignored;
   auto start = Clock::now();
-  ir::Model model = lower_to_ir(program, registry, options);
+  ir::Model model;
+  if (options.opset < kMinOpset) {  // lowered at kMinOpset, declared at options.opset
+    ConvertOptions lowered = options;
+    lowered.opset = kMinOpset;
+    model = lower_to_ir(program, registry, lowered);
+  } else {
+    model = lower_to_ir(program, registry, options);
+  }
   if (passes::verify_enabled()) passes::verify(model.graph, "after lowering");
   times.lower = since(start);
   start = Clock::now();
@@ -76,8 +129,9 @@ std::string convert(const ClosedJaxpr& program, const Registry& registry,
     prune(model);
   }
   times.passes = since(start);
+  if (options.opset < kMinOpset) declare_older_opset(model, options.opset);
   start = Clock::now();
-  std::string bytes = export_onnx(model, options.external_data, options.data_files);
+  SerializedModel bytes = serialize_onnx(model, options.external_data, options.data_files);
   times.export_onnx = since(start);
   return bytes;
 }

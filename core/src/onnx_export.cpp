@@ -39,6 +39,10 @@ void set_type(onnx::ValueInfoProto* vi, const ir::Value& v) {
   }
 }
 
+// Main-graph initializers from this size on are not copied into the protobuf
+// message: serialize() writes their bytes between its pieces.
+constexpr uint64_t kSpliceFrom = 1024;
+
 constexpr uint64_t kProtobufLimit = INT_MAX;  // protobuf refuses messages from 2 GB on
 // kAuto keeps a model whole up to this many tensor bytes, leaving room for the graph.
 constexpr uint64_t kAutoLimit = kProtobufLimit - (uint64_t{256} << 20);
@@ -127,8 +131,12 @@ struct External {
   }
 };
 
+// Per initializer of the main graph, the tensor whose bytes serialize() puts
+// in place of its raw_data (null: written by protobuf).
+using Spliced = std::vector<std::shared_ptr<const Tensor>>;
+
 void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer,
-               External* external = nullptr);
+               External* external = nullptr, Spliced* spliced = nullptr);
 
 void set_attribute(onnx::AttributeProto* a, const ir::Attribute& src, const Names& names) {
   a->set_name(src.name);
@@ -149,7 +157,7 @@ void set_attribute(onnx::AttributeProto* a, const ir::Attribute& src, const Name
 // Writes `g`; `outer` holds the enclosing graph's value names (null for the
 // main graph). A captured value is written under its outer value's name.
 void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer,
-               External* external) {
+               External* external, Spliced* spliced) {
   Names names;
   names.reserve(g.values.size());
   for (const ir::Value& v : g.values) names.push_back(v.name);
@@ -164,11 +172,20 @@ void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer,
   for (ir::ValueId v : g.outputs) typed(graph->add_output(), v);
   for (const ir::Initializer& init : g.initializers) {
     const std::string& name = names[init.value];
-    if (external && init.tensor->nbytes >= std::max<uint64_t>(external->options.threshold, 1))
+    if (external && init.tensor->nbytes >= std::max<uint64_t>(external->options.threshold, 1)) {
       set_external_tensor(graph->add_initializer(), init.tensor, name, external->file_for(name));
-    else
+    } else if (spliced && init.tensor->nbytes >= kSpliceFrom) {
+      onnx::TensorProto* t = graph->add_initializer();
+      t->set_name(name);
+      t->set_data_type(init.tensor->dtype);
+      for (int64_t d : init.tensor->dims) t->add_dims(d);
+      spliced->resize(static_cast<size_t>(graph->initializer_size()));
+      spliced->back() = init.tensor;
+    } else {
       set_tensor(graph->add_initializer(), *init.tensor, name);
+    }
   }
+  if (spliced) spliced->resize(static_cast<size_t>(graph->initializer_size()));
 
   std::set<ir::ValueId> interface(g.outputs.begin(), g.outputs.end());
   for (const ir::Node& n : g.nodes) set_node(graph->add_node(), n, names);
@@ -264,9 +281,107 @@ void DataFile::write_to(int fd, const std::function<void(uint64_t)>& written) co
   }
 }
 
-std::string export_onnx(const ir::Model& model, const ExternalDataOptions& external_options,
-                        std::vector<DataFile>* data_files) {
-  const ir::Graph& g = model.graph;
+void SerializedModel::copy_to(char* out) const {
+  for (const Piece& p : pieces) {
+    if (p.tensor) {
+      if (p.tensor->nbytes) std::memcpy(out, p.tensor->data, p.tensor->nbytes);
+      out += p.tensor->nbytes;
+    } else {
+      std::memcpy(out, p.text.data(), p.text.size());
+      out += p.text.size();
+    }
+  }
+}
+
+std::string SerializedModel::str() const {
+  std::string out(size, '\0');
+  copy_to(out.data());
+  return out;
+}
+
+namespace {
+
+void put_varint(std::string& s, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) s.push_back(static_cast<char>((v & 0x7f) | 0x80));
+  s.push_back(static_cast<char>(v));
+}
+
+uint64_t varint_size(uint64_t v) {
+  uint64_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+// The key of a length-delimited field (wire type 2).
+char key(int field) { return static_cast<char>(field << 3 | 2); }
+
+constexpr int kModelGraph = 7, kGraphInitializer = 5, kTensorRawData = 9;
+
+// `m` serialized as protobuf would, field by field in number order, but with
+// the bytes of each tensor in `spliced` as its initializer's raw_data (the last
+// field such a TensorProto has): ModelProto fields 1-6, graph (7) = [node (1),
+// name (2)], initializers (5), [input (11), output (12), value_info (13)], then
+// opset_import (8) and functions (25).
+SerializedModel splice(onnx::ModelProto& m, const Spliced& spliced) {
+  onnx::GraphProto* graph = m.mutable_graph();
+  onnx::ModelProto after_graph;
+  after_graph.mutable_opset_import()->Swap(m.mutable_opset_import());
+  after_graph.mutable_functions()->Swap(m.mutable_functions());
+  onnx::GraphProto after_inits;
+  after_inits.mutable_input()->Swap(graph->mutable_input());
+  after_inits.mutable_output()->Swap(graph->mutable_output());
+  after_inits.mutable_value_info()->Swap(graph->mutable_value_info());
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> inits;
+  inits.Swap(graph->mutable_initializer());
+  const std::string graph_head = graph->SerializeAsString();
+  m.clear_graph();
+
+  SerializedModel out;
+  std::string text = m.SerializeAsString();
+  auto flush = [&] {
+    out.size += text.size();
+    out.pieces.push_back({std::move(text), nullptr});
+    text.clear();
+  };
+  std::vector<std::string> bodies;
+  bodies.reserve(static_cast<size_t>(inits.size()));
+  uint64_t graph_size = graph_head.size();
+  for (int i = 0; i < inits.size(); ++i) {
+    bodies.push_back(inits.Get(i).SerializeAsString());
+    uint64_t n = bodies.back().size();
+    if (const Tensor* t = spliced[static_cast<size_t>(i)].get())
+      n += 1 + varint_size(t->nbytes) + t->nbytes;
+    graph_size += 1 + varint_size(n) + n;
+  }
+  const std::string graph_tail = after_inits.SerializeAsString();
+  graph_size += graph_tail.size();
+
+  text.push_back(key(kModelGraph));
+  put_varint(text, graph_size);
+  text += graph_head;
+  for (int i = 0; i < inits.size(); ++i) {
+    const std::shared_ptr<const Tensor>& t = spliced[static_cast<size_t>(i)];
+    const std::string& body = bodies[static_cast<size_t>(i)];
+    text.push_back(key(kGraphInitializer));
+    put_varint(text, body.size() + (t ? 1 + varint_size(t->nbytes) + t->nbytes : 0));
+    text += body;
+    if (!t) continue;
+    text.push_back(key(kTensorRawData));
+    put_varint(text, t->nbytes);
+    flush();
+    out.size += t->nbytes;
+    out.pieces.push_back({std::string(), t});
+  }
+  text += graph_tail;
+  text += after_graph.SerializeAsString();
+  flush();
+  return out;
+}
+
+}  // namespace
+
+SerializedModel serialize_onnx(const ir::Model& model, const ExternalDataOptions& external_options,
+                               std::vector<DataFile>* data_files) {
   onnx::ModelProto m;
   m.set_ir_version(kIrVersion);
   m.set_producer_name("jaxonnx");
@@ -289,19 +404,33 @@ std::string export_onnx(const ir::Model& model, const ExternalDataOptions& exter
   if (whole && total > kProtobufLimit) too_large(total);  // before copying any of it
   if (to_files && !data_files) throw ConversionError("external data needs a list of data files");
   if (data_files) data_files->clear();
+  Spliced spliced;
   if (to_files) {
     External external{external_options, *data_files, {}};
     set_graph(m.mutable_graph(), model.graph, nullptr, &external);
   } else {
-    set_graph(m.mutable_graph(), model.graph, nullptr);
+    set_graph(m.mutable_graph(), model.graph, nullptr, nullptr, &spliced);
   }
   for (const ir::Function& fn : model.functions) set_function(m.add_functions(), fn, model);
 
-  size_t size = m.ByteSizeLong();
-  if (size > kProtobufLimit) too_large(size);
-  std::string bytes;
-  if (!m.SerializeToString(&bytes)) throw ConversionError("serializing the ONNX model failed");
-  return bytes;
+  const bool splicing = std::any_of(spliced.begin(), spliced.end(), [](const auto& t) { return t; });
+  SerializedModel out;
+  if (splicing) {
+    out = splice(m, spliced);
+  } else {
+    if (m.ByteSizeLong() > kProtobufLimit) too_large(m.ByteSizeLong());
+    std::string bytes;
+    if (!m.SerializeToString(&bytes)) throw ConversionError("serializing the ONNX model failed");
+    out.size = bytes.size();
+    out.pieces.push_back({std::move(bytes), nullptr});
+  }
+  if (out.size > kProtobufLimit) too_large(out.size);
+  return out;
+}
+
+std::string export_onnx(const ir::Model& model, const ExternalDataOptions& external_options,
+                        std::vector<DataFile>* data_files) {
+  return serialize_onnx(model, external_options, data_files).str();
 }
 
 }  // namespace jaxonnx

@@ -89,7 +89,7 @@ def _eval(code, env):
     return eval(code, _GLOBALS, env)  # noqa: S307 (checked by _compile; nothing writes _GLOBALS)
 
 
-class _Spec:
+class _Binding:
     """One binding spec, compiled."""
 
     def __init__(self, primitive, has_abstract_eval, plugin, d):
@@ -113,7 +113,7 @@ class _Spec:
 _primitives: dict = {}
 
 
-def _primitive(spec: _Spec, registry):
+def _primitive(spec: _Binding, registry):
     key = (spec.primitive, tuple(registry.dirs))
     if key in _primitives:
         return _primitives[key]
@@ -193,7 +193,7 @@ _outputs: dict = {}
 _OUTPUTS_MAX = 4096
 
 
-def _bind(spec: _Spec, registry, original, args, kwargs, env):
+def _bind(spec: _Binding, registry, original, args, kwargs, env):
     """The outputs of the call through spec's primitive, or None when the spec
     does not apply to this call."""
     try:
@@ -292,7 +292,7 @@ class _Compiled:
         for plugin in registry.plugins:
             for p in plugin["primitives"]:
                 for d in p["bindings"]:
-                    spec = _Spec(p["name"], p["abstract_eval"], plugin["name"], d)
+                    spec = _Binding(p["name"], p["abstract_eval"], plugin["name"], d)
                     self.specs.setdefault(spec.target, []).append(spec)
         self.wrappers: dict = {}  # (target, exact) -> (original, wrapper or None)
 

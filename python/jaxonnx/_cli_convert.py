@@ -79,7 +79,6 @@ def run(args) -> int:
     import numpy as np
 
     import jaxonnx
-    from jaxonnx import _specs
 
     try:
         shapes = [_dims(s) for s in args.input]
@@ -104,8 +103,7 @@ def run(args) -> int:
     try:
         with jax.enable_x64(x64):
             fn = factory()
-            specs = [_specs._shape_tuple(i, shape, dt, _specs._SCOPE)
-                     for i, (shape, dt) in enumerate(zip(shapes, dtypes))]
+            specs = [jax.ShapeDtypeStruct(shape, dt) for shape, dt in zip(shapes, dtypes)]
         jaxonnx.to_onnx(fn, specs, model_name=args.model_name, opset=args.opset,
                         enable_double_precision=x64, return_mode="file", output_path=args.output,
                         plugin_dirs=args.plugin_dir or None, optimize=not args.no_optimize,

@@ -10,9 +10,8 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import (_bindings, _callbacks, _core, _functions, _fusion, _keys, _layout, _opset,
-                     _output, _plugins, _progress, _record, _source, _specs, _supported, _targets,
-                     _trace, _verify)
+from jaxonnx import (_callbacks, _core, _fusion, _input_specs, _layout, _output, _pipeline,
+                     _plugins, _progress, _source, _targets, _verify)
 from jaxonnx._core import ConversionError
 
 RETURN_MODES = ("proto", "ir", "bytes", "file")
@@ -180,7 +179,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     _choice("normalization_mode", normalization_mode, NORMALIZATION_MODES)
     # jax2onnx's switch for native normalization ops maps onto the binding-spec
     # window: "force_decomposed" traces through every high-level call.
-    spec_level, rule_level = _fusion.levels(fusion, crisp, fuse, normalization_mode)
+    binding_level, rule_level = _fusion.levels(fusion, crisp, fuse, normalization_mode)
     target, opset = _targets.resolve(target, opset)
     if export_mode == "web":  # onnxruntime-web loads one self-contained file
         if external_data not in (None, False):
@@ -201,12 +200,11 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
                                                   model_name)
     if external is None and return_mode in ("proto", "ir"):
         external = _output.INLINE
-    data_files = []
     progress = _progress.Progress()
 
     with jax.enable_x64(bool(enable_double_precision)):
-        specs = _specs.normalize_inputs(inputs, enable_double_precision)
-        param_specs = _specs.normalize_params(params, enable_double_precision)
+        specs = _input_specs.normalize_inputs(inputs, enable_double_precision)
+        param_specs = _input_specs.normalize_params(params, enable_double_precision)
         nchw_in = _layout.indices(inputs_as_nchw, "inputs_as_nchw", len(specs))
         nchw_out = _layout.indices(outputs_as_nchw, "outputs_as_nchw")
         names_in = _names("input_names", input_names, len(specs)) or _default_names(
@@ -215,36 +213,26 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             raise ConversionError(f"input_names {sorted(set(names_in) & set(params))} are "
                                   f"input_params keys too")
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
-        with _functions.tracing(), _bindings.window(registry, spec_level):
-            closed = _trace.trace(fn, _layout.input_specs(specs, nchw_in), param_specs,
-                                  list(params), wrap=_layout.bridge(nchw_in, nchw_out))
-        names_out = _names("output_names", output_names, len(closed.jaxpr.outvars)) or []
+        program = _pipeline.trace(fn, _layout.input_specs(specs, nchw_in), param_specs, params,
+                                  registry, binding_level, wrap=_layout.bridge(nchw_in, nchw_out))
+        names_out = _names("output_names", output_names, len(program.closed.jaxpr.outvars)) or []
         if clash := sorted(set(names_out) & (set(names_in) | set(params))):
             raise ConversionError(f"output_names {clash} are input names too")
-        closed = _keys.physical_keys(closed)
-        _keys.check_threefry_partitionable(closed)
-        _callbacks.warn_dropped(closed)
-        _supported.check_program(closed, names_in + list(params))
-        if record_primitive_calls_file:
-            _record.write(record_primitive_calls_file, closed, registry)
-        lowered_opset = max(int(opset), _core.MIN_OPSET)
-        progress.traced(closed)
-        data = _core.convert(registry, closed, lowered_opset, model_name,
-                             names_in + list(params), names_out, _source.describe, _version(),
-                             bool(optimize), os.environ.get("JAXONNX_DUMP_IR", ""),
-                             inline_functions=bool(inline_functions),
-                             provenance=_source.provenance_from_env(),
-                             external_data=external, data_files=data_files,
-                             fusion=rule_level, target=target)
-        if lowered_opset != opset:
-            data = _opset.relabel(data, int(opset))
-        elif opset < _opset.CHECKED_BELOW:
-            _opset.check_lowered(data, int(opset))
+        _callbacks.warn_dropped(program)
+        options = _core.ConvertOptions(
+            opset=int(opset), model_name=model_name, input_names=names_in + list(params),
+            output_names=names_out, describe_source=_source.describe, producer_version=_version(),
+            optimize=bool(optimize), dump_ir_dir=os.environ.get("JAXONNX_DUMP_IR", ""),
+            inline_functions=bool(inline_functions), provenance=_source.provenance_from_env(),
+            external_data=external, fusion=rule_level, target=target)
+        converted = _pipeline.lower(program, registry, options,
+                                    record_file=record_primitive_calls_file, progress=progress)
+        data, data_files = converted.model, converted.data_files
     progress.converted(data, data_files, inline=external is _output.INLINE)
     if verify:
         plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),
                                   bool(enable_double_precision), int(opset), plugin_dirs,
-                                  plugin_overrides, spec_level, target)
+                                  plugin_overrides, binding_level, target)
         _verified(plan, data, data_files, external)
 
     if return_mode == "file":

@@ -78,7 +78,10 @@ def _qualified(target) -> str:
     return f"{module}.{getattr(target, '__qualname__', getattr(target, '__name__', repr(target)))}"
 
 
-class _Spec:
+class _Decoration:
+    """What @onnx_function was told about a target: its function's name,
+    domain and display name, and whether each call gets its own body."""
+
     def __init__(self, target, unique, namespace, display):
         self.qualname = _qualified(target)
         self.unique = bool(unique)
@@ -197,7 +200,7 @@ def _lift_tracer_consts(closed):
             [c for c, t in zip(closed.consts, is_tracer) if t])
 
 
-def _call(spec, fn, instance, args, kwargs, conv):
+def _call(decoration, fn, instance, args, kwargs, conv):
     leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
     operand_idx = [i for i, leaf in enumerate(leaves) if _is_operand(leaf)]
     statics = tuple(_static_key(leaf) if i not in operand_idx else "*"
@@ -208,18 +211,18 @@ def _call(spec, fn, instance, args, kwargs, conv):
         specs.append(jax.ShapeDtypeStruct(aval.shape, aval.dtype,
                                           weak_type=getattr(aval, "weak_type", False)))
     owner = conv.ordinal(instance if instance is not None else fn)
-    cache_key = (spec.qualname, owner, str(treedef), statics,
+    cache_key = (decoration.qualname, owner, str(treedef), statics,
                  tuple((s.shape, str(s.dtype), s.weak_type) for s in specs))
     cached = conv.bodies.get(cache_key)
     if cached is None:
-        building = (spec.qualname, owner)
+        building = (decoration.qualname, owner)
         conv.building.add(building)
         try:
             closed, out_shape = _trace(fn, instance, leaves, treedef, operand_idx, specs)
         finally:
             conv.building.discard(building)
         closed, captured = _lift_tracer_consts(closed)
-        key = _fingerprint(closed, (str(treedef), statics)) if spec.unique \
+        key = _fingerprint(closed, (str(treedef), statics)) if decoration.unique \
             else f"owner:{owner}|{treedef}|{statics}"
         cached = (closed, jax.tree_util.tree_structure(out_shape), key)
         if not captured:  # a body closing over traced values is traced per call
@@ -228,12 +231,12 @@ def _call(spec, fn, instance, args, kwargs, conv):
         captured = []
     closed, out_tree, key = cached
     operands = [*captured, *(leaves[i] for i in operand_idx)]
-    outs = _primitive(spec.qualname).bind(*operands, body=closed, name=spec.display,
-                                          domain=spec.domain, key=key)
+    outs = _primitive(decoration.qualname).bind(*operands, body=closed, name=decoration.display,
+                                                domain=decoration.domain, key=key)
     return jax.tree_util.tree_unflatten(out_tree, outs)
 
 
-def _wrap(fn, spec, method: bool):
+def _wrap(fn, decoration, method: bool):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         conv = _ACTIVE.get()
@@ -241,11 +244,11 @@ def _wrap(fn, spec, method: bool):
             return fn(*args, **kwargs)
         instance, call_args = (args[0], args[1:]) if method else (None, args)
         owner = conv.ordinal(instance if method else fn)
-        if (spec.qualname, owner) in conv.building:  # a recursive call: inline
+        if (decoration.qualname, owner) in conv.building:  # a recursive call: inline
             return fn(*args, **kwargs)
-        return _call(spec, fn, instance, call_args, kwargs, conv)
+        return _call(decoration, fn, instance, call_args, kwargs, conv)
 
-    setattr(wrapper, _MARK, spec)
+    setattr(wrapper, _MARK, decoration)
     return wrapper
 
 
@@ -282,14 +285,14 @@ def onnx_function(target=None, *, unique=False, namespace=None, name=None, type=
                 return t
             if existing is not None:  # a decorated base's: this class is its own function
                 call = call.__wrapped__
-            t.__call__ = _wrap(call, _Spec(t, unique, namespace, display), method=True)
+            t.__call__ = _wrap(call, _Decoration(t, unique, namespace, display), method=True)
             return t
         if callable(t):
             existing = getattr(t, _MARK, None)
             if existing is not None:
                 existing.merge(unique, namespace, display)
                 return t
-            return _wrap(t, _Spec(t, unique, namespace, display), method=False)
+            return _wrap(t, _Decoration(t, unique, namespace, display), method=False)
         raise ConversionError("@onnx_function expects a class or a callable")
 
     if target is None:

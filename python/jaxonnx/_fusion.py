@@ -28,7 +28,8 @@ def _lower(a, b):
 
 
 def levels(fusion, crisp=True, fuse=True, normalization_mode="auto"):
-    """(spec level, rule level), each one of LEVELS."""
+    """(binding level, rule level): the levels of the binding specs and of the
+    rewrite rules, each one of LEVELS."""
     if fusion is None:
         fusion = "fast"
     if fusion not in LEVELS:
@@ -37,13 +38,13 @@ def levels(fusion, crisp=True, fuse=True, normalization_mode="auto"):
         raise ConversionError(f'crisp must be True, False or "exact"; got {crisp!r}')
     if not isinstance(fuse, bool):
         raise ConversionError(f"fuse must be True or False; got {fuse!r}")
-    spec = rule = fusion
+    binding = rule = fusion
     if crisp == "exact":
-        spec, rule = _lower(spec, "exact"), _lower(rule, "exact")
+        binding, rule = _lower(binding, "exact"), _lower(rule, "exact")
     if normalization_mode == "force_decomposed":
-        spec = rule = "none"
+        binding = rule = "none"
     if crisp is False:
-        spec = "none"
+        binding = "none"
     if fuse is False:
         rule = "none"
-    return spec, rule
+    return binding, rule

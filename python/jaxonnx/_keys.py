@@ -60,11 +60,14 @@ def _sub_jaxprs(params):
 
 # Keys enter a jaxpr as inputs or constants, or are made by these; every other
 # primitive yielding a key takes one. Checking names, not every variable's dtype,
-# keeps the pre-pass cheap on the (usual) programs without keys.
-_KEY_MAKERS = frozenset({"random_seed", "random_wrap"})
+# keeps the pre-pass cheap on the (usual) programs without keys
+# (_trace.TracedProgram's walk looks for them).
+KEY_MAKERS = frozenset({"random_seed", "random_wrap"})
 
 
 def _has_keys(jaxpr):
+    """Whether keys enter or are made in `jaxpr`: a nested body, while a program
+    with keys is re-traced (a whole program's answer is TracedProgram.has_keys)."""
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
     if any(_is_key(v.aval) for v in (*jaxpr.invars, *jaxpr.constvars)):
         return True
@@ -73,7 +76,7 @@ def _has_keys(jaxpr):
 
 def _makes_keys(jaxpr, seen):
     for e in jaxpr.eqns:
-        if e.primitive.name in _KEY_MAKERS:
+        if e.primitive.name in KEY_MAKERS:
             return True
         for sub in _sub_jaxprs(e.params):
             sub = getattr(sub, "jaxpr", sub)
@@ -84,8 +87,17 @@ def _makes_keys(jaxpr, seen):
     return False
 
 
-def physical_keys(closed):
-    """`closed` with keys replaced by key data (a no-op without keys)."""
+def physical_keys(program):
+    """`program` (a _trace.TracedProgram) with keys replaced by key data (itself
+    without keys)."""
+    if not program.has_keys:
+        return program
+    from jaxonnx import _trace
+    return _trace.TracedProgram.of(_physical(program.closed))
+
+
+def _physical(closed):
+    """`closed` re-traced with keys as key data (itself without keys)."""
     if not _has_keys(closed):
         return closed
     from jax._src import core
@@ -141,9 +153,9 @@ def _eval_eqn_physical(eqn, ins):
         for k, v in params.items():
             if isinstance(v, (tuple, list)) and v and all(hasattr(x, "eqns") for x in map(
                     lambda x: getattr(x, "jaxpr", x), v)):
-                params[k] = type(v)(physical_keys(x) for x in v)
+                params[k] = type(v)(_physical(x) for x in v)
             elif hasattr(getattr(v, "jaxpr", v), "eqns") and hasattr(v, "consts"):
-                params[k] = physical_keys(v)
+                params[k] = _physical(v)
         return prim.bind(*ins, **params)
     if not any(in_keys):
         raise ConversionError(f"cannot convert '{name}' producing PRNG keys from non-key operands")
@@ -188,17 +200,11 @@ def _inline_impl(name, impl, eqn, ins, params):
 
 # The lax_random plugin reproduces JAX's partitionable threefry bits, JAX's
 # default; the legacy algorithm binds the same primitives, so it is refused here.
-_RANDOM_PRIMITIVES = {"random_bits", "random_split", "random_gamma"}
+RANDOM_PRIMITIVES = frozenset({"random_bits", "random_split", "random_gamma"})
 
 
-def _uses_random(jaxpr):
-    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
-    return any(e.primitive.name in _RANDOM_PRIMITIVES or any(map(_uses_random, _sub_jaxprs(e.params)))
-               for e in jaxpr.eqns)
-
-
-def check_threefry_partitionable(closed):
-    if not jax.config.jax_threefry_partitionable and _uses_random(closed.jaxpr):
+def check_threefry_partitionable(program):
+    if not jax.config.jax_threefry_partitionable and program.uses_random:
         raise ConversionError(
             "random_bits/random_split are lowered with JAX's partitionable threefry algorithm, "
             "but jax_threefry_partitionable is False; set it to True to convert")

@@ -1,14 +1,13 @@
-"""Opsets below the oldest the plugins lower to (jaxonnx._core.MIN_OPSET, 13).
+"""Older opsets' type constraints, checked on the lowered model.
 
-From MIN_OPSET up, every plugin lowers at the requested opset itself. Below
-it, the program is lowered at MIN_OPSET; when every operator of the model has
-the same definition at the requested opset (Add, Conv, ... changed long ago),
-the model is relabelled to it. Otherwise the ConversionError names each
-operator and the opset its form needs.
-
-Below CHECKED_BELOW, a lowered model is checked against the schemas of its
-opset (older ops accept fewer types: Add on int8 needs 14), so a lowering
-that missed an older form is a ConversionError, never an invalid model.
+From MIN_OPSET (13) up, every plugin lowers at the requested opset itself;
+below it, the core lowers at MIN_OPSET and declares the requested opset when
+every operator kept its form (converter.cpp's declare_older_opset, which
+names the operators that did not). The core's node check knows each op's
+forms but not their type constraints, so from MIN_OPSET to CHECKED_BELOW a
+lowered model is checked against the schemas of its opset (older ops accept
+fewer types: Add on int8 needs 14): a lowering that missed an older form is a
+ConversionError, never an invalid model.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import re
 
 import onnx
 
-from jaxonnx import _core
 from jaxonnx._core import ConversionError
 
 
@@ -44,45 +42,3 @@ def check_lowered(data: bytes, opset: int) -> None:
         hint = f"opset={newer[0]} or newer" if newer else f"a newer opset"
         raise ConversionError(f"opset {opset}: jaxonnx has no form of a node for this opset "
                               f"({first}); pass {hint}") from None
-
-
-def _op_types(graph, out):
-    for node in graph.node:
-        if node.domain in ("", "ai.onnx"):
-            out.add(node.op_type)
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                _op_types(attr.g, out)
-            for g in attr.graphs:
-                _op_types(g, out)
-    return out
-
-
-def relabel(data: bytes, opset: int) -> bytes:
-    """data (a model at MIN_OPSET) declared at `opset`, or a ConversionError."""
-    model = onnx.load_from_string(data)
-    need = {}
-    for op in sorted(_op_types(model.graph, set())):
-        emitted = onnx.defs.get_schema(op, _core.MIN_OPSET, "").since_version
-        try:
-            older = onnx.defs.get_schema(op, opset, "").since_version
-        except onnx.defs.SchemaError:
-            older = None
-        if older != emitted:
-            need[op] = emitted
-    if need:
-        listed = ", ".join(f"{op} (opset {v})" for op, v in sorted(need.items(), key=lambda kv: (-kv[1], kv[0])))
-        raise ConversionError(
-            f"opset {opset}: this model needs operators in forms newer than opset {opset}: "
-            f"{listed}; pass opset={max(need.values())} or newer ({_core.MIN_OPSET} is the oldest "
-            f"jaxonnx lowers to; below it a model converts only when every operator kept its form)")
-    for entry in model.opset_import:
-        if entry.domain in ("", "ai.onnx"):
-            entry.version = opset
-    try:
-        onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as e:
-        raise ConversionError(f"opset {opset}: the model does not check at this opset: "
-                              f"{str(e).strip().splitlines()[0]}; pass opset={_core.MIN_OPSET} "
-                              f"or newer") from None
-    return model.SerializeToString(deterministic=True)

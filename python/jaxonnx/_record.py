@@ -20,43 +20,31 @@ def _aval(atom):
             str(getattr(aval, "dtype", ""))]
 
 
-def _sub_jaxprs(params):
-    for name, v in params.items():
-        for k, sub in enumerate(v if isinstance(v, (tuple, list)) else (v,)):
-            inner = getattr(sub, "jaxpr", sub)
-            if hasattr(inner, "eqns"):
-                yield (name if not isinstance(v, (tuple, list)) else f"{name}[{k}]"), inner
-
-
-def records(closed, plugin_of):
+def records(program, plugin_of):
+    """The records of `program` (a _trace.TracedProgram); plugin_of(name) names
+    the plugin lowering a primitive."""
     out = []
-
-    def walk(jaxpr, context):
-        for eqn in jaxpr.eqns:
-            params = {k: v for k, v in eqn.params.items()}
-            out.append({
-                "sequence_id": len(out),
-                "primitive_name": eqn.primitive.name,
-                "plugin": plugin_of(eqn.primitive.name),
-                "context": context,
-                "source": _source.describe(eqn.source_info),
-                "params_repr": "\n".join(f"  - {k}: {v!r}" for k, v in params.items()),
-                "params": {k: repr(v) for k, v in params.items()},
-                "inputs_aval": [_aval(a) for a in eqn.invars],
-                "outputs_aval": [_aval(a) for a in eqn.outvars],
-            })
-            for name, sub in _sub_jaxprs(eqn.params):
-                walk(sub, f"{context}/{eqn.primitive.name}.{name}")
-
-    walk(closed.jaxpr, "")
+    for eqn, context in program.equations():
+        params = {k: v for k, v in eqn.params.items()}
+        out.append({
+            "sequence_id": len(out),
+            "primitive_name": eqn.primitive.name,
+            "plugin": plugin_of(eqn.primitive.name),
+            "context": context,
+            "source": _source.describe(eqn.source_info),
+            "params_repr": "\n".join(f"  - {k}: {v!r}" for k, v in params.items()),
+            "params": {k: repr(v) for k, v in params.items()},
+            "inputs_aval": [_aval(a) for a in eqn.invars],
+            "outputs_aval": [_aval(a) for a in eqn.outvars],
+        })
     return out
 
 
-def write(path, closed, registry):
+def write(path, program, registry):
     owners = {p["name"]: plugin["name"] for plugin in registry.plugins for p in plugin["primitives"]}
     try:
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(records(closed, owners.get), f, indent=2)
+            json.dump(records(program, owners.get), f, indent=2)
             f.write("\n")
     except OSError as e:
         raise ConversionError(f"record_primitive_calls_file: cannot write {path!r}: {e}") from None

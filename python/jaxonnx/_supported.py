@@ -5,9 +5,7 @@ of 2 (complex64 as float32[..., 2]), so they are supported."""
 
 from __future__ import annotations
 
-import jax
 import numpy as np
-from jax.extend import core as jax_core
 
 from jaxonnx import _source
 from jaxonnx import _core, _keys
@@ -23,7 +21,7 @@ _SUPPORTED_TEXT = ("float16/bfloat16/float32/float64, int8-int64, uint8-uint64, 
 _verdicts: dict = {}  # dtype -> its name if unsupported, else None (asked for every value)
 
 
-def _unsupported(aval) -> str | None:
+def unsupported(aval) -> str | None:
     """The name of `aval`'s dtype if no model can hold it, else None."""
     dt = getattr(aval, "dtype", None)
     if dt is None:
@@ -49,41 +47,28 @@ def _why(dtype_name: str) -> str:
     return f"which ONNX models cannot carry; jaxonnx exports {_SUPPORTED_TEXT}"
 
 
-def _eqns(jaxpr, seen=None):
-    """Every equation of `jaxpr`, nested ones included, the ones inside an
-    equation's params before the equation (so that the innermost is named).
-    A jaxpr shared by many equations (a jitted function called in a loop) is
-    walked once: the walk stays linear in the program, not in its calls."""
-    seen = {} if seen is None else seen  # id -> jaxpr, held so no id is reused
-    for eqn in jaxpr.eqns:
-        for sub in jax_core.jaxprs_in_params(eqn.params):
-            if id(sub) not in seen:
-                seen[id(sub)] = sub
-                yield from _eqns(sub, seen)
-        yield eqn
-
-
-def check_program(closed, input_names) -> None:
-    """Raises ConversionError naming the first value that cannot be exported."""
-    jaxpr = closed.jaxpr
+def check_program(program, input_names) -> None:
+    """Raises ConversionError naming the first value of `program` (a
+    _trace.TracedProgram) that cannot be exported: inputs, then equations
+    (the innermost first, as its walk found them), then outputs."""
+    jaxpr = program.closed.jaxpr
     if not jaxpr.outvars:
         raise ConversionError(
             "the function returned no arrays (None or an empty structure); an ONNX model needs "
             "at least one output")
     for i, (v, name) in enumerate(zip(jaxpr.invars, input_names)):
-        if (dt := _unsupported(v.aval)):
+        if (dt := unsupported(v.aval)):
             label = f"'{name}'" if name else f"{i}"
             raise ConversionError(
                 f"input {label} has dtype {dt} ({v.aval.str_short()}), {_why(dt)}")
-    for eqn in _eqns(jaxpr):
-        for v in (*eqn.invars, *eqn.outvars):
-            if (dt := _unsupported(v.aval)):
-                raise ConversionError(
-                    f"'{eqn.primitive.name}' {'reads' if v in eqn.invars else 'makes'} a "
-                    f"{dt} value ({v.aval.str_short()}) at {_source.describe(eqn.source_info)}"
-                    f", {_why(dt)}")
+    if program.unsupported is not None:
+        eqn, v, dt = program.unsupported
+        raise ConversionError(
+            f"'{eqn.primitive.name}' {'reads' if v in eqn.invars else 'makes'} a "
+            f"{dt} value ({v.aval.str_short()}) at {_source.describe(eqn.source_info)}"
+            f", {_why(dt)}")
     # Outputs last: a computed one was named with its equation above.
     for i, v in enumerate(jaxpr.outvars):
-        if (dt := _unsupported(v.aval)):
+        if (dt := unsupported(v.aval)):
             raise ConversionError(
                 f"output {i} has dtype {dt} ({v.aval.str_short()}), {_why(dt)}")

@@ -1,4 +1,5 @@
-"""The user's callable traced to a ClosedJaxpr, afresh on every conversion.
+"""The user's callable traced to a ClosedJaxpr, afresh on every conversion, and
+walked once for what the steps before lowering need (TracedProgram).
 
 JAX caches traces keyed on the callable (weakly) and the input types. Tracing
 the user's own object would let a second conversion of the same module or
@@ -8,6 +9,8 @@ new function object, so JAX's cache never answers for it.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 from jax._src.interpreters import partial_eval as pe
@@ -47,12 +50,13 @@ def _name(fn):
 
 
 def trace(fn, specs, param_specs, param_names, wrap=lambda target: target):
-    """make_jaxpr of wrap(fn) over specs + param_specs; an error of JAX or flax
-    while tracing becomes a ConversionError naming the user's source line."""
+    """make_jaxpr of wrap(fn) over specs + param_specs, as a TracedProgram; an
+    error of JAX or flax while tracing becomes a ConversionError naming the
+    user's source line."""
     call = _fresh(fn, len(specs), list(param_names), wrap)
     try:
         with _runtime_flags.dropout_switch():
-            return _without_dead_equations(jax.make_jaxpr(call)(*specs, *param_specs))
+            closed = _without_dead_equations(jax.make_jaxpr(call)(*specs, *param_specs))
     except ConversionError:
         raise
     except Exception as e:  # whatever JAX, flax or the user's code raised
@@ -72,3 +76,73 @@ def trace(fn, specs, param_specs, param_names, wrap=lambda target: target):
         err = ConversionError(
             f"tracing {_name(fn)} failed at {where}: {type(e).__name__}: {first}{hint}")
         raise err from None  # the message says what and where; flax's frames would not
+    return TracedProgram.of(closed)
+
+
+def sub_jaxprs(params):
+    """(label, jaxpr) of every jaxpr in an equation's params: a ClosedJaxpr's or
+    a Jaxpr, alone or in a tuple or list (cond's branches: "branches[1]")."""
+    for name, v in params.items():
+        many = isinstance(v, (tuple, list))
+        for k, sub in enumerate(v if many else (v,)):
+            inner = getattr(sub, "jaxpr", sub)
+            if hasattr(inner, "eqns"):
+                yield (f"{name}[{k}]" if many else name), inner
+
+
+@dataclasses.dataclass
+class TracedProgram:
+    """A traced program and what one walk over it (nested jaxprs included, a
+    jaxpr shared by many equations once) found for the steps before lowering:
+    _keys (has_keys, uses_random), _callbacks (dropped), _supported
+    (unsupported) and _record (equations)."""
+
+    closed: object        # the jax ClosedJaxpr
+    has_keys: bool        # typed PRNG keys enter (inputs, constants) or are made
+    uses_random: bool     # random_bits / random_split / random_gamma anywhere
+    dropped: list         # [(primitive, source_info)] of debug_print / debug_callback, in order
+    unsupported: tuple | None  # the first (eqn, var, dtype name) no model can hold, nested first
+
+    @classmethod
+    def of(cls, closed):
+        from jaxonnx import _callbacks, _keys, _supported
+
+        facts = cls(closed, False, False, [], None)
+        jaxpr = closed.jaxpr
+        facts.has_keys = any(_keys.is_key(getattr(v.aval, "dtype", None))
+                             for v in (*jaxpr.invars, *jaxpr.constvars))
+        seen = {}  # id -> jaxpr, held so that no id is reused
+
+        def walk(jaxpr):
+            for eqn in jaxpr.eqns:
+                name = eqn.primitive.name
+                facts.has_keys = facts.has_keys or name in _keys.KEY_MAKERS
+                facts.uses_random = facts.uses_random or name in _keys.RANDOM_PRIMITIVES
+                if name in _callbacks.DROPPED:
+                    facts.dropped.append((name, eqn.source_info))
+                for _, sub in sub_jaxprs(eqn.params):
+                    if id(sub) not in seen:
+                        seen[id(sub)] = sub
+                        facts.has_keys = facts.has_keys or any(
+                            _keys.is_key(getattr(v.aval, "dtype", None)) for v in sub.constvars)
+                        walk(sub)
+                if facts.unsupported is None:  # after the nested ones: the innermost is named
+                    for v in (*eqn.invars, *eqn.outvars):
+                        if (dt := _supported.unsupported(v.aval)):
+                            facts.unsupported = (eqn, v, dt)
+                            break
+
+        walk(jaxpr)
+        return facts
+
+    def equations(self):
+        """(eqn, context) of every equation in the order the lowering meets
+        them, each call of a shared jaxpr again; context is the path of the
+        equations and params holding it ("/scan.jaxpr")."""
+        def walk(jaxpr, context):
+            for eqn in jaxpr.eqns:
+                yield eqn, context
+                for label, sub in sub_jaxprs(eqn.params):
+                    yield from walk(sub, f"{context}/{eqn.primitive.name}.{label}")
+
+        yield from walk(self.closed.jaxpr, "")

@@ -4,14 +4,14 @@ to_onnx(verify=True) (verify_conversion)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import NamedTuple
 
 import jax
 import numpy as np
 
-from jaxonnx import (_bindings, _core, _functions, _fusion, _keys, _plugins, _source, _specs,
-                     _targets, _trace)
+from jaxonnx import _core, _fusion, _input_specs, _keys, _pipeline, _plugins, _source, _targets
 from jaxonnx._core import ConversionError
 from jaxonnx._layout import TO_NCHW, TO_NHWC
 
@@ -176,22 +176,26 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
         to_onnx lowers (a crisp op such as jaxonnx.nn.layer_norm is one
         equation) with the lowerings it picks for the target.
     """
-    spec_level, _ = _fusion.levels(fusion, crisp)
+    binding_level, _ = _fusion.levels(fusion, crisp)
     target, opset = _targets.resolve(target, opset)
     xs = _arrays(inputs)
     params = dict(input_params or {})
     with jax.enable_x64(bool(enable_double_precision)), jax.default_matmul_precision("float32"):
-        specs = _specs.normalize_inputs(xs, enable_double_precision)
-        param_specs = _specs.normalize_params(params, enable_double_precision)
+        specs = _input_specs.normalize_inputs(xs, enable_double_precision)
+        param_specs = _input_specs.normalize_params(params, enable_double_precision)
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
-        with _functions.tracing(), _bindings.window(registry, spec_level):
-            closed = _trace.trace(fn, specs, param_specs, list(params))
-        closed = _keys.physical_keys(closed)
+        program = _pipeline.trace(fn, specs, param_specs, params, registry, binding_level)
+        closed = program.closed
         where, probe = _probe(closed)
-        data = _core.convert(registry, probe, max(int(opset), _core.MIN_OPSET), "first_divergence",
-                             [f"in_{i}" for i in range(len(xs))] + list(params),
-                             [f"eqn{k}_out{j}" for k, j in where], _source.describe, "", False, "",
-                             target=target)
+        if not where:  # no equation makes a value the model could compare
+            return None
+        options = _core.ConvertOptions(
+            # At MIN_OPSET or newer: an unoptimized model may hold ops an older opset lacks.
+            opset=max(int(opset), _core.MIN_OPSET), model_name="first_divergence",
+            input_names=[f"in_{i}" for i in range(len(xs))] + list(params),
+            output_names=[f"eqn{k}_out{j}" for k, j in where], describe_source=_source.describe,
+            optimize=False, target=target)
+        data = _pipeline.lower(dataclasses.replace(program, closed=probe), registry, options).model
         args = [*xs, *(np.asarray(v) for v in params.values())]
         expected = jax.extend.core.jaxpr_as_fun(probe)(*args)
         session = _session(data)
@@ -281,7 +285,7 @@ class VerifyPlan(NamedTuple):
     opset: int
     plugin_dirs: object
     plugin_overrides: object
-    spec_level: str = "fast"  # _fusion.levels' first: which binding specs applied
+    binding_level: str = "fast"  # _fusion.levels' first: which binding specs applied
     target: str = "onnxruntime"
 
 
@@ -342,7 +346,7 @@ def _cause(plan, xs):
     try:
         found = first_divergence(plan.fn, xs, plan.params, enable_double_precision=plan.x64,
                                  opset=plan.opset, plugin_dirs=plan.plugin_dirs,
-                                 plugin_overrides=plan.plugin_overrides, fusion=plan.spec_level,
+                                 plugin_overrides=plan.plugin_overrides, fusion=plan.binding_level,
                                  target=plan.target)
     except Exception as e:  # the diagnosis must not hide the finding
         return f"locating the equation failed ({type(e).__name__}: {e})"

@@ -1,6 +1,8 @@
 // jaxonnx._core: the pybind11 face of the core. It converts Python objects
 // to core types and forwards; the logic lives in core/ and in jaxonnx/*.py.
 #include <chrono>
+#include <optional>
+#include <tuple>
 
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
@@ -25,6 +27,49 @@ const char* numerics_name(int32_t v) {
   return v == JXO_NUMERICS_EXACT ? "exact" : v == JXO_NUMERICS_FINITE ? "finite" : "undeclared";
 }
 
+// The numerics a binding spec or a rewrite rule declares (ABI 1.5).
+void put_numerics(pb::dict& d, int32_t numerics, const std::string& note) {
+  d["numerics"] = numerics_name(numerics);
+  d["numerics_note"] = note;
+}
+
+pb::dict binding_dict(const BindingSpec& b) {
+  pb::dict d;
+  d["target"] = b.target;
+  d["operands"] = b.operands;
+  d["params"] = b.params;
+  d["when"] = b.when;
+  d["leading_dims_operands"] = b.leading_dims_operands;
+  put_numerics(d, b.numerics, b.numerics_note);
+  return d;
+}
+
+pb::dict primitive_dict(const PrimitiveInfo& prim) {
+  pb::dict d;
+  d["name"] = prim.name;
+  d["onnx_ops"] = prim.onnx_ops;
+  d["doc_url"] = prim.doc_url;
+  d["summary"] = prim.summary;
+  d["abstract_eval"] = prim.abstract_eval != nullptr;
+  pb::list bindings;
+  for (const BindingSpec& b : prim.bindings) bindings.append(binding_dict(b));
+  d["bindings"] = bindings;
+  d["test_eqns"] = prim.tests.size();
+  return d;
+}
+
+pb::dict rule_dict(const RuleInfo& rule) {
+  pb::dict d;
+  d["name"] = rule.name;
+  d["root_op"] = rule.root_op;
+  d["onnx_ops"] = rule.onnx_ops;
+  d["min_opset"] = rule.min_opset;
+  put_numerics(d, rule.numerics, rule.numerics_note);
+  d["summary"] = rule.summary;
+  d["applied"] = rule.applied->load(std::memory_order_relaxed);
+  return d;
+}
+
 pb::dict plugin_dict(const LoadedPlugin& p) {
   pb::dict d;
   d["name"] = p.name;
@@ -32,99 +77,91 @@ pb::dict plugin_dict(const LoadedPlugin& p) {
   d["sdk_version"] = p.sdk_version;
   d["abi"] = std::to_string(p.abi_major) + "." + std::to_string(p.abi_minor);
   d["file"] = p.path;
-  pb::list prims;
-  for (const PrimitiveInfo& prim : p.primitives) {
-    pb::dict q;
-    q["name"] = prim.name;
-    q["onnx_ops"] = prim.onnx_ops;
-    q["doc_url"] = prim.doc_url;
-    q["summary"] = prim.summary;
-    q["abstract_eval"] = prim.abstract_eval != nullptr;
-    pb::list bindings;
-    for (const BindingSpec& b : prim.bindings) {
-      pb::dict spec;
-      spec["target"] = b.target;
-      spec["operands"] = b.operands;
-      spec["params"] = b.params;
-      spec["when"] = b.when;
-      spec["leading_dims_operands"] = b.leading_dims_operands;
-      spec["numerics"] = numerics_name(b.numerics);
-      spec["numerics_note"] = b.numerics_note;
-      bindings.append(spec);
-    }
-    q["bindings"] = bindings;
-    q["test_eqns"] = prim.tests.size();
-    prims.append(q);
-  }
+  pb::list prims, rules;
+  for (const PrimitiveInfo& prim : p.primitives) prims.append(primitive_dict(prim));
+  for (const RuleInfo& rule : p.rules) rules.append(rule_dict(rule));
   d["primitives"] = prims;
-  pb::list rules;
-  for (const RuleInfo& rule : p.rules) {
-    pb::dict q;
-    q["name"] = rule.name;
-    q["root_op"] = rule.root_op;
-    q["onnx_ops"] = rule.onnx_ops;
-    q["min_opset"] = rule.min_opset;
-    q["numerics"] = numerics_name(rule.numerics);
-    q["numerics_note"] = rule.numerics_note;
-    q["summary"] = rule.summary;
-    q["applied"] = rule.applied->load(std::memory_order_relaxed);
-    rules.append(q);
-  }
   d["rules"] = rules;
   return d;
 }
 
-pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int64_t opset,
-                  const std::string& model_name, std::vector<std::string> input_names,
-                  std::vector<std::string> output_names, pb::object describe_source,
-                  const std::string& producer_version, bool optimize,
-                  const std::string& dump_ir_dir, pb::object times, bool inline_functions,
-                  pb::object provenance, pb::object external_data, pb::object data_files,
-                  const std::string& fusion, const std::string& target) {
+// The options of one conversion as Python gives them (jaxonnx._core.ConvertOptions):
+// the core's ConvertOptions, plus the Python callables that become its source
+// hooks once the jaxpr is imported (they take an eqn.source_info object).
+struct PyConvertOptions {
+  ConvertOptions core;
+  pb::object describe_source = pb::none();
+  pb::object provenance = pb::none();
+};
+
+// What one conversion gives back (jaxonnx._core.Converted).
+struct Converted {
+  pb::bytes model;
+  pb::list data_files;  // DataFile objects, when external data was asked for
+  pb::dict times;       // phase -> seconds
+};
+
+ConvertOptions::Fusion fusion_from(const std::string& fusion) {
+  if (fusion == "fast") return ConvertOptions::Fusion::kFast;
+  if (fusion == "exact") return ConvertOptions::Fusion::kExact;
+  if (fusion == "none") return ConvertOptions::Fusion::kNone;
+  throw ConversionError("fusion must be \"fast\", \"exact\" or \"none\"; got \"" + fusion + "\"");
+}
+
+const char* fusion_name(ConvertOptions::Fusion f) {
+  return f == ConvertOptions::Fusion::kFast ? "fast" : f == ConvertOptions::Fusion::kExact ? "exact" : "none";
+}
+
+// external_data as Python gives it: None, or (mode, threshold, location, per_tensor).
+using ExternalTuple = std::tuple<std::string, uint64_t, std::string, bool>;
+
+ExternalDataOptions::Mode external_mode(const std::string& mode) {
+  if (mode == "always") return ExternalDataOptions::kAlways;
+  if (mode == "auto") return ExternalDataOptions::kAuto;
+  if (mode == "inline") return ExternalDataOptions::kInline;
+  if (mode == "never") return ExternalDataOptions::kNever;
+  throw ConversionError("external_data mode must be \"always\", \"auto\", \"inline\" or \"never\"; got \"" +
+                        mode + "\"");
+}
+
+const char* external_mode_name(ExternalDataOptions::Mode m) {
+  return m == ExternalDataOptions::kAlways ? "always"
+         : m == ExternalDataOptions::kAuto ? "auto"
+         : m == ExternalDataOptions::kInline ? "inline" : "never";
+}
+
+// A ConvertOptions field as a property of jaxonnx._core.ConvertOptions.
+template <typename T>
+void core_field(pb::class_<PyConvertOptions>& cls, const char* name, T ConvertOptions::*field,
+                const char* doc) {
+  cls.def_property(
+      name, [field](const PyConvertOptions& o) { return o.core.*field; },
+      [field](PyConvertOptions& o, T v) { o.core.*field = std::move(v); }, doc);
+}
+
+Converted convert_program(const Registry& registry, pb::handle closed_jaxpr,
+                          const PyConvertOptions& given) {
   auto start = std::chrono::steady_clock::now();
   py::JaxprImporter importer;
   auto program = importer.closed_jaxpr(closed_jaxpr);
   double import_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   PhaseTimes phases;
-  ConvertOptions options;
-  options.opset = opset;
-  options.model_name = model_name;
-  options.input_names = std::move(input_names);
-  options.output_names = std::move(output_names);
-  options.producer_version = producer_version;
-  options.optimize = optimize;
-  if (fusion != "fast" && fusion != "exact" && fusion != "none")
-    throw ConversionError("fusion must be \"fast\", \"exact\" or \"none\"; got \"" + fusion + "\"");
-  options.fusion = fusion == "fast"    ? ConvertOptions::Fusion::kFast
-                   : fusion == "exact" ? ConvertOptions::Fusion::kExact
-                                       : ConvertOptions::Fusion::kNone;
-  options.target = target;
-  options.dump_ir_dir = dump_ir_dir;
-  options.inline_functions = inline_functions;
+  ConvertOptions options = given.core;
   options.times = &phases;
   std::vector<DataFile> files;
-  if (!external_data.is_none()) {  // (mode, threshold, location, per_tensor); see _output.py
-    auto [mode, threshold, location, per_tensor] =
-        external_data.cast<std::tuple<std::string, uint64_t, std::string, bool>>();
-    options.external_data.mode = mode == "always"   ? ExternalDataOptions::kAlways
-                                 : mode == "auto"   ? ExternalDataOptions::kAuto
-                                 : mode == "inline" ? ExternalDataOptions::kInline
-                                                    : ExternalDataOptions::kNever;
-    options.external_data.threshold = threshold;
-    options.external_data.location = location;
-    options.external_data.per_tensor = per_tensor;
-    options.data_files = &files;
-  }
-  if (!describe_source.is_none())
+  options.data_files = &files;
+  // Source hooks: an Eqn::source handle is the index of its source_info in the importer.
+  if (!given.describe_source.is_none())
     options.describe_source = [&](int64_t source) {
       pb::gil_scoped_acquire gil;
-      return describe_source(importer.sources().at(static_cast<size_t>(source))).cast<std::string>();
+      return given.describe_source(importer.sources().at(static_cast<size_t>(source)))
+          .cast<std::string>();
     };
-  if (!provenance.is_none())  // source -> [(key, value)]: metadata for the nodes of its equation
+  if (!given.provenance.is_none())  // source -> [(key, value)]: metadata for its nodes
     options.provenance = [&](int64_t source) {
       pb::gil_scoped_acquire gil;
-      return provenance(importer.sources().at(static_cast<size_t>(source)))
+      return given.provenance(importer.sources().at(static_cast<size_t>(source)))
           .cast<std::vector<std::pair<std::string, std::string>>>();
     };
   // Ctrl-C: the signal handler only sets a flag, which Python code checks;
@@ -136,30 +173,35 @@ pb::bytes convert_program(const Registry& registry, pb::handle closed_jaxpr, int
     pb::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw pb::error_already_set();
   };
-  std::string model;
+  SerializedModel model;
   try {
     // The conversion touches no Python object (constants are buffers kept
     // alive by `program`; source lines and deferred jaxprs take the GIL
     // back): other threads run.
     pb::gil_scoped_release release;
-    model = jaxonnx::convert(*program, registry, options);
+    model = jaxonnx::convert_serialized(*program, registry, options);
   } catch (...) {
     // A lowering that failed for want of a deferred jaxpr: the reason is
     // the error making it (the GIL is held again here).
     if (importer.deferred_error()) std::rethrow_exception(importer.deferred_error());
     throw;
   }
-  pb::bytes bytes(model);
-  if (!data_files.is_none())  // a list the caller wants filled with DataFile objects
-    for (DataFile& f : files) data_files.attr("append")(pb::cast(std::move(f)));
-  if (!times.is_none()) {  // a dict the caller wants filled: phase -> seconds
-    times["import"] = import_seconds;
-    times["lower"] = phases.lower;
-    times["passes"] = phases.passes;
-    times["export"] = phases.export_onnx;
-    for (const auto& [name, seconds] : phases.per_pass) times[pb::str("pass:" + name)] = seconds;
+  // The one copy of the weights: into the bytes object.
+  auto bytes = pb::reinterpret_steal<pb::bytes>(
+      PyBytes_FromStringAndSize(nullptr, static_cast<pb::ssize_t>(model.size)));
+  if (!bytes) throw pb::error_already_set();
+  {
+    pb::gil_scoped_release release;
+    model.copy_to(PyBytes_AS_STRING(bytes.ptr()));
   }
-  return bytes;
+  Converted out{std::move(bytes), pb::list(), pb::dict()};
+  for (DataFile& f : files) out.data_files.append(pb::cast(std::move(f)));
+  out.times["import"] = import_seconds;
+  out.times["lower"] = phases.lower;
+  out.times["passes"] = phases.passes;
+  out.times["export"] = phases.export_onnx;
+  for (const auto& [name, seconds] : phases.per_pass) out.times[pb::str("pass:" + name)] = seconds;
+  return out;
 }
 
 pb::list abstract_eval_primitive(const Registry& registry, const std::string& name, pb::list in_avals,
@@ -256,13 +298,87 @@ PYBIND11_MODULE(_core, m) {
           },
           "{offset: memoryview} of the tensors, for copying them into a ModelProto.");
 
-  m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"), pb::arg("opset"),
-        pb::arg("model_name"), pb::arg("input_names"), pb::arg("output_names"),
-        pb::arg("describe_source"), pb::arg("producer_version"), pb::arg("optimize") = true,
-        pb::arg("dump_ir_dir") = "", pb::arg("times") = pb::none(),
-        pb::arg("inline_functions") = false, pb::arg("provenance") = pb::none(),
-        pb::arg("external_data") = pb::none(), pb::arg("data_files") = pb::none(),
-        pb::arg("fusion") = "fast", pb::arg("target") = "onnxruntime");
+  pb::class_<PyConvertOptions> options(m, "ConvertOptions",
+                                       "What one conversion is asked to do (the core's ConvertOptions, "
+                                       "core/include/jaxonnx/core/convert_options.hpp). Keyword "
+                                       "fields; unset ones keep the core's defaults.");
+  options
+      .def(pb::init([](pb::kwargs kwargs) {
+             PyConvertOptions o;
+             pb::object self = pb::cast(&o, pb::return_value_policy::reference);
+             for (auto [key, value] : kwargs) {
+               if (!pb::hasattr(self, key)) throw pb::type_error("ConvertOptions has no field " +
+                                                                  pb::repr(key).cast<std::string>());
+               self.attr(key) = value;
+             }
+             return o;
+           }),
+           "ConvertOptions(**fields): any of the fields below, by keyword.");
+  core_field(options, "opset", &ConvertOptions::opset,
+             "The default-domain opset the model declares (default 23). Below MIN_OPSET the program "
+             "is lowered at MIN_OPSET and declared at this opset when every operator kept its form, "
+             "else a ConversionError names the operators and the opset each needs.");
+  core_field(options, "model_name", &ConvertOptions::model_name,
+             "The ONNX graph's name.");
+  core_field(options, "input_names", &ConvertOptions::input_names,
+             "Names of the graph inputs, in order (default in_0, in_1, ...).");
+  core_field(options, "output_names", &ConvertOptions::output_names,
+             "Names of the graph outputs, in order (default out_0, out_1, ...).");
+  core_field(options, "producer_version", &ConvertOptions::producer_version,
+             "The model's producer_version.");
+  core_field(options, "optimize", &ConvertOptions::optimize,
+             "Run the optimizer's passes after lowering (default True); False only prunes dead code.");
+  core_field(options, "target", &ConvertOptions::target,
+             "The target profile's name (jaxonnx/targets.hpp; default \"onnxruntime\").");
+  core_field(options, "dump_ir_dir", &ConvertOptions::dump_ir_dir,
+             "When not empty, the optimizer writes the graph here as text around every pass run.");
+  core_field(options, "inline_functions", &ConvertOptions::inline_functions,
+             "Replace every function call by its body before the passes (default False).");
+  options
+      .def_property(
+          "fusion", [](const PyConvertOptions& o) { return fusion_name(o.core.fusion); },
+          [](PyConvertOptions& o, const std::string& v) { o.core.fusion = fusion_from(v); },
+          "Which plugin rewrite rules the optimizer applies: \"fast\" (all, the default), "
+          "\"exact\" (those exact on NaN and infinity too) or \"none\".")
+      .def_property(
+          "external_data",
+          [](const PyConvertOptions& o) -> pb::object {
+            const ExternalDataOptions& e = o.core.external_data;
+            if (e.mode == ExternalDataOptions::kNever) return pb::none();
+            return pb::make_tuple(external_mode_name(e.mode), e.threshold, e.location, e.per_tensor);
+          },
+          [](PyConvertOptions& o, std::optional<ExternalTuple> v) {
+            ExternalDataOptions e;
+            if (v) {
+              auto& [mode, threshold, location, per_tensor] = *v;
+              e.mode = external_mode(mode);
+              e.threshold = threshold;
+              e.location = location;
+              e.per_tensor = per_tensor;
+            }
+            o.core.external_data = e;
+          },
+          "Where large weights go: None (inside the model), or (mode, threshold, location, "
+          "per_tensor), mode one of \"always\", \"auto\" (only past 2 GB), \"inline\" (for a "
+          "caller that copies them into its own ModelProto, Converted.data_files' views) or "
+          "\"never\"; jaxonnx/_output.py makes them.")
+      .def_readwrite("describe_source", &PyConvertOptions::describe_source,
+                     "None, or source_info -> \"file:line (function)\", for error messages.")
+      .def_readwrite("provenance", &PyConvertOptions::provenance,
+                     "None, or source_info -> [(key, value)]: metadata_props for the nodes of "
+                     "each equation (with pkg.jaxonnx.primitive and pkg.jaxonnx.plugin).");
+
+  pb::class_<Converted>(m, "Converted", "What convert() gives back.")
+      .def_readonly("model", &Converted::model, "The ModelProto's serialization (bytes).")
+      .def_readonly("data_files", &Converted::data_files,
+                    "The DataFile objects of the weights kept outside (external_data), else [].")
+      .def_readonly("times", &Converted::times,
+                    "Seconds per phase: import, lower, passes, export and pass:<name>.");
+
+  m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"),
+        pb::arg("options"),
+        "Converts a jax ClosedJaxpr through the plugins of `registry` as `options` (a "
+        "ConvertOptions) says; returns a Converted. Raises ConversionError.");
   m.def(
       "targets",
       [] {

@@ -338,6 +338,46 @@ TEST_CASE("abstract eval through a plugin callback keeps symbolic dims") {
   CHECK(contains(msg, "expects exactly one input"));
 }
 
+TEST_CASE("export writes large weights between protobuf's pieces, byte for byte as protobuf would") {
+  // Initializers from 1 KiB on are not copied into the message; the bytes must
+  // still be exactly protobuf's serialization (field order, lengths), with the
+  // graph's value_info, the opset imports and a function after them.
+  Registry reg = good();
+  ConvertOptions options;
+  options.optimize = false;
+  ir::Model model = lower_to_ir(identity_then_scale(), reg, options);
+  std::vector<std::vector<uint8_t>> payloads;
+  for (size_t n : {size_t{5000}, size_t{8}, size_t{1024}, size_t{200000}, size_t{1023}}) {
+    std::vector<uint8_t> bytes(n);
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(i * 131 + n);
+    ir::ValueId v = model.graph.add_value("w" + std::to_string(n));
+    model.graph.initializers.push_back(
+        {v, Tensor::copy_of(JXO_DTYPE_UINT8, {static_cast<int64_t>(n)}, bytes.data(), n), nullptr});
+    payloads.push_back(std::move(bytes));
+  }
+  ir::Function fn{"F", "custom", std::make_shared<ir::Graph>()};
+  ir::ValueId a = fn.body->add_value("a");
+  fn.body->inputs = {a};
+  fn.body->outputs = {a};
+  model.functions.push_back(fn);
+  model.domain_opsets["custom"] = 1;
+
+  const std::string bytes = export_onnx(model);
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(bytes));
+  CHECK(m.SerializeAsString() == bytes);
+  REQUIRE(m.graph().initializer_size() == 1 + static_cast<int>(payloads.size()));
+  for (size_t k = 0; k < payloads.size(); ++k) {
+    const std::string& raw = m.graph().initializer(static_cast<int>(k) + 1).raw_data();
+    CHECK(raw == std::string(payloads[k].begin(), payloads[k].end()));
+  }
+  CHECK(m.functions_size() == 1);
+  CHECK(m.graph().node_size() == 2);
+  SerializedModel pieces = serialize_onnx(model);
+  CHECK(pieces.pieces.size() > 1);  // the three tensors from 1 KiB on were spliced
+  CHECK(pieces.str() == bytes);
+}
+
 TEST_CASE("a subgraph attribute is exported with its captures under the outer names") {
   // main: If(cond) { then: Neg(x) with x captured; else: x } -> y
   ir::Model model;

@@ -114,7 +114,7 @@ def test_other_threads_run_while_the_core_converts(monkeypatch):
     t.start()
     try:
         start = time.perf_counter()
-        _core.convert(reg, closed, 23, "m", [], [], _source.describe, "0")
+        _core.convert(reg, closed, _core.ConvertOptions(describe_source=_source.describe))
         end = time.perf_counter()
     finally:
         stop.set()

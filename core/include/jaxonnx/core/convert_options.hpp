@@ -22,6 +22,9 @@ struct PhaseTimes {
 };
 
 struct ConvertOptions {
+  // The default-domain opset the model declares. From kMinOpset (converter.hpp)
+  // up the plugins lower at it; below, convert() lowers at kMinOpset and
+  // declares this one when every operator kept its form.
   int64_t opset = 23;
   std::string model_name = "jax_model";
   std::vector<std::string> input_names;   // default in_0, in_1, ...

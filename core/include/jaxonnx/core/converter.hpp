@@ -43,8 +43,14 @@ void prune(ir::Model& model);
 const sdk::targets::Profile& target_profile(const std::string& name);
 
 // lower_to_ir, then passes::optimize (or only prune when !options.optimize),
-// then export_onnx.
+// then export_onnx. Below kMinOpset the program is lowered at kMinOpset and the
+// model declares options.opset when every default-domain operator it uses has
+// the same form there (onnx_schema.hpp), else a ConversionError names each
+// operator and the opset its form needs.
 std::string convert(const ClosedJaxpr& program, const Registry& registry,
                     const ConvertOptions& options);
+// convert's bytes in pieces (onnx_export.hpp), the large weights not copied yet.
+SerializedModel convert_serialized(const ClosedJaxpr& program, const Registry& registry,
+                                   const ConvertOptions& options);
 
 }  // namespace jaxonnx

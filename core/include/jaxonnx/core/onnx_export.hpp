@@ -40,6 +40,24 @@ struct DataFile {
   void write_to(int fd, const std::function<void(uint64_t)>& written = {}) const;
 };
 
+// A model's serialization in pieces: text protobuf wrote, and between them the
+// memory of the large main-graph initializers (their raw_data), so that the
+// weights are copied once, by whoever takes the bytes (str(), a Python bytes).
+struct SerializedModel {
+  struct Piece {
+    std::string text;                     // when tensor is null
+    std::shared_ptr<const Tensor> tensor;  // its bytes, kept alive
+  };
+  std::vector<Piece> pieces;
+  uint64_t size = 0;  // of all pieces
+  void copy_to(char* out) const;  // size bytes
+  std::string str() const;
+};
+
+// export_onnx's serialization as pieces; the bytes are the same.
+SerializedModel serialize_onnx(const ir::Model& model, const ExternalDataOptions& external = {},
+                               std::vector<DataFile>* data_files = nullptr);
+
 // Serializes to an ONNX ModelProto (IR version 10). Large initializers go to
 // `data_files` as `external` says; throws ConversionError (naming the external
 // data option) when the model would still be over protobuf's 2 GB limit.
