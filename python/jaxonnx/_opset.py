@@ -39,6 +39,6 @@ def check_lowered(data: bytes, opset: int) -> None:
         newer = sorted(s.since_version for s in onnx.defs.get_all_schemas_with_history()
                        if op and s.name == op.group(1) and s.domain == ""
                        and s.since_version > opset)
-        hint = f"opset={newer[0]} or newer" if newer else f"a newer opset"
+        hint = f"opset={newer[0]} or newer" if newer else "a newer opset"
         raise ConversionError(f"opset {opset}: jaxonnx has no form of a node for this opset "
                               f"({first}); pass {hint}") from None
