@@ -4,7 +4,7 @@
 // side (then by then, else by else): the condition is the same value, so the
 // same side is taken everywhere.
 // Why: a runtime pays per If (onnxruntime an executor frame per run, tract
-// stops at a model's second If, naming every one "If"), and jaxonnx's
+// stops at a model's second If, giving every one the same name), and jaxonnx's
 // empty-size guards (empty_guard.hpp) put an If on one condition around
 // every attention of a model.
 // Needs: topologically sorted.
@@ -213,7 +213,7 @@ class MergeIfs : public Pass {
     const std::string name = g.nodes[*group.ifs.begin()].name + "+merged";
     ir::Node merged;
     merged.name = name;
-    merged.op_type = "If";
+    merged.op_type = onnx_ops::op_name(onnx_ops::Op::If);
     merged.inputs = {g.nodes[*group.ifs.begin()].inputs[0]};
     merged.outputs = group.outputs;
     for (const char* side : {"then_branch", "else_branch"}) {
