@@ -84,23 +84,6 @@ std::optional<Group> find_group(const ir::Graph& g) {
   return std::nullopt;
 }
 
-// A deep copy of subgraph `sub` for a new parent: values renamed `prefix +
-// name`, captures' outer values mapped by `outer` (the parent's old id to
-// its new one), nested subgraphs copied alike.
-std::shared_ptr<ir::Graph> clone(const ir::Graph& sub, const std::string& prefix,
-                                 const std::function<ir::ValueId(ir::ValueId)>& outer) {
-  auto copy = std::make_shared<ir::Graph>(sub);
-  copy->name = prefix + sub.name;
-  for (ir::Value& v : copy->values) v.name = prefix + v.name;
-  for (ir::Capture& c : copy->captures) c.outer = outer(c.outer);
-  for (ir::Node& n : copy->nodes) {
-    n.name = prefix + n.name;
-    for (ir::Attribute& a : n.attrs)
-      if (a.graph) a.graph = clone(*a.graph, prefix, [](ir::ValueId v) { return v; });
-  }
-  return copy;
-}
-
 // One side of the merged If: the region of `g` with each If of the group
 // replaced by its `side` branch.
 class BranchBuilder {
@@ -151,7 +134,7 @@ class BranchBuilder {
     copy.name = unique(node_names_, n.name);
     for (ir::ValueId& v : copy.inputs) v = read(v);
     for (ir::Attribute& a : copy.attrs)
-      if (a.graph) a.graph = clone(*a.graph, prefix_, [&](ir::ValueId v) { return read(v); });
+      if (a.graph) a.graph = clone_subgraph(*a.graph, prefix_, [&](ir::ValueId v) { return read(v); });
     for (ir::ValueId& v : copy.outputs) {
       ir::ValueId made = fresh(g_.values[v]);
       local_[v] = made;
@@ -177,7 +160,7 @@ class BranchBuilder {
       for (ir::ValueId& v : copy.inputs) v = mapped(v);
       for (ir::ValueId& v : copy.outputs) v = mapped(v);
       for (ir::Attribute& a : copy.attrs)
-        if (a.graph) a.graph = clone(*a.graph, prefix_, mapped);
+        if (a.graph) a.graph = clone_subgraph(*a.graph, prefix_, mapped);
       branch_->nodes.push_back(std::move(copy));
     }
     for (size_t i = 0; i < node.outputs.size() && i < body.outputs.size(); ++i)
