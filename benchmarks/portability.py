@@ -75,6 +75,7 @@ LABELS = [
     ("reference", r"has shape .* JAX's|Inconsistent permutation", "Loop scan outputs concatenated, not stacked"),
     ("reference", r"index can't contain negative values", "negative Pad refused"),
     ("quantize", r"unknown initializers/tensors", "value read by a Loop body lost"),
+    ("quantize", r"weights left float inside If/Loop bodies", "weights inside If/Loop bodies left float"),
     (None, r"patched_max_pool\(\) takes 1 positional", "max_pool with a positional window"),
     (None, r"MultiheadAttention mask handling is not supported", "eqx MultiheadAttention mask"),
     (None, r"Symbolic dimension 'B' used in a context that requires a constant", "lax.pad over symbolic B"),

@@ -321,5 +321,5 @@ TEST_CASE("every pass states needs and guarantees, with names unique per pass") 
     for (const passes::Property& p : pass->guarantees()) CHECK(names.insert(p.name).second);
   }
   CHECK(passes_seen == std::set<std::string>{"noop", "transpose", "fold", "cse", "fuse", "dce",
-                                             "merge_ifs", "inline"});
+                                             "inline"});
 }

@@ -101,7 +101,6 @@ Pipeline default_pipeline() {
   p.push_back(constant_folding());
   p.push_back(deduplication());
   p.push_back(dead_code_elimination());
-  p.push_back(if_merging());  // last: the passes before it see one graph, not two branch copies
   return p;
 }
 

@@ -52,7 +52,6 @@ std::unique_ptr<Pass> transpose_folding();
 std::unique_ptr<Pass> constant_folding();
 std::unique_ptr<Pass> deduplication();
 std::unique_ptr<Pass> dead_code_elimination();
-std::unique_ptr<Pass> if_merging();
 Pipeline default_pipeline();
 // Applies plugins' rewrite rules (ABI 1.2) for the target `opset` and
 // profile (null: onnxruntime's, which lacks no op and runs no other domain); see fuse.cpp.

@@ -64,9 +64,6 @@ Property no_foldable_constants();      // within the pass's size caps
 Property no_duplicate_initializers();
 Property no_common_subexpressions();   // deterministic default-domain nodes
 
-// If merging's (merge_ifs.cpp).
-Property no_mergeable_ifs();          // Ifs on one condition value that one If could be
-
 // The fuse pass's (fuse.cpp): no rule of `rules` applies anywhere.
 Property no_rule_matches(std::vector<const RuleInfo*> rules, int64_t opset,
                          const sdk::targets::Profile* target = nullptr);
