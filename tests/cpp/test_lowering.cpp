@@ -14,59 +14,13 @@
 #include "jaxonnx/core/plugin_host.hpp"
 #include "onnx.pb.h"
 
+#include "error_checks.hpp"
+#include "graph_builders.hpp"
+
 using namespace jaxonnx;
+using namespace jaxonnx::test;
 
 namespace {
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-Dim N(int64_t v) { return Dim{v, {}}; }
-Dim S(std::string s) { return Dim{0, std::move(s)}; }
-Aval f32(std::vector<Dim> dims) { return Aval(JXO_DTYPE_FLOAT32, std::move(dims)); }
-Aval batch3() { return f32({S("B"), N(3)}); }
-
-Atom var(int64_t id, const Aval& aval) {
-  Atom a;
-  a.var = id;
-  a.aval = aval;
-  return a;
-}
-
-Param record(std::vector<std::string> keys = {}, std::vector<Param> items = {}) {
-  Param p;
-  p.kind = JXO_PARAM_RECORD;
-  p.keys = std::move(keys);
-  p.items = std::move(items);
-  return p;
-}
-
-Param float_param(double f) {
-  Param p;
-  p.kind = JXO_PARAM_FLOAT;
-  p.f = f;
-  return p;
-}
-
-Eqn eqn(std::string prim, std::vector<Atom> ins, std::vector<Atom> outs, Param params = record()) {
-  Eqn e;
-  e.primitive = std::move(prim);
-  e.inputs = std::move(ins);
-  e.outputs = std::move(outs);
-  e.params = std::move(params);
-  return e;
-}
-
-// x: f32[B,3];  a = prim(x);  out = a
-ClosedJaxpr one_eqn(const std::string& prim, int64_t source = -1) {
-  ClosedJaxpr c;
-  c.jaxpr.invars = {var(0, batch3())};
-  c.jaxpr.eqns = {eqn(prim, {var(0, batch3())}, {var(1, batch3())})};
-  c.jaxpr.eqns[0].source = source;
-  c.jaxpr.outvars = {var(1, batch3())};
-  return c;
-}
 
 // x: f32[B,3];  a = test.identity(x);  b = test.scale(a, factor=3);  out = b
 ClosedJaxpr identity_then_scale() {
@@ -81,25 +35,7 @@ ClosedJaxpr identity_then_scale() {
   return c;
 }
 
-// The message lower_to_ir throws for `program`; fails the test if it converts.
-std::string conversion_error(const ClosedJaxpr& program, const Registry& reg,
-                             const ConvertOptions& options = {}) {
-  try {
-    lower_to_ir(program, reg, options);
-  } catch (const ConversionError& e) {
-    return e.what();
-  }
-  FAIL("expected a ConversionError");
-  return {};
-}
-
 Registry good() { return Registry::scan({JXO_TEST_GOOD_DIR}); }
-
-int count_op(const ir::Graph& g, const std::string& op) {
-  int n = 0;
-  for (const ir::Node& node : g.nodes) n += node.op_type == op;
-  return n;
-}
 
 }  // namespace
 
@@ -429,15 +365,6 @@ TEST_CASE("a subgraph attribute is exported with its captures under the outer na
 
 namespace {
 
-ClosedJaxpr one_eqn_f32(const std::string& prim) {
-  ClosedJaxpr c;
-  Aval a = f32({S("B"), N(3)});
-  c.jaxpr.invars = {var(0, a)};
-  c.jaxpr.eqns = {eqn(prim, {var(0, a)}, {var(1, a)})};
-  c.jaxpr.outvars = {var(1, a)};
-  return c;
-}
-
 const ir::Graph& graph_attr(const ir::Node& n, const std::string& name) {
   for (const ir::Attribute& a : n.attrs)
     if (a.name == name) {
@@ -453,7 +380,7 @@ const ir::Graph& graph_attr(const ir::Node& n, const std::string& name) {
 
 TEST_CASE("subgraphs: outer values are captured through every scope in between") {
   Registry reg = Registry::scan({JXO_TEST_SUBGRAPHS_DIR});
-  ir::Model m = lower_to_ir(one_eqn_f32("test.nested_if"), reg, {});
+  ir::Model m = lower_to_ir(one_eqn("test.nested_if"), reg, {});
   prune(m.graph);
   const ir::Graph& g = m.graph;
   REQUIRE(count_op(g, "If") == 1);
@@ -494,7 +421,7 @@ TEST_CASE("subgraphs: outer values are captured through every scope in between")
 
 TEST_CASE("subgraphs: a value of a closed sibling scope cannot be used") {
   Registry reg = Registry::scan({JXO_TEST_SUBGRAPHS_DIR});
-  std::string msg = conversion_error(one_eqn_f32("test.sibling"), reg);
+  std::string msg = conversion_error(one_eqn("test.sibling"), reg);
   CHECK(contains(msg, "plugin 'test_subgraphs' failed to lower 'test.sibling'"));
   CHECK(contains(msg, "subgraph 'branch_a'"));
   CHECK(contains(msg, "closed"));
@@ -503,10 +430,10 @@ TEST_CASE("subgraphs: a value of a closed sibling scope cannot be used") {
 
 TEST_CASE("subgraphs: a scope left open and a graph handle used twice are errors") {
   Registry reg = Registry::scan({JXO_TEST_SUBGRAPHS_DIR});
-  std::string open_msg = conversion_error(one_eqn_f32("test.unclosed"), reg);
+  std::string open_msg = conversion_error(one_eqn("test.unclosed"), reg);
   CHECK(contains(open_msg, "'test.unclosed'"));
   CHECK(contains(open_msg, "never closed"));
-  std::string reuse = conversion_error(one_eqn_f32("test.reuse"), reg);
+  std::string reuse = conversion_error(one_eqn("test.reuse"), reg);
   CHECK(contains(reuse, "'test.reuse'"));
   CHECK(contains(reuse, "used once"));
 }
@@ -517,13 +444,13 @@ TEST_CASE("a plugin built against ABI 1.0 still loads and lowers; its jxo_attr i
   const PrimitiveInfo* old = reg.find("test.old_attr");
   REQUIRE(old);
   CHECK(old->plugin->abi_minor == 0);
-  ir::Model m = lower_to_ir(one_eqn_f32("test.old_attr"), reg, {});
+  ir::Model m = lower_to_ir(one_eqn("test.old_attr"), reg, {});
   REQUIRE(m.graph.nodes.size() == 1);
   REQUIRE(m.graph.nodes[0].attrs.size() == 1);
   CHECK(m.graph.nodes[0].attrs[0].i == 7);
   CHECK(!m.graph.nodes[0].attrs[0].graph);
   // A GRAPH attribute cannot come from a minor-0 jxo_attr: refused, not read.
-  std::string msg = conversion_error(one_eqn_f32("test.old_graph_attr"), reg);
+  std::string msg = conversion_error(one_eqn("test.old_graph_attr"), reg);
   CHECK(contains(msg, "plugin 'test_minor0'"));
   CHECK(contains(msg, "predates ABI 1.1"));
 }
@@ -545,7 +472,7 @@ TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read t
     CHECK(p.primitives[0].onnx_ops == std::vector<std::string>{"LeakyRelu"});
     CHECK(p.primitives[0].bindings.empty());  // no binding specs before minor 2
 
-    ir::Model leaky = lower_to_ir(one_eqn_f32("test.old_leaky"), reg, {});
+    ir::Model leaky = lower_to_ir(one_eqn("test.old_leaky"), reg, {});
     REQUIRE(leaky.graph.nodes.size() == 1);
     CHECK(leaky.graph.nodes[0].op_type == "LeakyRelu");
     REQUIRE(leaky.graph.nodes[0].attrs.size() == 1);
@@ -553,7 +480,7 @@ TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read t
     CHECK(leaky.graph.nodes[0].attrs[0].f == 0.25);
     CHECK(!leaky.graph.nodes[0].attrs[0].graph);
 
-    ir::Model scale = lower_to_ir(one_eqn_f32("test.old_scale"), reg, {});
+    ir::Model scale = lower_to_ir(one_eqn("test.old_scale"), reg, {});
     REQUIRE(scale.graph.nodes.size() == 1);
     CHECK(scale.graph.nodes[0].op_type == "Mul");
     REQUIRE(scale.graph.initializers.size() == 1);
@@ -563,7 +490,7 @@ TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read t
     CHECK(!export_onnx(scale).empty());
 
     if (minor1) {
-      ir::Model m = lower_to_ir(one_eqn_f32("test.old_if"), reg, {});
+      ir::Model m = lower_to_ir(one_eqn("test.old_if"), reg, {});
       REQUIRE(m.graph.nodes.size() == 1);
       const ir::Node& n = m.graph.nodes[0];
       CHECK(n.op_type == "If");
@@ -583,13 +510,13 @@ TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read t
 TEST_CASE("two conversions in two threads give the same bytes as one alone") {
   Registry reg = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_ABI_1_1_DIR});
   const std::string alone = convert(identity_then_scale(), reg, {});
-  const std::string alone_if = convert(one_eqn_f32("test.old_if"), reg, {});
+  const std::string alone_if = convert(one_eqn("test.old_if"), reg, {});
   std::vector<std::string> results(2);
   auto work = [&](size_t t) {
     std::string out;
     for (int k = 0; k < 25; ++k) {
       if (convert(identity_then_scale(), reg, {}) != alone) out += "identity_then_scale differs; ";
-      if (convert(one_eqn_f32("test.old_if"), reg, {}) != alone_if) out += "old_if differs; ";
+      if (convert(one_eqn("test.old_if"), reg, {}) != alone_if) out += "old_if differs; ";
     }
     results[t] = out;
   };
