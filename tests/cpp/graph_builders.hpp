@@ -72,6 +72,22 @@ struct GraphBuilder {
                                std::move(attrs)});
     return v;
   }
+  // The unary `ops` applied to x in order, each typed like x: the last one's output.
+  ir::ValueId chain(ir::ValueId x, std::initializer_list<const char*> ops) {
+    Aval type = g.values[x].type;
+    for (const char* o : ops) x = op(o, {x}, type);
+    return x;
+  }
+  // An If node "if" on `cond` with one graph attribute, `branch` (then_branch
+  // or else_branch): enough for the checks that walk into subgraphs.
+  ir::ValueId if_node(ir::ValueId cond, const char* branch, std::shared_ptr<ir::Graph> body,
+                      const Aval& out) {
+    ir::Attribute a{branch, ir::kAttrGraph};
+    a.graph = std::move(body);
+    ir::ValueId v = value(out);
+    g.nodes.push_back(ir::Node{"if", "If", "", {cond}, {v}, {std::move(a)}});
+    return v;
+  }
   ir::ValueId transpose(ir::ValueId x, std::vector<int64_t> perm) {
     std::vector<Dim> dims;
     for (int64_t p : perm) dims.push_back(g.values[x].type.dims[p]);

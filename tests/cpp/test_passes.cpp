@@ -153,23 +153,28 @@ TEST_CASE("transpose folding refuses a branching consumer") {
   CHECK(b.count_op("Transpose") == 2);
 }
 
-TEST_CASE("transpose folding refuses a non-elementwise op in the middle") {
+namespace {
+// x: float32[2,3,4] -> Transpose(first) -> middle -> Transpose(second) -> out,
+// after transpose folding.
+GraphBuilder fold_transposes_around(std::vector<int64_t> first, const char* middle,
+                                    std::vector<int64_t> second,
+                                    std::vector<ir::Attribute> attrs = {}) {
   GraphBuilder b;
-  ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
-  ir::ValueId t = b.transpose(x, {0, 2, 1});
-  ir::ValueId s = b.op("Softmax", {t}, f32({N(2), N(4), N(3)}), {int_attr("axis", -1)});
-  b.output(b.transpose(s, {0, 2, 1}), "out");
+  ir::ValueId t = b.transpose(b.input(f32({2, 3, 4}), "x"), std::move(first));
+  ir::ValueId m = b.op(middle, {t}, b.g.values[t].type, std::move(attrs));
+  b.output(b.transpose(m, std::move(second)), "out");
   run(b.g, passes::transpose_folding());
+  return b;
+}
+}  // namespace
+
+TEST_CASE("transpose folding refuses a non-elementwise op in the middle") {
+  GraphBuilder b = fold_transposes_around({0, 2, 1}, "Softmax", {0, 2, 1}, {int_attr("axis", -1)});
   CHECK(b.count_op("Transpose") == 2);
 }
 
 TEST_CASE("transpose folding refuses permutations that do not cancel across a chain") {
-  GraphBuilder b;
-  ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
-  ir::ValueId t = b.transpose(x, {1, 0, 2});
-  ir::ValueId e = b.op("Relu", {t}, f32({N(3), N(2), N(4)}));
-  b.output(b.transpose(e, {0, 2, 1}), "out");
-  run(b.g, passes::transpose_folding());
+  GraphBuilder b = fold_transposes_around({1, 0, 2}, "Relu", {0, 2, 1});
   CHECK(b.count_op("Transpose") == 2);
 }
 

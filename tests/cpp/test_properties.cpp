@@ -70,11 +70,7 @@ TEST_CASE("dce's properties: dead nodes, unread initializers and captures") {
   body->values[inner].name = "inner";
   body->inputs = {inner};  // the capture is read by nothing
   body->outputs = {inner};
-  ir::Attribute branch{"then_branch", ir::kAttrGraph};
-  branch.graph = body;
-  ir::ValueId y = b.value(k23);
-  b.g.nodes.push_back(ir::Node{"if", "If", "", {cond}, {y}, {branch}});
-  b.output(y);
+  b.output(b.if_node(cond, "then_branch", body, k23));
 
   CHECK(contains(check(passes::no_dead_nodes(), b.g), "Neg 'n0' is dead"));
   CHECK(contains(check(passes::no_unread_initializers(), b.g), b.g.values[unread].name));
@@ -97,12 +93,32 @@ TEST_CASE("no function calls: a node calling a model function") {
   CHECK(contains(check(passes::no_function_calls(functions), b.g), "calls a model function"));
 }
 
+namespace {
+// A pattern a property finds: built on a float32[2,3] input x, a Relu reads
+// what `make` returns.
+struct Pattern {
+  passes::Property property;
+  std::function<ir::ValueId(GraphBuilder&, ir::ValueId)> make;
+};
+
+// Each pattern is found by its property, which holds once `pass` has run.
+void check_pass_removes(const std::vector<Pattern>& patterns,
+                        std::unique_ptr<passes::Pass> (*pass)()) {
+  for (const Pattern& c : patterns) {
+    CAPTURE(c.property.name);
+    GraphBuilder b;
+    ir::ValueId x = b.input(k23);
+    ir::ValueId y = c.make(b, x);
+    b.output(b.op("Relu", {y}, b.g.values[y].type));
+    CHECK_FALSE(check(c.property, b.g).empty());
+    run(b.g, pass());
+    CHECK(check(c.property, b.g).empty());
+  }
+}
+}  // namespace
+
 TEST_CASE("noop's properties each find their no-op, and noop removes it") {
-  struct Case {
-    passes::Property property;
-    std::function<ir::ValueId(GraphBuilder&, ir::ValueId)> make;
-  };
-  std::vector<Case> cases = {
+  const std::vector<Pattern> patterns = {
       {passes::no_identity(), [](GraphBuilder& b, ir::ValueId x) { return b.op("Identity", {x}, k23); }},
       {passes::no_same_type_cast(),
        [](GraphBuilder& b, ir::ValueId x) {
@@ -125,16 +141,7 @@ TEST_CASE("noop's properties each find their no-op, and noop removes it") {
          return b.op("Reshape", {flat, b.ints({3, 2})}, k32);
        }},
   };
-  for (Case& c : cases) {
-    CAPTURE(c.property.name);
-    GraphBuilder b;
-    ir::ValueId x = b.input(k23);
-    ir::ValueId y = c.make(b, x);
-    b.output(b.op("Relu", {y}, b.g.values[y].type));
-    CHECK_FALSE(check(c.property, b.g).empty());
-    run(b.g, passes::no_op_elimination());
-    CHECK(check(c.property, b.g).empty());
-  }
+  check_pass_removes(patterns, passes::no_op_elimination);
 }
 
 TEST_CASE("noop's properties accept a no-op the pass must keep (an interface value)") {
@@ -145,40 +152,28 @@ TEST_CASE("noop's properties accept a no-op the pass must keep (an interface val
 }
 
 TEST_CASE("transpose's properties each find their pattern, and transpose folding removes it") {
-  struct Case {
-    passes::Property property;
-    std::function<ir::ValueId(GraphBuilder&, ir::ValueId, ir::ValueId)> make;
-  };
-  std::vector<Case> cases = {
+  const std::vector<Pattern> patterns = {
       {passes::no_cancelling_transposes(),
-       [](GraphBuilder& b, ir::ValueId x, ir::ValueId) {
+       [](GraphBuilder& b, ir::ValueId x) {
          ir::ValueId t = b.op("Transpose", {x}, k32, {ints_attr("perm", {1, 0})});
          return b.op("Transpose", {b.op("Exp", {t}, k32)}, k23, {ints_attr("perm", {1, 0})});
        }},
       {passes::no_transposes_to_sink(),
-       [](GraphBuilder& b, ir::ValueId x, ir::ValueId y) {
+       [](GraphBuilder& b, ir::ValueId x) {
+         ir::ValueId y = b.input(k23);  // the second input, made right after x
          ir::ValueId tx = b.op("Transpose", {x}, k32, {ints_attr("perm", {1, 0})});
          ir::ValueId ty = b.op("Transpose", {y}, k32, {ints_attr("perm", {1, 0})});
          return b.op("Add", {tx, ty}, k32);
        }},
       {passes::no_cast_of_bool_transpose(),
-       [](GraphBuilder& b, ir::ValueId x, ir::ValueId) {
+       [](GraphBuilder& b, ir::ValueId x) {
          ir::ValueId m = b.op("Less", {x, x}, Aval(JXO_DTYPE_BOOL, {N(2), N(3)}));
          ir::ValueId t =
              b.op("Transpose", {m}, Aval(JXO_DTYPE_BOOL, {N(3), N(2)}), {ints_attr("perm", {1, 0})});
          return b.op("Cast", {t}, k32, {int_attr("to", JXO_DTYPE_FLOAT32)});
        }},
   };
-  for (Case& c : cases) {
-    CAPTURE(c.property.name);
-    GraphBuilder b;
-    ir::ValueId x = b.input(k23), y = b.input(k23);
-    ir::ValueId out = c.make(b, x, y);
-    b.output(b.op("Relu", {out}, b.g.values[out].type));
-    CHECK_FALSE(check(c.property, b.g).empty());
-    run(b.g, passes::transpose_folding());
-    CHECK(check(c.property, b.g).empty());
-  }
+  check_pass_removes(patterns, passes::transpose_folding);
 }
 
 TEST_CASE("no foldable constants: a Shape of a static value; the check leaves the graph alone") {
@@ -244,8 +239,8 @@ TEST_CASE("the manager names a pass that breaks its guarantee, and the property"
   GraphBuilder b;
   b.output(b.op("Relu", {b.input(k23)}, k23));
   std::string msg = failure(b.g, std::make_unique<LeavesDeadNode>());
-  CHECK(contains(msg, "pass 'leaves_dead_node' (round 1) broke its guarantee"));
-  CHECK(contains(msg, "'no dead nodes': node #1 Neg 'dead' is dead"));
+  check_mentions(msg, {"pass 'leaves_dead_node' (round 1) broke its guarantee",
+                       "'no dead nodes': node #1 Neg 'dead' is dead"});
 }
 
 TEST_CASE("the manager names a pass whose needs do not hold, in a subgraph too") {
@@ -256,14 +251,10 @@ TEST_CASE("the manager names a pass whose needs do not hold, in a subgraph too")
   ir::ValueId u = body->add_value("untyped");
   body->nodes.push_back(ir::Node{"make", "RandomNormal", "", {}, {u}, {}});
   body->outputs = {u};
-  ir::Attribute branch{"else_branch", ir::kAttrGraph};
-  branch.graph = body;
-  ir::ValueId y = b.value(k23);
-  b.g.nodes.push_back(ir::Node{"if", "If", "", {cond}, {y}, {branch}});
-  b.output(y);
+  b.output(b.if_node(cond, "else_branch", body, k23));
   std::string msg = failure(b.g, std::make_unique<NeedsTypes>());
-  CHECK(contains(msg, "pass 'needs_types' (round 1) needs what does not hold"));
-  CHECK(contains(msg, "graph 'else': 'typed values'"));
+  check_mentions(msg, {"pass 'needs_types' (round 1) needs what does not hold",
+                       "graph 'else': 'typed values'"});
 }
 
 TEST_CASE("every pass states needs and guarantees, with names unique per pass") {

@@ -84,11 +84,7 @@ TEST_CASE("the verifier checks that captures resolve") {
   ir::ValueId inner = sub->add_value("captured");
   sub->captures.push_back({inner, 99});  // no such outer value
   sub->outputs.push_back(inner);
-  ir::Attribute a{"then_branch", ir::kAttrGraph};
-  a.graph = sub;
-  ir::ValueId y = b.value(f32({2}), "y");
-  b.g.nodes.push_back(ir::Node{"if", "If", "", {x}, {y}, {a}});
-  b.output(y);
+  b.output(b.if_node(x, "then_branch", sub, f32({2})), "y");
   CHECK(contains(problem(b.g), "capture 'captured' stands for no value visible"));
 }
 
