@@ -95,54 +95,69 @@ class TracedProgram:
     """A traced program and what one walk over it (nested jaxprs included, a
     jaxpr shared by many equations once) found for the steps before lowering:
     _keys (has_keys, uses_random), _callbacks (dropped), _supported
-    (unsupported) and _record (equations)."""
+    (unsupported) and _record (calls, spelled out by equations())."""
 
     closed: object        # the jax ClosedJaxpr
     has_keys: bool        # typed PRNG keys enter (inputs, constants) or are made
     uses_random: bool     # random_bits / random_split / random_gamma anywhere
     dropped: list         # [(primitive, source_info)] of debug_print / debug_callback, in order
     unsupported: tuple | None  # the first (eqn, var, dtype name) no model can hold, nested first
+    # [(eqn, context, None)] of each equation as the walk met it, context the
+    # path of the equations and params holding it ("/scan.jaxpr"); a shared
+    # jaxpr met again is one (None, context, (start, end, first context)) that
+    # stands for calls[start:end] again: equations() spells the calls out
+    calls: list
 
     @classmethod
     def of(cls, closed):
         from jaxonnx import _callbacks, _keys, _supported
 
-        facts = cls(closed, False, False, [], None)
+        facts = cls(closed, False, False, [], None, [])
         jaxpr = closed.jaxpr
         facts.has_keys = any(_keys.is_key(getattr(v.aval, "dtype", None))
                              for v in (*jaxpr.invars, *jaxpr.constvars))
-        seen = {}  # id -> jaxpr, held so that no id is reused
+        calls = facts.calls
+        # id -> (jaxpr, (start, end, context) of its first walk in calls); the
+        # jaxpr is held so that no id is reused
+        seen = {}
 
-        def walk(jaxpr):
+        def walk(jaxpr, context):
             for eqn in jaxpr.eqns:
                 name = eqn.primitive.name
+                calls.append((eqn, context, None))
                 facts.has_keys = facts.has_keys or name in _keys.KEY_MAKERS
                 facts.uses_random = facts.uses_random or name in _keys.RANDOM_PRIMITIVES
                 if name in _callbacks.DROPPED:
                     facts.dropped.append((name, eqn.source_info))
-                for _, sub in sub_jaxprs(eqn.params):
-                    if id(sub) not in seen:
-                        seen[id(sub)] = sub
-                        facts.has_keys = facts.has_keys or any(
-                            _keys.is_key(getattr(v.aval, "dtype", None)) for v in sub.constvars)
-                        walk(sub)
+                for label, sub in sub_jaxprs(eqn.params):
+                    inner = f"{context}/{name}.{label}"
+                    if id(sub) in seen:
+                        calls.append((None, inner, seen[id(sub)][1]))
+                        continue
+                    facts.has_keys = facts.has_keys or any(
+                        _keys.is_key(getattr(v.aval, "dtype", None)) for v in sub.constvars)
+                    start = len(calls)
+                    walk(sub, inner)
+                    seen[id(sub)] = (sub, (start, len(calls), inner))
                 if facts.unsupported is None:  # after the nested ones: the innermost is named
                     for v in (*eqn.invars, *eqn.outvars):
                         if (dt := _supported.unsupported(v.aval)):
                             facts.unsupported = (eqn, v, dt)
                             break
 
-        walk(jaxpr)
+        walk(jaxpr, "")
         return facts
 
     def equations(self):
         """(eqn, context) of every equation in the order the lowering meets
-        them, each call of a shared jaxpr again; context is the path of the
-        equations and params holding it ("/scan.jaxpr")."""
-        def walk(jaxpr, context):
-            for eqn in jaxpr.eqns:
-                yield eqn, context
-                for label, sub in sub_jaxprs(eqn.params):
-                    yield from walk(sub, f"{context}/{eqn.primitive.name}.{label}")
+        them, each call of a shared jaxpr again: calls spelled out, the jaxpr
+        not walked again."""
+        def spell(start, end, first, context):
+            for eqn, where, again in self.calls[start:end]:
+                where = context + where[len(first):]
+                if again is None:
+                    yield eqn, where
+                else:
+                    yield from spell(*again, where)
 
-        yield from walk(self.closed.jaxpr, "")
+        yield from spell(0, len(self.calls), "", "")

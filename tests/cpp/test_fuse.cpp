@@ -11,45 +11,13 @@
 #include "jaxonnx/core/passes.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
 
+#include "graph_builders.hpp"
+
 using namespace jaxonnx;
 namespace sdk = jaxonnx::sdk;
+using namespace jaxonnx::test;
 
 namespace {
-
-Aval f32(std::vector<int64_t> dims) {
-  std::vector<Dim> d;
-  for (int64_t x : dims) d.push_back(Dim{x, {}});
-  return Aval(JXO_DTYPE_FLOAT32, d);
-}
-
-struct Graph {
-  ir::Graph g;
-  ir::ValueId value(const Aval& t, std::string name) {
-    ir::ValueId v = g.add_value(std::move(name));
-    g.values[v].has_type = true;
-    g.values[v].type = t;
-    return v;
-  }
-  ir::ValueId input(const Aval& t, std::string name) {
-    ir::ValueId v = value(t, std::move(name));
-    g.inputs.push_back(v);
-    return v;
-  }
-  ir::ValueId op(const char* op, std::vector<ir::ValueId> ins, const Aval& t) {
-    ir::ValueId v = value(t, "v" + std::to_string(g.values.size()));
-    g.nodes.push_back(ir::Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(ins), {v}, {}});
-    return v;
-  }
-  void output(ir::ValueId v, std::string name) {
-    g.values[v].name = std::move(name);
-    g.outputs.push_back(v);
-  }
-  std::vector<std::string> ops() const {
-    std::vector<std::string> out;
-    for (const ir::Node& n : g.nodes) out.push_back(n.op_type);
-    return out;
-  }
-};
 
 // A rule as a plugin declares it: the SDK's entry, seen by the host as RuleInfo.
 struct TestRule {
@@ -93,12 +61,23 @@ void relu_relu(sdk::Rewrite& R) {
   R.replace(R.output(R.root()), R.op("Relu", {R.input(n, 0)}, R.aval(inner)));
 }
 
+// Relu(x) -> a Relu typed float32[5], whatever the root's type.
+void retyped_relu(sdk::Rewrite& R) {
+  R.replace(R.output(R.root()), R.op("Relu", {R.input(R.root(), 0)}, sdk::Aval(sdk::dtype::f32, {5})));
+}
+
+// Relu(x) -> Relu(the root's own output): an input defined after the root.
+void self_reading_relu(sdk::Rewrite& R) {
+  sdk::Value own = R.output(R.root());
+  R.replace(own, R.op("Relu", {own}, R.aval(own)));
+}
+
 }  // namespace
 
 TEST_CASE("fuse: a rule replaces a root output with an existing value") {
-  Graph b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({2, 3}), "x");
-  ir::ValueId y = b.op("Exp", {b.op("Neg", {b.op("Neg", {x}, f32({2, 3}))}, f32({2, 3}))}, f32({2, 3}));
+  ir::ValueId y = b.chain(x, {"Neg", "Neg", "Exp"});
   b.output(y, "y");
   TestRule rule("neg_neg", "Neg", {}, neg_neg);
   CHECK(fuse(b.g, rule));
@@ -107,10 +86,10 @@ TEST_CASE("fuse: a rule replaces a root output with an existing value") {
 }
 
 TEST_CASE("fuse: an intermediate with another reader is not fused") {
-  Graph b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({2}), "x");
   ir::ValueId inner = b.op("Neg", {x}, f32({2}));
-  b.output(b.op("Exp", {b.op("Neg", {inner}, f32({2}))}, f32({2})), "y");
+  b.output(b.chain(inner, {"Neg", "Exp"}), "y");
   b.output(inner, "also");
   TestRule rule("neg_neg", "Neg", {}, neg_neg);
   CHECK_FALSE(fuse(b.g, rule));
@@ -118,9 +97,9 @@ TEST_CASE("fuse: an intermediate with another reader is not fused") {
 }
 
 TEST_CASE("fuse: a root that defines a graph output hands its name to the replacement") {
-  Graph b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({4}), "x");
-  ir::ValueId y = b.op("Relu", {b.op("Relu", {x}, f32({4}))}, f32({4}));
+  ir::ValueId y = b.chain(x, {"Relu", "Relu"});
   b.output(y, "y");
   TestRule rule("relu_relu", "Relu", {"Relu"}, relu_relu);
   CHECK(fuse(b.g, rule));
@@ -130,33 +109,33 @@ TEST_CASE("fuse: a root that defines a graph output hands its name to the replac
   CHECK(b.g.values[b.g.outputs[0]].name == "y");
 }
 
-TEST_CASE("fuse: a graph output is not replaced by a value the rule did not emit") {
-  Graph b;
-  ir::ValueId x = b.input(f32({4}), "x");
-  b.output(b.op("Neg", {b.op("Neg", {x}, f32({4}))}, f32({4})), "y");
-  TestRule rule("neg_neg", "Neg", {}, neg_neg);
+namespace {
+// x: float32[4] -> ops -> y, which fusing with `rule` leaves as it is, without
+// even a new value.
+void check_fuse_changes_nothing(std::initializer_list<const char*> ops, const TestRule& rule) {
+  GraphBuilder b;
+  b.output(b.chain(b.input(f32({4}), "x"), ops), "y");
   size_t values = b.g.values.size();
   CHECK_FALSE(fuse(b.g, rule));
-  CHECK(b.ops() == std::vector<std::string>{"Neg", "Neg"});
+  CHECK(b.ops() == std::vector<std::string>(ops.begin(), ops.end()));
   CHECK(b.g.values.size() == values);
+}
+}  // namespace
+
+TEST_CASE("fuse: a graph output is not replaced by a value the rule did not emit") {
+  check_fuse_changes_nothing({"Neg", "Neg"}, TestRule("neg_neg", "Neg", {}, neg_neg));
 }
 
 TEST_CASE("fuse: a rule that emits without replacing changes nothing") {
-  Graph b;
-  ir::ValueId x = b.input(f32({4}), "x");
-  b.output(b.op("Exp", {b.op("Relu", {x}, f32({4}))}, f32({4})), "y");
   TestRule rule("emit_only", "Relu", {"Relu"},
                 [](sdk::Rewrite& R) { R.op("Relu", {R.input(R.root(), 0)}, sdk::Aval(sdk::dtype::f32, {4})); });
-  size_t values = b.g.values.size();
-  CHECK_FALSE(fuse(b.g, rule));
-  CHECK(b.ops() == std::vector<std::string>{"Relu", "Exp"});
-  CHECK(b.g.values.size() == values);
+  check_fuse_changes_nothing({"Relu", "Exp"}, rule);
 }
 
 TEST_CASE("fuse: a rule below its min_opset is not tried") {
-  Graph b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({4}), "x");
-  b.output(b.op("Exp", {b.op("Relu", {b.op("Relu", {x}, f32({4}))}, f32({4}))}, f32({4})), "y");
+  b.output(b.chain(x, {"Relu", "Relu", "Exp"}), "y");
   TestRule rule("relu_relu", "Relu", {"Relu"}, relu_relu, /*min_opset=*/20);
   CHECK_FALSE(fuse(b.g, rule, 18));
   CHECK(fuse(b.g, rule, 20));
@@ -164,42 +143,26 @@ TEST_CASE("fuse: a rule below its min_opset is not tried") {
 }
 
 TEST_CASE("fuse: an undeclared op, a wrong type or a late input fails the conversion") {
-  auto build = [](Graph& b) {
+  // Fuses x -> Relu -> Relu -> Exp with the rule `name` (root Relu, emitting `ops`).
+  auto fuse_relus = [](const char* name, std::vector<std::string> ops, sdk::RewriteFn fn) {
+    GraphBuilder b;
     ir::ValueId x = b.input(f32({4}), "x");
-    b.output(b.op("Exp", {b.op("Relu", {b.op("Relu", {x}, f32({4}))}, f32({4}))}, f32({4})), "y");
+    b.output(b.chain(x, {"Relu", "Relu", "Exp"}), "y");
+    TestRule rule(name, "Relu", std::move(ops), std::move(fn));
+    return fuse(b.g, rule);
   };
-  {
-    Graph b;
-    build(b);
-    TestRule rule("undeclared", "Relu", {"Sigmoid"}, relu_relu);
-    CHECK_THROWS_WITH_AS(fuse(b.g, rule), doctest::Contains("not among the ops the rule declares"),
-                         ConversionError);
-  }
-  {
-    Graph b;
-    build(b);
-    TestRule rule("wrong_type", "Relu", {"Relu"}, [](sdk::Rewrite& R) {
-      R.replace(R.output(R.root()), R.op("Relu", {R.input(R.root(), 0)}, sdk::Aval(sdk::dtype::f32, {5})));
-    });
-    CHECK_THROWS_WITH_AS(fuse(b.g, rule), doctest::Contains("'wrong_type' of plugin 'test_rules'"),
-                         ConversionError);
-  }
-  {
-    Graph b;
-    build(b);
-    TestRule rule("late_input", "Relu", {"Relu"}, [](sdk::Rewrite& R) {
-      sdk::Value own = R.output(R.root());
-      R.replace(own, R.op("Relu", {own}, R.aval(own)));
-    });
-    CHECK_THROWS_WITH_AS(fuse(b.g, rule), doctest::Contains("not a value defined before the root"),
-                         ConversionError);
-  }
+  CHECK_THROWS_WITH_AS(fuse_relus("undeclared", {"Sigmoid"}, relu_relu),
+                       doctest::Contains("not among the ops the rule declares"), ConversionError);
+  CHECK_THROWS_WITH_AS(fuse_relus("wrong_type", {"Relu"}, retyped_relu),
+                       doctest::Contains("'wrong_type' of plugin 'test_rules'"), ConversionError);
+  CHECK_THROWS_WITH_AS(fuse_relus("late_input", {"Relu"}, self_reading_relu),
+                       doctest::Contains("not a value defined before the root"), ConversionError);
 }
 
 TEST_CASE("fuse's guarantee: no rule matches, found on a scratch copy") {
-  Graph b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({2}), "x");
-  b.output(b.op("Exp", {b.op("Neg", {b.op("Neg", {x}, f32({2}))}, f32({2}))}, f32({2})), "y");
+  b.output(b.chain(x, {"Neg", "Neg", "Exp"}), "y");
   TestRule rule("neg_neg", "Neg", {}, neg_neg);
   passes::Property p = passes::no_rule_matches({&rule.info}, 23);
   std::string before = ir::to_text(b.g);
@@ -222,7 +185,7 @@ void fuse_only(ir::Graph& g, const TestRule& rule) {
 TEST_CASE("fuse: a chain collapses in place, each replacement a root for the next match") {
   // Relu^9(x) -> Relu(x): every match's replacement reads the node before it,
   // which the next match takes as its root; nothing dead is left behind.
-  Graph b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({3}), "x");
   ir::ValueId v = x;
   for (int k = 0; k < 9; ++k) v = b.op("Relu", {v}, f32({3}));
@@ -239,11 +202,11 @@ TEST_CASE("fuse: a chain collapses in place, each replacement a root for the nex
 TEST_CASE("fuse: matches at both ends of a graph output chain keep order and names") {
   // Two independent chains; the second defines the graph output, the first
   // feeds it through an Add.
-  Graph b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({2}), "x");
-  ir::ValueId a = b.op("Relu", {b.op("Relu", {x}, f32({2}))}, f32({2}));
+  ir::ValueId a = b.chain(x, {"Relu", "Relu"});
   ir::ValueId s = b.op("Add", {a, x}, f32({2}));
-  ir::ValueId y = b.op("Relu", {b.op("Relu", {b.op("Relu", {s}, f32({2}))}, f32({2}))}, f32({2}));
+  ir::ValueId y = b.chain(s, {"Relu", "Relu", "Relu"});
   b.output(y, "y");
   TestRule rule("relu_relu", "Relu", {"Relu"}, relu_relu);
   fuse_only(b.g, rule);
@@ -257,11 +220,11 @@ TEST_CASE("fuse: matches at both ends of a graph output chain keep order and nam
 TEST_CASE("fuse: a dead reader does not keep an intermediate from fusing") {
   // Neg(Neg(x)) where the inner Neg is also read by an Exp nobody reads: the
   // rules see true read counts, so the pair fuses.
-  Graph b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({2}), "x");
   ir::ValueId inner = b.op("Neg", {x}, f32({2}));
   b.op("Exp", {inner}, f32({2}));
-  b.output(b.op("Sin", {b.op("Neg", {inner}, f32({2}))}, f32({2})), "y");
+  b.output(b.chain(inner, {"Neg", "Sin"}), "y");
   TestRule rule("neg_neg", "Neg", {}, neg_neg);
   fuse_only(b.g, rule);
   REQUIRE(b.ops() == std::vector<std::string>{"Sin"});

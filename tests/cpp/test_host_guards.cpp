@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <vector>
@@ -14,7 +15,11 @@
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/plugin_host.hpp"
 
+#include "error_checks.hpp"
+#include "graph_builders.hpp"
+
 using namespace jaxonnx;
+using namespace jaxonnx::test;
 
 namespace {
 // While set, every allocation through operator new fails.
@@ -45,33 +50,6 @@ std::string message(const jxo_api* api, const jxo_status* st) {
   return std::string(m.data, m.size);
 }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-Aval f32_b3() { return Aval(JXO_DTYPE_FLOAT32, {Dim{0, "B"}, Dim{3, {}}}); }
-
-Atom var(int64_t id) {
-  Atom a;
-  a.var = id;
-  a.aval = f32_b3();
-  return a;
-}
-
-// x -> prim(x) -> out
-ClosedJaxpr one_eqn(const std::string& prim) {
-  ClosedJaxpr c;
-  c.jaxpr.invars = {var(0)};
-  Eqn e;
-  e.primitive = prim;
-  e.inputs = {var(0)};
-  e.outputs = {var(1)};
-  e.params.kind = JXO_PARAM_RECORD;
-  c.jaxpr.eqns = {e};
-  c.jaxpr.outvars = {var(1)};
-  return c;
-}
-
 // What the lowering below saw from each host call made without memory.
 struct Seen {
   jxo_status* status = nullptr;
@@ -85,10 +63,22 @@ Seen g_seen;
 // (x, z) -> prim(x): the output does not depend on z.
 ClosedJaxpr two_inputs() {
   ClosedJaxpr c = one_eqn("unused");
-  c.jaxpr.invars.push_back(var(2));
+  c.jaxpr.invars.push_back(var(2, batch3()));
   return c;
 }
 ClosedJaxpr g_nested = two_inputs();
+
+// Emits op_type(x) through the plain C ABI, its one output into *y.
+jxo_status* emit_unary(const jxo_api* api, jxo_lowering* ctx, const char* op_type, jxo_value x,
+                       jxo_value* y) {
+  jxo_node node{};
+  node.struct_size = sizeof node;
+  node.op_type = jxo_str{op_type, std::strlen(op_type)};
+  node.inputs = &x;
+  node.num_inputs = 1;
+  node.num_outputs = 1;
+  return api->emit_node(ctx, &node, y);
+}
 
 // A lowering (plain C ABI, no SDK) that calls the host while memory has run
 // out, then lowers x to Identity(x) as if nothing happened.
@@ -106,13 +96,7 @@ jxo_status* lower_starved(const jxo_api* api, jxo_lowering* ctx, void*) {
   api->status_release(g_seen.status);
   jxo_value x = JXO_NO_VALUE, y = JXO_NO_VALUE;
   if (jxo_status* s = api->input(ctx, 0, &x)) return s;
-  jxo_node node{};
-  node.struct_size = sizeof node;
-  node.op_type = jxo_str{"Identity", 8};
-  node.inputs = &x;
-  node.num_inputs = 1;
-  node.num_outputs = 1;
-  if (jxo_status* s = api->emit_node(ctx, &node, &y)) return s;
+  if (jxo_status* s = emit_unary(api, ctx, "Identity", x, &y)) return s;
   return api->bind_output(ctx, 0, y);
 }
 
@@ -130,13 +114,7 @@ jxo_status* lower_bad_key(const jxo_api* api, jxo_lowering* ctx, void*) {
 jxo_status* lower_new_op(const jxo_api* api, jxo_lowering* ctx, void*) {
   jxo_value x = JXO_NO_VALUE, y = JXO_NO_VALUE;
   if (jxo_status* s = api->input(ctx, 0, &x)) return s;
-  jxo_node node{};
-  node.struct_size = sizeof node;
-  node.op_type = jxo_str{"RMSNormalization", 16};
-  node.inputs = &x;
-  node.num_inputs = 1;
-  node.num_outputs = 1;
-  jxo_status* s = api->emit_node(ctx, &node, &y);
+  jxo_status* s = emit_unary(api, ctx, "RMSNormalization", x, &y);
   g_seen.status_code = api->status_code(s);
   return s ? s : api->bind_output(ctx, 0, y);
 }
@@ -164,17 +142,6 @@ const LoadedPlugin& starved_plugin() {
     return plugin;
   }();
   return *p;
-}
-
-std::string conversion_error(const ClosedJaxpr& program, const Registry& reg,
-                             const ConvertOptions& options = {}) {
-  try {
-    lower_to_ir(program, reg, options);
-  } catch (const ConversionError& e) {
-    return e.what();
-  }
-  FAIL("expected a ConversionError");
-  return {};
 }
 
 }  // namespace
@@ -227,8 +194,7 @@ TEST_CASE("host calls made without memory return to the plugin, and the lowering
   CHECK(g_seen.depends == 1);  // "may depend": the conservative answer (the true one is 0)
   CHECK(host_api()->jaxpr_depends(reinterpret_cast<const jxo_jaxpr*>(&g_nested), 0, 1) == 0);
   // The plugin carried on and succeeded; the host still fails the lowering.
-  CHECK(contains(msg, "plugin 'test_starved' failed to lower 'test.starved'"));
-  CHECK(contains(msg, "out of memory"));
+  check_mentions(msg, {"plugin 'test_starved' failed to lower 'test.starved'", "out of memory"});
 }
 
 TEST_CASE("an argument the host cannot read fails the lowering with the call's name") {
@@ -237,10 +203,10 @@ TEST_CASE("an argument the host cannot read fails the lowering with the call's n
   g_seen = Seen{};
   std::string msg = conversion_error(one_eqn("test.bad_key"), reg);
   CHECK(g_seen.memo == JXO_NO_VALUE);
-  CHECK(contains(msg, "plugin 'test_starved' failed to lower 'test.bad_key'"));
-  CHECK(contains(msg, "memo_get: a string argument is a NULL pointer with size 3"));
-  CHECK(contains(msg, "status_create: a string argument is a NULL pointer with size 5"));
-  CHECK(contains(msg, "a bug in plugin 'test_starved'"));
+  check_mentions(msg, {"plugin 'test_starved' failed to lower 'test.bad_key'",
+                       "memo_get: a string argument is a NULL pointer with size 3",
+                       "status_create: a string argument is a NULL pointer with size 5",
+                       "a bug in plugin 'test_starved'"});
 }
 
 TEST_CASE("an op newer than the target opset is JXO_UNSUPPORTED_OPSET, and the user is told") {
@@ -251,8 +217,8 @@ TEST_CASE("an op newer than the target opset is JXO_UNSUPPORTED_OPSET, and the u
   options.opset = 18;
   std::string msg = conversion_error(one_eqn("test.new_op"), reg, options);
   CHECK(g_seen.status_code == JXO_UNSUPPORTED_OPSET);
-  CHECK(contains(msg, "'RMSNormalization' exists from opset 23"));
-  CHECK(contains(msg, "the model targets opset 18; a newer opset may lower it"));
+  check_mentions(msg, {"'RMSNormalization' exists from opset 23",
+                       "the model targets opset 18; a newer opset may lower it"});
   // At opset 23 the same lowering works.
   options.opset = 23;
   CHECK(lower_to_ir(one_eqn("test.new_op"), reg, options).graph.nodes.size() == 1);

@@ -14,59 +14,13 @@
 #include "jaxonnx/core/plugin_host.hpp"
 #include "onnx.pb.h"
 
+#include "error_checks.hpp"
+#include "graph_builders.hpp"
+
 using namespace jaxonnx;
+using namespace jaxonnx::test;
 
 namespace {
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-Dim N(int64_t v) { return Dim{v, {}}; }
-Dim S(std::string s) { return Dim{0, std::move(s)}; }
-Aval f32(std::vector<Dim> dims) { return Aval(JXO_DTYPE_FLOAT32, std::move(dims)); }
-Aval batch3() { return f32({S("B"), N(3)}); }
-
-Atom var(int64_t id, const Aval& aval) {
-  Atom a;
-  a.var = id;
-  a.aval = aval;
-  return a;
-}
-
-Param record(std::vector<std::string> keys = {}, std::vector<Param> items = {}) {
-  Param p;
-  p.kind = JXO_PARAM_RECORD;
-  p.keys = std::move(keys);
-  p.items = std::move(items);
-  return p;
-}
-
-Param float_param(double f) {
-  Param p;
-  p.kind = JXO_PARAM_FLOAT;
-  p.f = f;
-  return p;
-}
-
-Eqn eqn(std::string prim, std::vector<Atom> ins, std::vector<Atom> outs, Param params = record()) {
-  Eqn e;
-  e.primitive = std::move(prim);
-  e.inputs = std::move(ins);
-  e.outputs = std::move(outs);
-  e.params = std::move(params);
-  return e;
-}
-
-// x: f32[B,3];  a = prim(x);  out = a
-ClosedJaxpr one_eqn(const std::string& prim, int64_t source = -1) {
-  ClosedJaxpr c;
-  c.jaxpr.invars = {var(0, batch3())};
-  c.jaxpr.eqns = {eqn(prim, {var(0, batch3())}, {var(1, batch3())})};
-  c.jaxpr.eqns[0].source = source;
-  c.jaxpr.outvars = {var(1, batch3())};
-  return c;
-}
 
 // x: f32[B,3];  a = test.identity(x);  b = test.scale(a, factor=3);  out = b
 ClosedJaxpr identity_then_scale() {
@@ -81,25 +35,7 @@ ClosedJaxpr identity_then_scale() {
   return c;
 }
 
-// The message lower_to_ir throws for `program`; fails the test if it converts.
-std::string conversion_error(const ClosedJaxpr& program, const Registry& reg,
-                             const ConvertOptions& options = {}) {
-  try {
-    lower_to_ir(program, reg, options);
-  } catch (const ConversionError& e) {
-    return e.what();
-  }
-  FAIL("expected a ConversionError");
-  return {};
-}
-
 Registry good() { return Registry::scan({JXO_TEST_GOOD_DIR}); }
-
-int count_op(const ir::Graph& g, const std::string& op) {
-  int n = 0;
-  for (const ir::Node& node : g.nodes) n += node.op_type == op;
-  return n;
-}
 
 }  // namespace
 
@@ -112,12 +48,10 @@ TEST_CASE("target profiles: a lowering asks the target; the host refuses what it
   ClosedJaxpr attention = one_eqn("test.target");
   attention.jaxpr.eqns[0].params = record({"attention"}, {float_param(1.0)});
   std::string msg = conversion_error(attention, reg, options);
-  CHECK(msg.find("the target \"portable\" refuses Attention") != std::string::npos);
-  CHECK(msg.find("test_good") != std::string::npos);
+  check_mentions(msg, {"the target \"portable\" refuses Attention", "test_good"});
   options.target = "tpu";
   msg = conversion_error(one_eqn("test.target"), reg, options);
-  CHECK(msg.find("unknown target \"tpu\"") != std::string::npos);
-  CHECK(msg.find("\"portable\"") != std::string::npos);
+  check_mentions(msg, {"unknown target \"tpu\"", "\"portable\""});
 }
 
 TEST_CASE("target profiles: a node of a non-standard domain only where the profile runs it") {
@@ -131,8 +65,7 @@ TEST_CASE("target profiles: a node of a non-standard domain only where the profi
     CHECK(msg.find(std::string("the target \"") + target + "\" refuses FastGelu of domain com.microsoft") !=
           std::string::npos);
     CHECK(msg.find("\"onnxruntime-contrib\"") != std::string::npos);  // the target that runs it
-    CHECK(msg.find("test_good") != std::string::npos);
-    CHECK(msg.find("test.target") != std::string::npos);
+    check_mentions(msg, {"test_good", "test.target"});
   }
   options.target = "onnxruntime-contrib";
   ir::Model m = lower_to_ir(contrib, reg, options);
@@ -186,38 +119,31 @@ TEST_CASE("a failing plugin becomes a ConversionError with plugin, primitive and
     return "model.py:" + std::to_string(source) + " (forward)";
   };
   std::string msg = conversion_error(one_eqn("test.fail", 41), reg, options);
-  CHECK(contains(msg, "plugin 'test_failing' failed to lower 'test.fail'"));
-  CHECK(contains(msg, "test.fail: refusing on purpose"));
-  CHECK(contains(msg, "float32[B,3]"));
-  CHECK(contains(msg, "model.py:41 (forward)"));
+  check_mentions(msg, {"plugin 'test_failing' failed to lower 'test.fail'",
+                       "test.fail: refusing on purpose", "float32[B,3]", "model.py:41 (forward)"});
 }
 
 TEST_CASE("a throwing plugin becomes a ConversionError, not a crash") {
   Registry reg = Registry::scan({JXO_TEST_THROWING_DIR});
   std::string msg = conversion_error(one_eqn("test.throw"), reg);
-  CHECK(contains(msg, "plugin 'test_throwing' failed to lower 'test.throw'"));
-  CHECK(contains(msg, "test.throw: std::runtime_error from the plugin"));
+  check_mentions(msg, {"plugin 'test_throwing' failed to lower 'test.throw'",
+                       "test.throw: std::runtime_error from the plugin"});
   std::string other = conversion_error(one_eqn("test.throw_other"), reg);
-  CHECK(contains(other, "plugin 'test_throwing' failed to lower 'test.throw_other'"));
-  CHECK(contains(other, "unknown C++ exception"));
+  check_mentions(other, {"plugin 'test_throwing' failed to lower 'test.throw_other'",
+                         "unknown C++ exception"});
 }
 
 TEST_CASE("a lowering that binds no output is an error saying 'unbound'") {
   Registry reg = Registry::scan({JXO_TEST_UNBOUND_DIR});
   std::string msg = conversion_error(one_eqn("test.unbound"), reg);
-  CHECK(contains(msg, "plugin 'test_unbound'"));
-  CHECK(contains(msg, "'test.unbound'"));
-  CHECK(contains(msg, "output 0"));
-  CHECK(contains(msg, "unbound"));
+  check_mentions(msg, {"plugin 'test_unbound'", "'test.unbound'", "output 0", "unbound"});
 }
 
 TEST_CASE("an unknown primitive names itself, its input avals and the folders searched") {
   Registry reg = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_GARBAGE_DIR});
   std::string msg = conversion_error(one_eqn("test.nobody_claims_this"), reg);
-  CHECK(contains(msg, "'test.nobody_claims_this'"));
-  CHECK(contains(msg, "float32[B,3]"));
-  CHECK(contains(msg, JXO_TEST_GOOD_DIR));
-  CHECK(contains(msg, JXO_TEST_GARBAGE_DIR));
+  check_mentions(msg, {"'test.nobody_claims_this'", "float32[B,3]", JXO_TEST_GOOD_DIR,
+                       JXO_TEST_GARBAGE_DIR});
   CHECK(contains(msg, "garbage.so"));  // the skipped files are listed too
 }
 
@@ -225,8 +151,8 @@ TEST_CASE("an opset below the minimum is refused") {
   ConvertOptions options;
   options.opset = kMinOpset - 1;
   std::string msg = conversion_error(identity_then_scale(), good(), options);
-  CHECK(contains(msg, "opset " + std::to_string(kMinOpset - 1)));
-  CHECK(contains(msg, "jaxonnx lowers to opset " + std::to_string(kMinOpset) + " or newer"));
+  check_mentions(msg, {"opset " + std::to_string(kMinOpset - 1),
+                       "jaxonnx lowers to opset " + std::to_string(kMinOpset) + " or newer"});
 }
 
 TEST_CASE("prune removes a dead node and its unused initializer") {
@@ -334,8 +260,8 @@ TEST_CASE("abstract eval through a plugin callback keeps symbolic dims") {
   } catch (const ConversionError& e) {
     msg = e.what();
   }
-  CHECK(contains(msg, "plugin 'test_good' failed the abstract eval of 'test.identity'"));
-  CHECK(contains(msg, "expects exactly one input"));
+  check_mentions(msg, {"plugin 'test_good' failed the abstract eval of 'test.identity'",
+                       "expects exactly one input"});
 }
 
 TEST_CASE("export writes large weights between protobuf's pieces, byte for byte as protobuf would") {
@@ -429,15 +355,6 @@ TEST_CASE("a subgraph attribute is exported with its captures under the outer na
 
 namespace {
 
-ClosedJaxpr one_eqn_f32(const std::string& prim) {
-  ClosedJaxpr c;
-  Aval a = f32({S("B"), N(3)});
-  c.jaxpr.invars = {var(0, a)};
-  c.jaxpr.eqns = {eqn(prim, {var(0, a)}, {var(1, a)})};
-  c.jaxpr.outvars = {var(1, a)};
-  return c;
-}
-
 const ir::Graph& graph_attr(const ir::Node& n, const std::string& name) {
   for (const ir::Attribute& a : n.attrs)
     if (a.name == name) {
@@ -453,7 +370,7 @@ const ir::Graph& graph_attr(const ir::Node& n, const std::string& name) {
 
 TEST_CASE("subgraphs: outer values are captured through every scope in between") {
   Registry reg = Registry::scan({JXO_TEST_SUBGRAPHS_DIR});
-  ir::Model m = lower_to_ir(one_eqn_f32("test.nested_if"), reg, {});
+  ir::Model m = lower_to_ir(one_eqn("test.nested_if"), reg, {});
   prune(m.graph);
   const ir::Graph& g = m.graph;
   REQUIRE(count_op(g, "If") == 1);
@@ -494,21 +411,17 @@ TEST_CASE("subgraphs: outer values are captured through every scope in between")
 
 TEST_CASE("subgraphs: a value of a closed sibling scope cannot be used") {
   Registry reg = Registry::scan({JXO_TEST_SUBGRAPHS_DIR});
-  std::string msg = conversion_error(one_eqn_f32("test.sibling"), reg);
-  CHECK(contains(msg, "plugin 'test_subgraphs' failed to lower 'test.sibling'"));
-  CHECK(contains(msg, "subgraph 'branch_a'"));
-  CHECK(contains(msg, "closed"));
-  CHECK(contains(msg, "cannot be used by another"));
+  std::string msg = conversion_error(one_eqn("test.sibling"), reg);
+  check_mentions(msg, {"plugin 'test_subgraphs' failed to lower 'test.sibling'",
+                       "subgraph 'branch_a'", "closed", "cannot be used by another"});
 }
 
 TEST_CASE("subgraphs: a scope left open and a graph handle used twice are errors") {
   Registry reg = Registry::scan({JXO_TEST_SUBGRAPHS_DIR});
-  std::string open_msg = conversion_error(one_eqn_f32("test.unclosed"), reg);
-  CHECK(contains(open_msg, "'test.unclosed'"));
-  CHECK(contains(open_msg, "never closed"));
-  std::string reuse = conversion_error(one_eqn_f32("test.reuse"), reg);
-  CHECK(contains(reuse, "'test.reuse'"));
-  CHECK(contains(reuse, "used once"));
+  std::string open_msg = conversion_error(one_eqn("test.unclosed"), reg);
+  check_mentions(open_msg, {"'test.unclosed'", "never closed"});
+  std::string reuse = conversion_error(one_eqn("test.reuse"), reg);
+  check_mentions(reuse, {"'test.reuse'", "used once"});
 }
 
 TEST_CASE("a plugin built against ABI 1.0 still loads and lowers; its jxo_attr is read to its struct_size") {
@@ -517,15 +430,14 @@ TEST_CASE("a plugin built against ABI 1.0 still loads and lowers; its jxo_attr i
   const PrimitiveInfo* old = reg.find("test.old_attr");
   REQUIRE(old);
   CHECK(old->plugin->abi_minor == 0);
-  ir::Model m = lower_to_ir(one_eqn_f32("test.old_attr"), reg, {});
+  ir::Model m = lower_to_ir(one_eqn("test.old_attr"), reg, {});
   REQUIRE(m.graph.nodes.size() == 1);
   REQUIRE(m.graph.nodes[0].attrs.size() == 1);
   CHECK(m.graph.nodes[0].attrs[0].i == 7);
   CHECK(!m.graph.nodes[0].attrs[0].graph);
   // A GRAPH attribute cannot come from a minor-0 jxo_attr: refused, not read.
-  std::string msg = conversion_error(one_eqn_f32("test.old_graph_attr"), reg);
-  CHECK(contains(msg, "plugin 'test_minor0'"));
-  CHECK(contains(msg, "predates ABI 1.1"));
+  std::string msg = conversion_error(one_eqn("test.old_graph_attr"), reg);
+  check_mentions(msg, {"plugin 'test_minor0'", "predates ABI 1.1"});
 }
 
 // The plugins built against ABI 1.0 and 1.1 (tests/plugins/src/old_layouts.c)
@@ -545,7 +457,7 @@ TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read t
     CHECK(p.primitives[0].onnx_ops == std::vector<std::string>{"LeakyRelu"});
     CHECK(p.primitives[0].bindings.empty());  // no binding specs before minor 2
 
-    ir::Model leaky = lower_to_ir(one_eqn_f32("test.old_leaky"), reg, {});
+    ir::Model leaky = lower_to_ir(one_eqn("test.old_leaky"), reg, {});
     REQUIRE(leaky.graph.nodes.size() == 1);
     CHECK(leaky.graph.nodes[0].op_type == "LeakyRelu");
     REQUIRE(leaky.graph.nodes[0].attrs.size() == 1);
@@ -553,7 +465,7 @@ TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read t
     CHECK(leaky.graph.nodes[0].attrs[0].f == 0.25);
     CHECK(!leaky.graph.nodes[0].attrs[0].graph);
 
-    ir::Model scale = lower_to_ir(one_eqn_f32("test.old_scale"), reg, {});
+    ir::Model scale = lower_to_ir(one_eqn("test.old_scale"), reg, {});
     REQUIRE(scale.graph.nodes.size() == 1);
     CHECK(scale.graph.nodes[0].op_type == "Mul");
     REQUIRE(scale.graph.initializers.size() == 1);
@@ -563,7 +475,7 @@ TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read t
     CHECK(!export_onnx(scale).empty());
 
     if (minor1) {
-      ir::Model m = lower_to_ir(one_eqn_f32("test.old_if"), reg, {});
+      ir::Model m = lower_to_ir(one_eqn("test.old_if"), reg, {});
       REQUIRE(m.graph.nodes.size() == 1);
       const ir::Node& n = m.graph.nodes[0];
       CHECK(n.op_type == "If");
@@ -583,13 +495,13 @@ TEST_CASE("plugins built with the ABI 1.0 and 1.1 layouts load and lower, read t
 TEST_CASE("two conversions in two threads give the same bytes as one alone") {
   Registry reg = Registry::scan({JXO_TEST_GOOD_DIR, JXO_TEST_ABI_1_1_DIR});
   const std::string alone = convert(identity_then_scale(), reg, {});
-  const std::string alone_if = convert(one_eqn_f32("test.old_if"), reg, {});
+  const std::string alone_if = convert(one_eqn("test.old_if"), reg, {});
   std::vector<std::string> results(2);
   auto work = [&](size_t t) {
     std::string out;
     for (int k = 0; k < 25; ++k) {
       if (convert(identity_then_scale(), reg, {}) != alone) out += "identity_then_scale differs; ";
-      if (convert(one_eqn_f32("test.old_if"), reg, {}) != alone_if) out += "old_if differs; ";
+      if (convert(one_eqn("test.old_if"), reg, {}) != alone_if) out += "old_if differs; ";
     }
     results[t] = out;
   };

@@ -10,85 +10,13 @@
 #include "jaxonnx/core/converter.hpp"
 #include "jaxonnx/core/passes.hpp"
 
+#include "graph_builders.hpp"
+
 using namespace jaxonnx;
 namespace passes = jaxonnx::passes;
+using namespace jaxonnx::test;
 
 namespace {
-
-Dim N(int64_t v) { return Dim{v, {}}; }
-Dim S(std::string s) { return Dim{0, std::move(s)}; }
-Aval f32(std::vector<Dim> dims) { return Aval(JXO_DTYPE_FLOAT32, std::move(dims)); }
-Aval i64(std::vector<Dim> dims) { return Aval(JXO_DTYPE_INT64, std::move(dims)); }
-
-ir::Attribute ints_attr(const char* name, std::vector<int64_t> v) {
-  ir::Attribute a{name, JXO_ATTR_INTS};
-  a.ints = std::move(v);
-  return a;
-}
-ir::Attribute int_attr(const char* name, int64_t v) {
-  ir::Attribute a{name, JXO_ATTR_INT};
-  a.i = v;
-  return a;
-}
-
-// A small graph builder: values are named after their order of creation.
-struct Builder {
-  ir::Graph g;
-  int count = 0;
-
-  ir::ValueId value(const Aval& type, std::string name = {}) {
-    ir::ValueId v = g.add_value(name.empty() ? "v" + std::to_string(count++) : name);
-    g.values[v].has_type = true;
-    g.values[v].type = type;
-    return v;
-  }
-  ir::ValueId input(const Aval& type, std::string name) {
-    ir::ValueId v = value(type, std::move(name));
-    g.inputs.push_back(v);
-    return v;
-  }
-  ir::ValueId op(const char* op, std::vector<ir::ValueId> ins, const Aval& out,
-                 std::vector<ir::Attribute> attrs = {}) {
-    ir::ValueId v = value(out);
-    g.nodes.push_back(ir::Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(ins), {v},
-                               std::move(attrs)});
-    return v;
-  }
-  ir::ValueId transpose(ir::ValueId x, std::vector<int64_t> perm) {
-    std::vector<Dim> dims;
-    for (int64_t p : perm) dims.push_back(g.values[x].type.dims[p]);
-    return op("Transpose", {x}, Aval(g.values[x].type.dtype, dims), {ints_attr("perm", perm)});
-  }
-  ir::ValueId constant(std::shared_ptr<const Tensor> t) {
-    std::vector<Dim> dims;
-    for (int64_t d : t->dims) dims.push_back(N(d));
-    ir::ValueId v = value(Aval(t->dtype, dims));
-    g.initializers.push_back({v, std::move(t)});
-    return v;
-  }
-  ir::ValueId ints(std::vector<int64_t> v, std::vector<int64_t> dims = {-1}) {
-    if (dims == std::vector<int64_t>{-1}) dims = {static_cast<int64_t>(v.size())};
-    return constant(Tensor::copy_of(JXO_DTYPE_INT64, dims, v.data(), v.size() * 8));
-  }
-  ir::ValueId floats(std::vector<float> v, std::vector<int64_t> dims) {
-    return constant(Tensor::copy_of(JXO_DTYPE_FLOAT32, dims, v.data(), v.size() * 4));
-  }
-  void output(ir::ValueId v, std::string name) {
-    g.values[v].name = std::move(name);
-    g.outputs.push_back(v);
-  }
-  int count_op(const std::string& op) const {
-    int n = 0;
-    for (const ir::Node& node : g.nodes) n += node.op_type == op;
-    return n;
-  }
-  const ir::Node* producer(ir::ValueId v) const {
-    for (const ir::Node& n : g.nodes)
-      for (ir::ValueId o : n.outputs)
-        if (o == v) return &n;
-    return nullptr;
-  }
-};
 
 void run(ir::Graph& g, std::unique_ptr<passes::Pass> pass) {
   passes::Pipeline p;
@@ -114,7 +42,7 @@ const Aval k3B = f32({N(3), S("B")});
 }  // namespace
 
 TEST_CASE("no-op elimination removes Identity, same-type Cast/Expand, identity Transpose") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   ir::ValueId shape = b.ints({1, 3});
   ir::Attribute to = int_attr("to", JXO_DTYPE_FLOAT32);
@@ -133,7 +61,7 @@ TEST_CASE("no-op elimination removes Identity, same-type Cast/Expand, identity T
 }
 
 TEST_CASE("no-op elimination: Squeeze/Unsqueeze pairs cancel, Reshape chains collapse") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   ir::ValueId axes = b.ints({1});
   ir::ValueId u = b.op("Unsqueeze", {x, axes}, f32({S("B"), N(1), N(3)}));
@@ -149,7 +77,7 @@ TEST_CASE("no-op elimination: Squeeze/Unsqueeze pairs cancel, Reshape chains col
 }
 
 TEST_CASE("no-op elimination refuses to collapse a Reshape whose shape has a 0") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({N(2), N(3)}), "x");
   ir::ValueId r1 = b.op("Reshape", {x, b.ints({6, 1})}, f32({N(6), N(1)}));
   // 0 copies r1's first dim (6); read from x it would copy 2.
@@ -161,7 +89,7 @@ TEST_CASE("no-op elimination refuses to collapse a Reshape whose shape has a 0")
 }
 
 TEST_CASE("no-op elimination keeps graph outputs and their names") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   b.output(b.op("Identity", {x}, kB3), "copy");  // an input cannot be renamed
   ir::ValueId r = b.op("Relu", {x}, kB3);
@@ -181,7 +109,7 @@ TEST_CASE("no-op elimination keeps graph outputs and their names") {
 
 TEST_CASE("transpose folding cancels a pair across an elementwise chain") {
   // x.T + 1 then .T, then relu: no Transpose left, intermediate types un-permuted.
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   ir::ValueId one = b.floats({1.f}, {});
   ir::ValueId t = b.transpose(x, {1, 0});
@@ -198,7 +126,7 @@ TEST_CASE("transpose folding cancels a pair across an elementwise chain") {
 }
 
 TEST_CASE("transpose folding permutes a constant operand read only by the chain") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({N(2), N(3)}), "x");
   ir::ValueId c = b.floats({0, 1, 2, 3, 4, 5}, {3, 2});  // laid out like x.T
   ir::ValueId t = b.transpose(x, {1, 0});
@@ -215,7 +143,7 @@ TEST_CASE("transpose folding permutes a constant operand read only by the chain"
 }
 
 TEST_CASE("transpose folding refuses a branching consumer") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   ir::ValueId t = b.transpose(x, {1, 0});
   ir::ValueId e = b.op("Exp", {t}, k3B);
@@ -225,28 +153,33 @@ TEST_CASE("transpose folding refuses a branching consumer") {
   CHECK(b.count_op("Transpose") == 2);
 }
 
-TEST_CASE("transpose folding refuses a non-elementwise op in the middle") {
-  Builder b;
-  ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
-  ir::ValueId t = b.transpose(x, {0, 2, 1});
-  ir::ValueId s = b.op("Softmax", {t}, f32({N(2), N(4), N(3)}), {int_attr("axis", -1)});
-  b.output(b.transpose(s, {0, 2, 1}), "out");
+namespace {
+// x: float32[2,3,4] -> Transpose(first) -> middle -> Transpose(second) -> out,
+// after transpose folding.
+GraphBuilder fold_transposes_around(std::vector<int64_t> first, const char* middle,
+                                    std::vector<int64_t> second,
+                                    std::vector<ir::Attribute> attrs = {}) {
+  GraphBuilder b;
+  ir::ValueId t = b.transpose(b.input(f32({2, 3, 4}), "x"), std::move(first));
+  ir::ValueId m = b.op(middle, {t}, b.g.values[t].type, std::move(attrs));
+  b.output(b.transpose(m, std::move(second)), "out");
   run(b.g, passes::transpose_folding());
+  return b;
+}
+}  // namespace
+
+TEST_CASE("transpose folding refuses a non-elementwise op in the middle") {
+  GraphBuilder b = fold_transposes_around({0, 2, 1}, "Softmax", {0, 2, 1}, {int_attr("axis", -1)});
   CHECK(b.count_op("Transpose") == 2);
 }
 
 TEST_CASE("transpose folding refuses permutations that do not cancel across a chain") {
-  Builder b;
-  ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
-  ir::ValueId t = b.transpose(x, {1, 0, 2});
-  ir::ValueId e = b.op("Relu", {t}, f32({N(3), N(2), N(4)}));
-  b.output(b.transpose(e, {0, 2, 1}), "out");
-  run(b.g, passes::transpose_folding());
+  GraphBuilder b = fold_transposes_around({1, 0, 2}, "Relu", {0, 2, 1});
   CHECK(b.count_op("Transpose") == 2);
 }
 
 TEST_CASE("transpose folding merges back-to-back Transposes") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
   ir::ValueId t = b.transpose(x, {1, 0, 2});
   b.output(b.transpose(t, {0, 2, 1}), "out");
@@ -258,7 +191,7 @@ TEST_CASE("transpose folding merges back-to-back Transposes") {
 }
 
 TEST_CASE("transpose folding reads past a Transpose that others read too") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({N(2), N(3), N(4)}), "x");
   ir::ValueId t = b.transpose(x, {1, 0, 2});
   b.output(b.op("Relu", {t}, f32({N(3), N(2), N(4)})), "other");
@@ -274,7 +207,7 @@ TEST_CASE("transpose folding reads past a Transpose that others read too") {
 }
 
 TEST_CASE("transpose folding sinks two equal Transposes below a binary op") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x"), y = b.input(kB3, "y");
   ir::ValueId s = b.op("Sub", {b.transpose(x, {1, 0}), b.transpose(y, {1, 0})}, k3B);
   b.output(s, "out");
@@ -288,7 +221,7 @@ TEST_CASE("transpose folding sinks two equal Transposes below a binary op") {
 }
 
 TEST_CASE("deduplication merges equal nodes, constants and initializers, not random ones") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   ir::ValueId c1 = b.floats({2.f}, {}), c2 = b.floats({2.f}, {});
   ir::ValueId m1 = b.op("Mul", {x, c1}, kB3), m2 = b.op("Mul", {x, c2}, kB3);
@@ -304,7 +237,7 @@ TEST_CASE("deduplication merges equal nodes, constants and initializers, not ran
 
 TEST_CASE("constant folding evaluates static shape arithmetic within the caps") {
   // Reshape(x, concat(shape(x)[1:2] * 1, unsqueeze(shape(x)[0]))): all static.
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({N(4), N(6)}), "x");
   ir::ValueId shape = b.op("Shape", {x}, i64({N(2)}));
   ir::ValueId d0 = b.op("Gather", {shape, b.ints({0}, {})}, i64({}), {int_attr("axis", 0)});
@@ -322,7 +255,7 @@ TEST_CASE("constant folding evaluates static shape arithmetic within the caps") 
 
 TEST_CASE("constant folding casts int constants between int32 and int64, wrapping as the runtime") {
   // An int32 index meeting Shape's int64: Slice starts = Cast(const), ends = starts + dim.
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({S("T"), N(3)}), "x");
   std::vector<int32_t> one = {1};
   ir::ValueId start32 = b.constant(Tensor::copy_of(JXO_DTYPE_INT32, {1}, one.data(), 4));
@@ -352,7 +285,7 @@ TEST_CASE("constant folding casts int constants between int32 and int64, wrappin
 }
 
 TEST_CASE("constant folding joins a Concat of constants only it reads, not a shared one") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({S("B"), N(2)}), "x");
   ir::ValueId w1 = b.floats({1, 2, 3, 4}, {2, 2}), w2 = b.floats({5, 6}, {2, 1});
   ir::ValueId w = b.op("Concat", {w1, w2}, f32({N(2), N(3)}), {int_attr("axis", 1)});
@@ -374,7 +307,7 @@ TEST_CASE("constant folding joins a Concat of constants only it reads, not a sha
 }
 
 TEST_CASE("constant folding turns a reshaped constant into an initializer of that shape") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   ir::ValueId bias = b.floats({1, 2, 3}, {3});
   ir::ValueId row = b.op("Reshape", {bias, b.ints({1, 3})}, f32({N(1), N(3)}));
@@ -388,7 +321,7 @@ TEST_CASE("constant folding turns a reshaped constant into an initializer of tha
 }
 
 TEST_CASE("constant folding reads the static dims of a symbolic Shape, not the others") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({S("B"), N(6)}), "x");
   ir::ValueId shape = b.op("Shape", {x}, i64({N(2)}));
   ir::ValueId six = b.op("Gather", {shape, b.ints({1}, {})}, i64({}));
@@ -407,7 +340,7 @@ TEST_CASE("constant folding reads the static dims of a symbolic Shape, not the o
 }
 
 TEST_CASE("constant folding refuses symbolic shapes and results over the cap") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   ir::ValueId shape = b.op("Shape", {x}, i64({N(2)}));
   std::vector<int64_t> big(600, 1);
@@ -421,7 +354,7 @@ TEST_CASE("constant folding refuses symbolic shapes and results over the cap") {
 }
 
 TEST_CASE("dead code elimination drops dead nodes, initializers and captures") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x"), cond = b.input(Aval(JXO_DTYPE_BOOL, {}), "cond");
   ir::ValueId unused = b.floats({1.f}, {});
   b.op("Neg", {x, unused}, kB3);  // dead
@@ -444,7 +377,7 @@ TEST_CASE("dead code elimination drops dead nodes, initializers and captures") {
 }
 
 TEST_CASE("passes run inside subgraphs, and a replaced outer value updates captures") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x"), cond = b.input(Aval(JXO_DTYPE_BOOL, {}), "cond");
   ir::ValueId id = b.op("Identity", {x}, kB3);
   auto body = std::make_shared<ir::Graph>();
@@ -481,7 +414,7 @@ struct Restless : passes::Pass {
 }  // namespace
 
 TEST_CASE("the manager stops at a fixed point or at the round cap, and dumps every run") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   b.output(b.op("Relu", {b.op("Identity", {x}, kB3)}, kB3), "out");
   auto dir = std::filesystem::temp_directory_path() / "jaxonnx_test_passes_dump";
@@ -505,14 +438,14 @@ TEST_CASE("the manager stops at a fixed point or at the round cap, and dumps eve
 
 TEST_CASE("optimizing twice gives the same graph") {
   auto build = [] {
-    Builder b;
+    GraphBuilder b;
     ir::ValueId x = b.input(kB3, "x");
     ir::ValueId t = b.transpose(x, {1, 0});
     ir::ValueId a = b.op("Relu", {t}, k3B), c = b.op("Relu", {t}, k3B);
     b.output(b.op("Add", {a, c}, k3B), "out");
     return b;
   };
-  Builder one = build(), two = build();
+  GraphBuilder one = build(), two = build();
   ir::Model m1, m2;
   m1.graph = std::move(one.g);
   m2.graph = std::move(two.g);
@@ -526,7 +459,7 @@ TEST_CASE("optimizing twice gives the same graph") {
 }
 
 TEST_CASE("deduplication refuses graph outputs, subgraph holders and other domains") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   b.output(b.op("Relu", {x}, kB3), "first");
   b.output(b.op("Relu", {x}, kB3), "second");  // a named output: stays
@@ -540,7 +473,7 @@ TEST_CASE("deduplication refuses graph outputs, subgraph holders and other domai
 
 TEST_CASE("transpose folding keeps one Transpose when both ends are interface values") {
   // in -> T -> T -> out: the output needs a node, so a single (identity) Transpose stays.
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");
   b.output(b.transpose(b.transpose(x, {1, 0}), {1, 0}), "out");
   run(b.g, passes::transpose_folding());
@@ -551,7 +484,7 @@ TEST_CASE("transpose folding keeps one Transpose when both ends are interface va
 }
 
 TEST_CASE("constant folding handles skipped optional inputs and keeps graph outputs") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId data = b.ints({5, 6, 7, 8});
   ir::ValueId s = b.op("Slice", {data, b.ints({-3}), b.ints({100}), ir::kNoValue, b.ints({2})},
                        i64({N(2)}));
@@ -569,7 +502,7 @@ TEST_CASE("constant folding handles skipped optional inputs and keeps graph outp
 
 TEST_CASE("constant folding moves a transposed or sliced constant that nothing else reads") {
   // A conv kernel HWIO -> OIHW, then flipped along its spatial axes.
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({N(2), N(3)}), "x");
   ir::ValueId w = b.floats({1, 2, 3, 4, 5, 6}, {2, 3});
   ir::ValueId wt = b.transpose(w, {1, 0});  // [[1, 4], [2, 5], [3, 6]]
@@ -594,7 +527,7 @@ TEST_CASE("constant folding moves a transposed or sliced constant that nothing e
   CHECK(floats_of(*moved->tensor) == std::vector<float>{3, 6, 2, 5, 1, 4});
 
   // Read once each: both Slices fold too.
-  Builder c;
+  GraphBuilder c;
   ir::ValueId y = c.input(f32({N(2), N(1)}), "y");
   ir::ValueId v = c.floats({1, 2, 3, 4, 5, 6}, {3, 2});
   ir::ValueId flip = c.op("Slice", {v, c.ints({-1}), c.ints({INT64_MIN}), c.ints({0}), c.ints({-1})},

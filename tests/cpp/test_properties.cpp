@@ -10,58 +10,16 @@
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/passes.hpp"
 
+#include "error_checks.hpp"
+#include "graph_builders.hpp"
+
 using namespace jaxonnx;
 namespace passes = jaxonnx::passes;
+using namespace jaxonnx::test;
 
 namespace {
 
-Dim N(int64_t v) { return Dim{v, {}}; }
-Aval f32(std::vector<int64_t> dims) {
-  std::vector<Dim> d;
-  for (int64_t v : dims) d.push_back(N(v));
-  return Aval(JXO_DTYPE_FLOAT32, d);
-}
 const Aval k23 = f32({2, 3}), k32 = f32({3, 2}), k6 = f32({6}), k123 = f32({1, 2, 3});
-
-ir::Attribute ints_attr(const char* name, std::vector<int64_t> v) {
-  ir::Attribute a{name, JXO_ATTR_INTS};
-  a.ints = std::move(v);
-  return a;
-}
-ir::Attribute int_attr(const char* name, int64_t v) {
-  ir::Attribute a{name, JXO_ATTR_INT};
-  a.i = v;
-  return a;
-}
-
-struct Builder {
-  ir::Graph g;
-  ir::ValueId value(const Aval& t) {
-    ir::ValueId v = g.add_value("v" + std::to_string(g.values.size()));
-    g.values[v].has_type = true;
-    g.values[v].type = t;
-    return v;
-  }
-  ir::ValueId input(const Aval& t) {
-    ir::ValueId v = value(t);
-    g.inputs.push_back(v);
-    return v;
-  }
-  ir::ValueId op(const char* op, std::vector<ir::ValueId> ins, const Aval& out,
-                 std::vector<ir::Attribute> attrs = {}) {
-    ir::ValueId v = value(out);
-    g.nodes.push_back(ir::Node{"n" + std::to_string(g.nodes.size()), op, "", std::move(ins), {v},
-                               std::move(attrs)});
-    return v;
-  }
-  ir::ValueId ints(std::vector<int64_t> v) {
-    ir::ValueId id = value(Aval(JXO_DTYPE_INT64, {N(static_cast<int64_t>(v.size()))}));
-    g.initializers.push_back(
-        {id, Tensor::copy_of(JXO_DTYPE_INT64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 8)});
-    return id;
-  }
-  void output(ir::ValueId v) { g.outputs.push_back(v); }
-};
 
 // The violation `p` reports (empty: it holds).
 std::string check(const passes::Property& p, const ir::Graph& g) { return p.violation(g); }
@@ -73,12 +31,10 @@ void run(ir::Graph& g, std::unique_ptr<passes::Pass> pass) {
   passes::PassManager(std::move(p)).run(g);
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
 }  // namespace
 
 TEST_CASE("topologically sorted: a node reading a later value") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(k23);
   ir::ValueId late = b.value(k23);
   b.g.nodes.push_back(ir::Node{"early", "Relu", "", {late}, {b.value(k23)}, {}});
@@ -89,7 +45,7 @@ TEST_CASE("topologically sorted: a node reading a later value") {
 }
 
 TEST_CASE("typed values: a node output without a type") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId y = b.op("Relu", {b.input(k23)}, k23);
   b.output(y);
   CHECK(check(passes::typed_values(), b.g).empty());
@@ -98,7 +54,7 @@ TEST_CASE("typed values: a node output without a type") {
 }
 
 TEST_CASE("dce's properties: dead nodes, unread initializers and captures") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(k23);
   ir::ValueId unread = b.ints({1, 2});
   b.op("Neg", {x}, k23);  // nobody reads it
@@ -114,11 +70,7 @@ TEST_CASE("dce's properties: dead nodes, unread initializers and captures") {
   body->values[inner].name = "inner";
   body->inputs = {inner};  // the capture is read by nothing
   body->outputs = {inner};
-  ir::Attribute branch{"then_branch", ir::kAttrGraph};
-  branch.graph = body;
-  ir::ValueId y = b.value(k23);
-  b.g.nodes.push_back(ir::Node{"if", "If", "", {cond}, {y}, {branch}});
-  b.output(y);
+  b.output(b.if_node(cond, "then_branch", body, k23));
 
   CHECK(contains(check(passes::no_dead_nodes(), b.g), "Neg 'n0' is dead"));
   CHECK(contains(check(passes::no_unread_initializers(), b.g), b.g.values[unread].name));
@@ -132,7 +84,7 @@ TEST_CASE("dce's properties: dead nodes, unread initializers and captures") {
 
 TEST_CASE("no function calls: a node calling a model function") {
   std::vector<ir::Function> functions = {{"f", "local", std::make_shared<ir::Graph>()}};
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(k23);
   b.output(b.op("Relu", {x}, k23));
   CHECK(check(passes::no_function_calls(functions), b.g).empty());
@@ -141,92 +93,91 @@ TEST_CASE("no function calls: a node calling a model function") {
   CHECK(contains(check(passes::no_function_calls(functions), b.g), "calls a model function"));
 }
 
-TEST_CASE("noop's properties each find their no-op, and noop removes it") {
-  struct Case {
-    passes::Property property;
-    std::function<ir::ValueId(Builder&, ir::ValueId)> make;
-  };
-  std::vector<Case> cases = {
-      {passes::no_identity(), [](Builder& b, ir::ValueId x) { return b.op("Identity", {x}, k23); }},
-      {passes::no_same_type_cast(),
-       [](Builder& b, ir::ValueId x) {
-         return b.op("Cast", {x}, k23, {int_attr("to", JXO_DTYPE_FLOAT32)});
-       }},
-      {passes::no_identity_transpose(),
-       [](Builder& b, ir::ValueId x) {
-         return b.op("Transpose", {x}, k23, {ints_attr("perm", {0, 1})});
-       }},
-      {passes::no_same_type_expand(),
-       [](Builder& b, ir::ValueId x) { return b.op("Expand", {x, b.ints({2, 3})}, k23); }},
-      {passes::no_reshape_round_trip(),
-       [](Builder& b, ir::ValueId x) {
-         ir::ValueId u = b.op("Unsqueeze", {x, b.ints({0})}, k123);
-         return b.op("Squeeze", {u, b.ints({0})}, k23);
-       }},
-      {passes::no_reshape_of_reshape(),
-       [](Builder& b, ir::ValueId x) {
-         ir::ValueId flat = b.op("Reshape", {x, b.ints({6})}, k6);
-         return b.op("Reshape", {flat, b.ints({3, 2})}, k32);
-       }},
-  };
-  for (Case& c : cases) {
+namespace {
+// A pattern a property finds: built on a float32[2,3] input x, a Relu reads
+// what `make` returns.
+struct Pattern {
+  passes::Property property;
+  std::function<ir::ValueId(GraphBuilder&, ir::ValueId)> make;
+};
+
+// Each pattern is found by its property, which holds once `pass` has run.
+void check_pass_removes(const std::vector<Pattern>& patterns,
+                        std::unique_ptr<passes::Pass> (*pass)()) {
+  for (const Pattern& c : patterns) {
     CAPTURE(c.property.name);
-    Builder b;
+    GraphBuilder b;
     ir::ValueId x = b.input(k23);
     ir::ValueId y = c.make(b, x);
     b.output(b.op("Relu", {y}, b.g.values[y].type));
     CHECK_FALSE(check(c.property, b.g).empty());
-    run(b.g, passes::no_op_elimination());
+    run(b.g, pass());
     CHECK(check(c.property, b.g).empty());
   }
 }
+}  // namespace
+
+TEST_CASE("noop's properties each find their no-op, and noop removes it") {
+  const std::vector<Pattern> patterns = {
+      {passes::no_identity(), [](GraphBuilder& b, ir::ValueId x) { return b.op("Identity", {x}, k23); }},
+      {passes::no_same_type_cast(),
+       [](GraphBuilder& b, ir::ValueId x) {
+         return b.op("Cast", {x}, k23, {int_attr("to", JXO_DTYPE_FLOAT32)});
+       }},
+      {passes::no_identity_transpose(),
+       [](GraphBuilder& b, ir::ValueId x) {
+         return b.op("Transpose", {x}, k23, {ints_attr("perm", {0, 1})});
+       }},
+      {passes::no_same_type_expand(),
+       [](GraphBuilder& b, ir::ValueId x) { return b.op("Expand", {x, b.ints({2, 3})}, k23); }},
+      {passes::no_reshape_round_trip(),
+       [](GraphBuilder& b, ir::ValueId x) {
+         ir::ValueId u = b.op("Unsqueeze", {x, b.ints({0})}, k123);
+         return b.op("Squeeze", {u, b.ints({0})}, k23);
+       }},
+      {passes::no_reshape_of_reshape(),
+       [](GraphBuilder& b, ir::ValueId x) {
+         ir::ValueId flat = b.op("Reshape", {x, b.ints({6})}, k6);
+         return b.op("Reshape", {flat, b.ints({3, 2})}, k32);
+       }},
+  };
+  check_pass_removes(patterns, passes::no_op_elimination);
+}
 
 TEST_CASE("noop's properties accept a no-op the pass must keep (an interface value)") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(k23);
   b.output(b.op("Identity", {x}, k23));  // graph input -> graph output: the name must stay
   CHECK(check(passes::no_identity(), b.g).empty());
 }
 
 TEST_CASE("transpose's properties each find their pattern, and transpose folding removes it") {
-  struct Case {
-    passes::Property property;
-    std::function<ir::ValueId(Builder&, ir::ValueId, ir::ValueId)> make;
-  };
-  std::vector<Case> cases = {
+  const std::vector<Pattern> patterns = {
       {passes::no_cancelling_transposes(),
-       [](Builder& b, ir::ValueId x, ir::ValueId) {
+       [](GraphBuilder& b, ir::ValueId x) {
          ir::ValueId t = b.op("Transpose", {x}, k32, {ints_attr("perm", {1, 0})});
          return b.op("Transpose", {b.op("Exp", {t}, k32)}, k23, {ints_attr("perm", {1, 0})});
        }},
       {passes::no_transposes_to_sink(),
-       [](Builder& b, ir::ValueId x, ir::ValueId y) {
+       [](GraphBuilder& b, ir::ValueId x) {
+         ir::ValueId y = b.input(k23);  // the second input, made right after x
          ir::ValueId tx = b.op("Transpose", {x}, k32, {ints_attr("perm", {1, 0})});
          ir::ValueId ty = b.op("Transpose", {y}, k32, {ints_attr("perm", {1, 0})});
          return b.op("Add", {tx, ty}, k32);
        }},
       {passes::no_cast_of_bool_transpose(),
-       [](Builder& b, ir::ValueId x, ir::ValueId) {
+       [](GraphBuilder& b, ir::ValueId x) {
          ir::ValueId m = b.op("Less", {x, x}, Aval(JXO_DTYPE_BOOL, {N(2), N(3)}));
          ir::ValueId t =
              b.op("Transpose", {m}, Aval(JXO_DTYPE_BOOL, {N(3), N(2)}), {ints_attr("perm", {1, 0})});
          return b.op("Cast", {t}, k32, {int_attr("to", JXO_DTYPE_FLOAT32)});
        }},
   };
-  for (Case& c : cases) {
-    CAPTURE(c.property.name);
-    Builder b;
-    ir::ValueId x = b.input(k23), y = b.input(k23);
-    ir::ValueId out = c.make(b, x, y);
-    b.output(b.op("Relu", {out}, b.g.values[out].type));
-    CHECK_FALSE(check(c.property, b.g).empty());
-    run(b.g, passes::transpose_folding());
-    CHECK(check(c.property, b.g).empty());
-  }
+  check_pass_removes(patterns, passes::transpose_folding);
 }
 
 TEST_CASE("no foldable constants: a Shape of a static value; the check leaves the graph alone") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(k23);
   ir::ValueId s = b.op("Shape", {x}, Aval(JXO_DTYPE_INT64, {N(2)}));
   b.output(b.op("Reshape", {x, s}, k23));
@@ -238,7 +189,7 @@ TEST_CASE("no foldable constants: a Shape of a static value; the check leaves th
 }
 
 TEST_CASE("cse's properties: equal initializers and equal nodes") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId x = b.input(k23);
   ir::ValueId c1 = b.ints({2, 3}), c2 = b.ints({2, 3});
   ir::ValueId r1 = b.op("Reshape", {x, c1}, k23), r2 = b.op("Reshape", {x, c2}, k23);
@@ -285,29 +236,25 @@ std::string failure(ir::Graph& g, std::unique_ptr<passes::Pass> pass) {
 
 TEST_CASE("the manager names a pass that breaks its guarantee, and the property") {
   REQUIRE(passes::verify_enabled());  // ctest sets JAXONNX_VERIFY_IR=1
-  Builder b;
+  GraphBuilder b;
   b.output(b.op("Relu", {b.input(k23)}, k23));
   std::string msg = failure(b.g, std::make_unique<LeavesDeadNode>());
-  CHECK(contains(msg, "pass 'leaves_dead_node' (round 1) broke its guarantee"));
-  CHECK(contains(msg, "'no dead nodes': node #1 Neg 'dead' is dead"));
+  check_mentions(msg, {"pass 'leaves_dead_node' (round 1) broke its guarantee",
+                       "'no dead nodes': node #1 Neg 'dead' is dead"});
 }
 
 TEST_CASE("the manager names a pass whose needs do not hold, in a subgraph too") {
-  Builder b;
+  GraphBuilder b;
   ir::ValueId cond = b.input(Aval(JXO_DTYPE_BOOL, {}));
   auto body = std::make_shared<ir::Graph>();
   body->name = "else";
   ir::ValueId u = body->add_value("untyped");
   body->nodes.push_back(ir::Node{"make", "RandomNormal", "", {}, {u}, {}});
   body->outputs = {u};
-  ir::Attribute branch{"else_branch", ir::kAttrGraph};
-  branch.graph = body;
-  ir::ValueId y = b.value(k23);
-  b.g.nodes.push_back(ir::Node{"if", "If", "", {cond}, {y}, {branch}});
-  b.output(y);
+  b.output(b.if_node(cond, "else_branch", body, k23));
   std::string msg = failure(b.g, std::make_unique<NeedsTypes>());
-  CHECK(contains(msg, "pass 'needs_types' (round 1) needs what does not hold"));
-  CHECK(contains(msg, "graph 'else': 'typed values'"));
+  check_mentions(msg, {"pass 'needs_types' (round 1) needs what does not hold",
+                       "graph 'else': 'typed values'"});
 }
 
 TEST_CASE("every pass states needs and guarantees, with names unique per pass") {

@@ -9,37 +9,14 @@
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/passes.hpp"
 
+#include "error_checks.hpp"
+#include "graph_builders.hpp"
+
 using namespace jaxonnx;
 namespace passes = jaxonnx::passes;
+using namespace jaxonnx::test;
 
 namespace {
-
-Aval f32(std::vector<int64_t> dims) {
-  std::vector<Dim> d;
-  for (int64_t v : dims) d.push_back(Dim{v, {}});
-  return Aval(JXO_DTYPE_FLOAT32, d);
-}
-
-struct G {
-  ir::Graph g;
-  ir::ValueId value(const Aval& t, const std::string& name) {
-    ir::ValueId v = g.add_value(name);
-    g.values[v].has_type = true;
-    g.values[v].type = t;
-    return v;
-  }
-  ir::ValueId input(const Aval& t, const std::string& name) {
-    ir::ValueId v = value(t, name);
-    g.inputs.push_back(v);
-    return v;
-  }
-  ir::ValueId op(const char* type, std::vector<ir::ValueId> ins, const Aval& out,
-                 const std::string& name) {
-    ir::ValueId v = value(out, name);
-    g.nodes.push_back(ir::Node{"n_" + name, type, "", std::move(ins), {v}, {}});
-    return v;
-  }
-};
 
 std::string problem(const ir::Graph& g) {
   try {
@@ -50,75 +27,69 @@ std::string problem(const ir::Graph& g) {
   return "";
 }
 
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-
 }  // namespace
 
 TEST_CASE("the verifier accepts a well-formed graph with broadcasting") {
-  G b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({3, 1}), "x"), y = b.input(f32({1, 4}), "y");
-  b.g.outputs.push_back(b.op("Add", {x, y}, f32({3, 4}), "z"));
+  b.output(b.op("Add", {x, y}, f32({3, 4})), "z");
   CHECK(problem(b.g) == "");
 }
 
 TEST_CASE("the verifier names a use before definition") {
-  G b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({3}), "x");
   ir::ValueId later = b.value(f32({3}), "later");
   b.g.nodes.push_back(ir::Node{"first", "Relu", "", {later}, {b.value(f32({3}), "y")}, {}});
   b.g.nodes.push_back(ir::Node{"second", "Relu", "", {x}, {later}, {}});
-  b.g.outputs.push_back(b.g.nodes[0].outputs[0]);
+  b.output(b.g.nodes[0].outputs[0]);
   CHECK(contains(problem(b.g), "reads 'later' (input 0) before it is defined"));
 }
 
 TEST_CASE("the verifier names a value defined twice") {
-  G b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({3}), "x");
-  ir::ValueId y = b.op("Relu", {x}, f32({3}), "y");
+  ir::ValueId y = b.op("Relu", {x}, f32({3}));
   b.g.nodes.push_back(ir::Node{"again", "Neg", "", {x}, {y}, {}});
-  b.g.outputs.push_back(y);
+  b.output(y, "y");
   CHECK(contains(problem(b.g), "value 'y' is defined twice"));
 }
 
 TEST_CASE("the verifier checks elementwise output shapes") {
-  G b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({3, 1}), "x"), y = b.input(f32({3, 4}), "y");
   // atan2's old lowering: the output typed like the first operand.
-  b.g.outputs.push_back(b.op("Max", {x, y}, f32({3, 1}), "m"));
+  b.output(b.op("Max", {x, y}, f32({3, 1})), "m");
   CHECK(contains(problem(b.g), "declares its output float32[3,1], but its inputs give float32[3,4]"));
 }
 
 TEST_CASE("the verifier checks tensor attributes and initializers") {
-  G b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({2}), "x");
-  ir::ValueId y = b.op("Relu", {x}, f32({2}), "y");
+  ir::ValueId y = b.op("Relu", {x}, f32({2}));
   ir::Attribute a{"value", JXO_ATTR_TENSOR};
   float data[2] = {1, 2};
   auto t = Tensor::copy_of(JXO_DTYPE_FLOAT32, {3}, data, sizeof data);  // 8 bytes for 3 floats
   a.tensor = t;
   b.g.nodes.back().attrs.push_back(a);
-  b.g.outputs.push_back(y);
+  b.output(y);
   CHECK(contains(problem(b.g), "holds 8 bytes for 3 elements of float32"));
 }
 
 TEST_CASE("the verifier checks that captures resolve") {
-  G b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({2}), "x");
   auto sub = std::make_shared<ir::Graph>();
   sub->name = "body";
   ir::ValueId inner = sub->add_value("captured");
   sub->captures.push_back({inner, 99});  // no such outer value
   sub->outputs.push_back(inner);
-  ir::Attribute a{"then_branch", ir::kAttrGraph};
-  a.graph = sub;
-  ir::ValueId y = b.value(f32({2}), "y");
-  b.g.nodes.push_back(ir::Node{"if", "If", "", {x}, {y}, {a}});
-  b.g.outputs.push_back(y);
+  b.output(b.if_node(x, "then_branch", sub, f32({2})), "y");
   CHECK(contains(problem(b.g), "capture 'captured' stands for no value visible"));
 }
 
 TEST_CASE("constant folding of empty shape constants (UBSan: null memcpy, issue 14 bug 10)") {
-  G b;
+  GraphBuilder b;
   ir::ValueId x = b.input(f32({2}), "x");
   auto empty = Tensor::copy_of(JXO_DTYPE_INT64, {0}, nullptr, 0);
   ir::ValueId e = b.value(Aval(JXO_DTYPE_INT64, {Dim{0, {}}}), "empty");
@@ -129,7 +100,7 @@ TEST_CASE("constant folding of empty shape constants (UBSan: null memcpy, issue 
   ir::ValueId shape = b.value(Aval(JXO_DTYPE_INT64, {Dim{1, {}}}), "shape");
   ir::Attribute axis{"axis", JXO_ATTR_INT};
   b.g.nodes.push_back(ir::Node{"cat", "Concat", "", {e, two}, {shape}, {axis}});
-  b.g.outputs.push_back(b.op("Reshape", {x, shape}, f32({2}), "y"));
+  b.output(b.op("Reshape", {x, shape}, f32({2})), "y");
   passes::Pipeline p;
   p.push_back(passes::constant_folding());
   p.push_back(passes::no_op_elimination());
@@ -140,11 +111,11 @@ TEST_CASE("constant folding of empty shape constants (UBSan: null memcpy, issue 
 }
 
 TEST_CASE("a 20,000-node Identity chain goes in one linear noop run (issue 14 bug 11)") {
-  G b;
+  GraphBuilder b;
   ir::ValueId v = b.input(f32({3}), "x");
-  v = b.op("Relu", {v}, f32({3}), "r");
-  for (int k = 0; k < 20000; ++k) v = b.op("Identity", {v}, f32({3}), "i" + std::to_string(k));
-  b.g.outputs.push_back(v);
+  v = b.op("Relu", {v}, f32({3}));
+  for (int k = 0; k < 20000; ++k) v = b.op("Identity", {v}, f32({3}));
+  b.output(v);
   passes::Pipeline p;
   p.push_back(passes::no_op_elimination());
   passes::PassManager manager(std::move(p));

@@ -14,7 +14,7 @@ from jax.extend import core as jex_core
 
 import jaxonnx
 from jaxonnx import _plugins
-from test_plugin_host import build_test_plugins
+from test_plugin_host import test_plugins  # noqa: F401  (the fixture building tests/plugins)
 
 THIS_FILE = Path(__file__).resolve()
 
@@ -32,11 +32,6 @@ def _line_of(marker: str) -> int:
 
 def _uses_unclaimed(x):
     return UNCLAIMED.bind(x * 2.0)  # MARK:unclaimed
-
-
-@pytest.fixture(scope="session")
-def test_plugins() -> Path:
-    return build_test_plugins()
 
 
 @pytest.fixture(autouse=True)

@@ -125,35 +125,56 @@ def example_000():
     return SuperBlock(rngs=nnx.Rngs(0)), [("B", 10, 3)], 1
 
 
-def example_001():
-    @onnx_function
+def _mlp_block(deterministic_default=True):
+    """The MLPBlock of examples 001, 002, 006 and 014 (014: deterministic=False
+    by default); an onnx_function where the example decorates it."""
+
     class MLPBlock(nnx.Module):
         def __init__(self, num_hiddens, mlp_dim, rngs):
             self.layers = _mlp_layers(num_hiddens, mlp_dim, rngs)
 
-        def __call__(self, x, deterministic=True):
+        def __call__(self, x, deterministic=deterministic_default):
             return _run_layers(self.layers, x, deterministic)
+
+    return MLPBlock
+
+
+def _linear_block():
+    """Examples 003 and 004's NestedBlock, an onnx_function: one Linear."""
+
+    @onnx_function
+    class NestedBlock(nnx.Module):
+        def __init__(self, num_hiddens, mlp_dim, rngs):
+            self.linear = nnx.Linear(num_hiddens, mlp_dim, rngs=rngs)
+
+        def __call__(self, x, deterministic=True):
+            return self.linear(x)
+
+    return NestedBlock
+
+
+def _normed_superblock(block, function=True):
+    """The SuperBlock of examples 001 (function=False), 004 and 005:
+    LayerNorm(256), then block(256, mlp_dim=512)."""
 
     class SuperBlock(nnx.Module):
         def __init__(self):
             rngs = nnx.Rngs(0)
             self.layer_norm2 = nnx.LayerNorm(256, rngs=rngs)
-            self.mlp = MLPBlock(num_hiddens=256, mlp_dim=512, rngs=rngs)
+            self.mlp = block(256, mlp_dim=512, rngs=rngs)
 
         def __call__(self, x):
             return self.mlp(self.layer_norm2(x))
 
-    return SuperBlock(), [("B", 10, 256)], 1
+    return (onnx_function(SuperBlock) if function else SuperBlock)()
+
+
+def example_001():
+    return _normed_superblock(onnx_function(_mlp_block()), function=False), [("B", 10, 256)], 1
 
 
 def example_002():
-    @onnx_function
-    class MLPBlock(nnx.Module):
-        def __init__(self, num_hiddens, mlp_dim, rngs):
-            self.layers = _mlp_layers(num_hiddens, mlp_dim, rngs)
-
-        def __call__(self, x, deterministic=True):
-            return _run_layers(self.layers, x, deterministic)
+    MLPBlock = onnx_function(_mlp_block())
 
     @onnx_function
     class SuperBlock(nnx.Module):
@@ -167,13 +188,7 @@ def example_002():
 
 
 def example_003():
-    @onnx_function
-    class NestedBlock(nnx.Module):
-        def __init__(self, num_hiddens, mlp_dim, rngs):
-            self.linear = nnx.Linear(num_hiddens, mlp_dim, rngs=rngs)
-
-        def __call__(self, x, deterministic=True):
-            return self.linear(x)
+    NestedBlock = _linear_block()
 
     @onnx_function
     class SuperBlock(nnx.Module):
@@ -187,25 +202,7 @@ def example_003():
 
 
 def example_004():
-    @onnx_function
-    class NestedBlock(nnx.Module):
-        def __init__(self, num_hiddens, mlp_dim, rngs):
-            self.linear = nnx.Linear(num_hiddens, mlp_dim, rngs=rngs)
-
-        def __call__(self, x, deterministic=True):
-            return self.linear(x)
-
-    @onnx_function
-    class SuperBlock(nnx.Module):
-        def __init__(self):
-            rngs = nnx.Rngs(0)
-            self.layer_norm2 = nnx.LayerNorm(256, rngs=rngs)
-            self.mlp = NestedBlock(256, mlp_dim=512, rngs=rngs)
-
-        def __call__(self, x):
-            return self.mlp(self.layer_norm2(x))
-
-    return SuperBlock(), [("B", 10, 256)], 2
+    return _normed_superblock(_linear_block()), [("B", 10, 256)], 2
 
 
 def example_005():
@@ -217,26 +214,11 @@ def example_005():
         def __call__(self, x, deterministic=True):
             return _run_layers(self.layers, x, deterministic)
 
-    @onnx_function
-    class SuperBlock(nnx.Module):
-        def __init__(self):
-            rngs = nnx.Rngs(0)
-            self.layer_norm2 = nnx.LayerNorm(256, rngs=rngs)
-            self.mlp = NestedBlock(256, mlp_dim=512, rngs=rngs)
-
-        def __call__(self, x):
-            return self.mlp(self.layer_norm2(x))
-
-    return SuperBlock(), [("B", 10, 256)], 2
+    return _normed_superblock(NestedBlock), [("B", 10, 256)], 2
 
 
 def example_006():
-    class MLPBlock(nnx.Module):
-        def __init__(self, num_hiddens, mlp_dim, rngs):
-            self.layers = _mlp_layers(num_hiddens, mlp_dim, rngs)
-
-        def __call__(self, x, deterministic=True):
-            return _run_layers(self.layers, x, deterministic)
+    MLPBlock = _mlp_block()
 
     @onnx_function
     class SuperBlock(nnx.Module):
@@ -371,12 +353,7 @@ def example_016():
 
 
 def _superblock_014(deterministic_default):
-    class MLPBlock(nnx.Module):
-        def __init__(self, num_hiddens, mlp_dim, rngs):
-            self.layers = _mlp_layers(num_hiddens, mlp_dim, rngs)
-
-        def __call__(self, x, deterministic=False):
-            return _run_layers(self.layers, x, deterministic)
+    MLPBlock = _mlp_block(deterministic_default=False)
 
     @onnx_function
     class SuperBlock(nnx.Module):

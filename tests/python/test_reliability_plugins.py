@@ -17,14 +17,9 @@ import pytest
 
 import jaxonnx
 from jaxonnx import _core, _plugins
-from test_plugin_host import build_test_plugins
+from test_plugin_host import test_plugins  # noqa: F401  (the fixture building tests/plugins)
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="POSIX file modes and ELF")
-
-
-@pytest.fixture(scope="module")
-def test_plugins() -> Path:
-    return build_test_plugins()
 
 
 @pytest.fixture(autouse=True)
