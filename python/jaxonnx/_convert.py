@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 
@@ -11,10 +10,9 @@ import numpy as np
 import onnx
 
 from jaxonnx import (_callbacks, _core, _fusion, _input_specs, _layout, _output, _pipeline,
-                     _plugins, _progress, _source, _targets, _verify)
+                     _plugins, _progress, _result, _source, _targets, _verify)
 from jaxonnx._core import ConversionError
 
-RETURN_MODES = ("proto", "ir", "bytes", "file")
 EXPORT_MODES = ("standard", "web")
 NORMALIZATION_MODES = ("auto", "prefer_native", "force_decomposed")
 
@@ -61,6 +59,29 @@ def _default_names(names, taken):
         taken.add(name)
         out.append(name)
     return out
+
+
+def _checked(fn, opset, input_params, return_mode, export_mode, normalization_mode,
+             external_data, output_path):
+    """to_onnx's arguments checked before any tracing: (external_data as the
+    export mode allows it, input_params as a dict)."""
+    _choice("return_mode", return_mode, _result.RETURN_MODES)
+    _choice("export_mode", export_mode, EXPORT_MODES)
+    _choice("normalization_mode", normalization_mode, NORMALIZATION_MODES)
+    if export_mode == "web":  # onnxruntime-web loads one self-contained file
+        if external_data not in (None, False):
+            raise ConversionError('export_mode="web" writes one self-contained file; '
+                                  "external_data cannot be used with it")
+        external_data = False
+    if return_mode == "file" and not output_path:
+        raise ConversionError('return_mode="file" needs output_path')
+    if return_mode == "ir":
+        _result.onnx_ir()
+    if not callable(fn):
+        raise ConversionError(f"fn must be callable; got {type(fn).__name__}")
+    if input_params is not None and not isinstance(input_params, dict):
+        raise ConversionError(f"input_params must be a dict; got {type(input_params).__name__}")
+    return external_data, dict(input_params or {})
 
 
 def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *,
@@ -174,28 +195,13 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
 
     Raises ConversionError (a ValueError) with a message naming what went wrong.
     """
-    _choice("return_mode", return_mode, RETURN_MODES)
-    _choice("export_mode", export_mode, EXPORT_MODES)
-    _choice("normalization_mode", normalization_mode, NORMALIZATION_MODES)
+    external_data, params = _checked(fn, opset, input_params, return_mode, export_mode,
+                                     normalization_mode, external_data, output_path)
     # jax2onnx's switch for native normalization ops maps onto the binding-spec
     # window: "force_decomposed" traces through every high-level call.
     binding_level, rule_level = _fusion.levels(fusion, crisp, fuse, normalization_mode)
     target, opset = _targets.resolve(target, opset)
-    if export_mode == "web":  # onnxruntime-web loads one self-contained file
-        if external_data not in (None, False):
-            raise ConversionError('export_mode="web" writes one self-contained file; '
-                                  "external_data cannot be used with it")
-        external_data = False
-    if return_mode == "file" and not output_path:
-        raise ConversionError('return_mode="file" needs output_path')
-    if return_mode == "ir":
-        _onnx_ir()
-    if not callable(fn):
-        raise ConversionError(f"fn must be callable; got {type(fn).__name__}")
     _check_opset(opset)
-    if input_params is not None and not isinstance(input_params, dict):
-        raise ConversionError(f"input_params must be a dict; got {type(input_params).__name__}")
-    params = dict(input_params or {})
     external, data_folder = _output.external_plan(external_data, return_mode, output_path,
                                                   model_name)
     if external is None and return_mode in ("proto", "ir"):
@@ -235,21 +241,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
                                   plugin_overrides, binding_level, target)
         _verified(plan, data, data_files, external)
 
-    if return_mode == "file":
-        _output.write_model(output_path, data, data_files, data_folder, progress.written)
-        progress.done(output_path)
-        return os.fspath(output_path)
-    if external is _output.INLINE:
-        model = _output.model_proto(data, data_files)
-        progress.done("ModelProto")
-        return _onnx_ir().from_proto(model) if return_mode == "ir" else model
-    with contextlib.ExitStack() as stack:
-        _output.write_data_files(data_folder, data_files, stack, progress.written)
-    progress.done(return_mode)
-    if return_mode == "bytes":
-        return data
-    model = onnx.load_from_string(data)
-    return _onnx_ir().from_proto(model) if return_mode == "ir" else model
+    return _result.deliver(return_mode, data, data_files, external, data_folder, output_path,
+                           progress)
 
 
 def _verified(plan, data, data_files, external):
@@ -262,15 +255,6 @@ def _verified(plan, data, data_files, external):
         path = os.path.join(folder, "model.onnx")
         _output.write_model(path, data, data_files, folder)
         _verify.verify_conversion(plan, path)
-
-
-def _onnx_ir():
-    try:
-        import onnx_ir
-    except ImportError:
-        raise ConversionError('return_mode="ir" needs the onnx-ir package: '
-                              'pip install "jaxonnx[ir]" (or onnx-ir)') from None
-    return onnx_ir
 
 
 def _version():
