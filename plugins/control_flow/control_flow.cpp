@@ -320,7 +320,7 @@ void lower_scan(Lowering& L) {
   if (!loop_init.empty() || any_y) {
     Value trip = length.is_static()
                      ? scalar(L, dtype::i64, static_cast<double>(length.value))
-                     : L.op("Reshape", {dim_value(L, length), i64s(L, {})}, scalar_aval(dtype::i64));
+                     : reshape(L, dim_value(L, length), Aval(dtype::i64, {1}), scalar_aval(dtype::i64));
     Value last = kNoValue;  // length - 1, for reversed indexing
     if (reverse && m > 0)
       last = length.is_static() ? scalar(L, dtype::i64, static_cast<double>(length.value - 1))

@@ -16,7 +16,7 @@ using namespace jaxonnx::sdk;
 // Reduces input 0 over all axes with `op` (keepdims 0) to a scalar of `t`.
 Value reduce_all(Lowering& L, const char* op, Value x, const Aval& a) {
   if (a.rank() == 0) return x;
-  return L.op(op, {L.op("Reshape", {x, i64s(L, {-1})}, Aval::of_unknown_shape(a.dtype))}, Aval(a.dtype, {}),
+  return L.op(op, {flatten(L, x, a, Aval::of_unknown_shape(a.dtype))}, Aval(a.dtype, {}),
               {Attr::i("keepdims", 0)});
 }
 

@@ -117,19 +117,6 @@ bool all_static(const Shape& s) {
   return std::all_of(s.begin(), s.end(), [](const Dim& d) { return d.is_static(); });
 }
 
-// The product of `dims` as one Dim: static when all are, else an expression
-// ("3*(B)*H") that dim_value evaluates at run time.
-Dim product(const Shape& dims) {
-  int64_t k = 1;
-  std::string sym;
-  for (const Dim& d : dims) {
-    if (d.is_static()) k *= d.value;
-    else sym += (sym.empty() ? "(" : "*(") + d.symbol + ")";
-  }
-  if (sym.empty() || k == 0) return Dim(k);
-  return Dim::sym(k == 1 ? sym : std::to_string(k) + "*" + sym);
-}
-
 // A value in [N, C, spatial...] layout with its type (shape unknown once a
 // symbolic spatial dim goes through pad arithmetic).
 struct Tensor {
@@ -252,11 +239,11 @@ Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const C
   if ((!md.is_static() && !cgd.is_static()) || (!cgd.is_static() && p_static < 0))
     L.fail("conv_general_dilated: float64 needs static feature dims or output spatial dims, got kernel " +
            wa.str() + " and output " + y_aval.str());
-  const Dim ck = product({cgd, Dim(kk)});  // C/G*K
+  const Dim ck = dims_product({cgd, Dim(kk)});  // C/G*K
   const Dim m_per_group = md.is_static() ? Dim(md.value / group)
                           : group == 1   ? md
                                          : Dim::sym("floordiv(" + md.symbol + ", " + std::to_string(group) + ")");
-  const Dim pd = product(Shape(y_aval.shape.begin() + 2, y_aval.shape.end()));  // P
+  const Dim pd = dims_product(Shape(y_aval.shape.begin() + 2, y_aval.shape.end()));  // P
   Value v = x.v;
   if (std::any_of(lo.begin(), lo.end(), [](int64_t e) { return e; }) ||
       std::any_of(hi.begin(), hi.end(), [](int64_t e) { return e; })) {

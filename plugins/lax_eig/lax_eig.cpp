@@ -59,7 +59,7 @@ E nan_if(const E& failed, const E& x) { return sel(failed, lit(x, NAN), x); }
 template <typename Kernel>
 void batched(Lowering& L, int64_t n, const std::vector<size_t>& outs, Kernel kernel) {
   Aval in = L.in_aval(0);
-  Value xr = L.op("Reshape", {L.input(0), i64s(L, {-1, n, n})}, Aval::of_unknown_shape(in.dtype));
+  Value xr = merge_leading(L, L.input(0), in, in.shape.size() - 2, Aval::of_unknown_shape(in.dtype));
   Value shp = L.op("Shape", {xr}, Aval(dtype::i64, {3}));
   Value count = L.op("Gather", {shp, scalar(L, dtype::i64, 0)}, Aval(dtype::i64, {}), {Attr::i("axis", 0)});
   Subgraph g = L.begin_subgraph("matrix");

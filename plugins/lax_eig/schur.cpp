@@ -45,7 +45,7 @@ E diag(Ctx& K, const E& M, int64_t off) {
     ok.push_back(c >= 0 && c < K.n);
   }
   E g = mk(K.L, "GatherElements", {M.v, K.L.constant(ix, {K.n, 1})}, M.a.with_shape({K.n, 1}), {Attr::i("axis", 1)});
-  E v = mk(K.L, "Reshape", {g.v, i64s(K.L, {K.n})}, M.a.with_shape({K.n}));
+  E v{&K.L, reshape(K.L, g.v, g.a, M.a.with_shape({K.n})), M.a.with_shape({K.n})};
   E mask{&K.L, K.L.constant(dtype::boolean, {K.n}, ok.data(), ok.size()), Aval(dtype::boolean, {K.n})};
   return sel(mask, v, 0.0);
 }

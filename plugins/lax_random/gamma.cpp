@@ -123,18 +123,17 @@ void lower_random_gamma(Lowering& L) {
   Aval flat(t, {n});
   Aval a32 = flat.with_dtype(dtype::u32), ab = flat.with_dtype(dtype::boolean);
   Aval full32 = aa.with_dtype(dtype::u32);
-  Value minus1 = i64s(L, {-1});
   // key_e = threefry(key[kk], (0, i)), flattened.
   auto [k1, k2] = key_words(L, L.input(0), ka, rest.size());
   auto [hi, lo] = iota_2x32(L, rest);
   auto [e1, e2] = threefry(L, k1, k2, hi, lo);
   auto flatten_key = [&](const U32& w) {
     Value v = w.s == aa.shape ? w.v : L.op("Expand", {w.v, shape_value(L, aa.shape)}, full32);
-    return U32{L.op("Reshape", {v, minus1}, a32), {n}};
+    return U32{flatten(L, v, full32, a32), {n}};
   };
   Key ke{flatten_key(e1), flatten_key(e2)};
   F f{L, t, flat, ab};
-  Value alpha = L.op("Reshape", {L.input(1), minus1}, flat);
+  Value alpha = flatten(L, L.input(1), aa, flat);
   Value boost = f.b("GreaterOrEqual", {alpha, f.k(1)});
   Value al = f.where(boost, alpha, f.add(alpha, f.k(1)));
   Value d = f.sub(al, f.k(1.0 / 3.0));

@@ -82,7 +82,7 @@ Value interleave(Lowering& L, const std::vector<Value>& parts, const Dim& m, con
   int64_t k = static_cast<int64_t>(parts.size());
   Dim mk = times(m, k);
   Value c = L.op("Concat", cols, Aval(dt, {m, k}), {Attr::i("axis", 1)});
-  Value flat = L.op("Reshape", {c, i64s(L, {-1})}, Aval(dt, {mk}));
+  Value flat = flatten(L, c, Aval(dt, {m, k}), Aval(dt, {mk}));
   if (mk == n) return flat;
   return L.op("Slice", {flat, i64s(L, {0}), dim_value(L, n), i64s(L, {0})}, Aval(dt, {n}));
 }
@@ -124,7 +124,7 @@ void lower_rng_bit_generator(Lowering& L) {
   Value bits;  // flat [n], uint32 or uint64
   Value used;  // counters consumed (uint64 scalar)
   if (n == 0) {
-    bits = L.op("Reshape", {L.constant(std::vector<uint32_t>{}, {0}), i64s(L, {0})}, Aval(dtype::u32, {0}));
+    bits = L.constant(std::vector<uint32_t>{}, {0});
     if (wide) bits = cast(L, bits, Aval(dtype::u32, {0}), dtype::u64);
     used = u64c(L, 0);
   } else if (philox_alg) {
@@ -181,28 +181,29 @@ void lower_rng_bit_generator(Lowering& L) {
     auto [x0, x1] = split64(L, ctr, h64);
     auto [y0, y1] = threefry(L, {k0, {}}, {k1, {}}, {x0, hs}, {x1, hs});
     if (wide) {
-      bits = L.op("Reshape", {join64(L, y0.v, y1.v, h32), i64s(L, {n})}, Aval(dtype::u64, {n}));
+      bits = reshape(L, join64(L, y0.v, y1.v, h32), h64, Aval(dtype::u64, {n}));
     } else {
       // Concat the pair on the split dim's trailing 1: [.., ceil(d/2), 2, ..] -> rows 2q, 2q + 1.
       int64_t axis = r == 0 ? 1 : split + 1;
       std::vector<int64_t> cs = half;
       cs[static_cast<size_t>(axis)] = 2;
       int64_t total = 2 * m;
-      Value c = L.op("Concat", {y0.v, y1.v}, Aval(dtype::u32, Shape(cs.begin(), cs.end())), {Attr::i("axis", axis)});
+      const Aval ca(dtype::u32, Shape(cs.begin(), cs.end()));
+      Value c = L.op("Concat", {y0.v, y1.v}, ca, {Attr::i("axis", axis)});
       if (r == 0) {  // a scalar is y0 of the one counter
-        bits = L.op("Slice", {L.op("Reshape", {c, i64s(L, {total})}, Aval(dtype::u32, {total})), i64s(L, {0}),
+        bits = L.op("Slice", {reshape(L, c, ca, Aval(dtype::u32, {total})), i64s(L, {0}),
                               i64s(L, {1}), i64s(L, {0})},
                     Aval(dtype::u32, {1}));
       } else if (shape[static_cast<size_t>(split)].value % 2 == 0) {
-        bits = L.op("Reshape", {c, i64s(L, {n})}, Aval(dtype::u32, {n}));
+        bits = reshape(L, c, ca, Aval(dtype::u32, {n}));
       } else {
         std::vector<int64_t> rs;
         for (int64_t i = 0; i < r; ++i)
           rs.push_back(i == split ? half[static_cast<size_t>(split)] * 2 : shape[static_cast<size_t>(i)].value);
-        Value rr = L.op("Reshape", {c, i64s(L, rs)}, Aval(dtype::u32, Shape(rs.begin(), rs.end())));
+        Value rr = reshape(L, c, ca, Aval(dtype::u32, Shape(rs.begin(), rs.end())));
         Value cut = L.op("Slice", {rr, i64s(L, {0}), i64s(L, {shape[static_cast<size_t>(split)].value}), i64s(L, {split})},
                          Aval(dtype::u32, shape));
-        bits = L.op("Reshape", {cut, i64s(L, {n})}, Aval(dtype::u32, {n}));
+        bits = reshape(L, cut, Aval(dtype::u32, shape), Aval(dtype::u32, {n}));
       }
     }
     used = u64c(L, static_cast<uint64_t>(m));

@@ -142,11 +142,10 @@ void lower_attention(Lowering& L) {
   }
 
   const int64_t heads = q.shape[2].value, kv_heads = k.shape[2].value;
-  // Reshape: 0 keeps batch and seq, symbolic or not. Not -1 for the last
-  // dim: it cannot be inferred next to a dim that is 0 at run time.
+  // Heads and head dim merged; batch and seq kept as they are, symbolic or not.
   auto merge = [&](size_t i, const Aval& a) {
     const int64_t width = a.shape[2].value * a.shape[3].value;
-    return L.op("Reshape", {L.input(i), i64s(L, {0, 0, width})}, a.with_shape({a.shape[0], a.shape[1], width}));
+    return reshape_after(L, L.input(i), a, 2, a.with_shape({a.shape[0], a.shape[1], width}));
   };
   std::vector<Value> ins = {merge(0, q), merge(1, k), merge(2, v)};
   if (has_bias || has_mask) {
@@ -218,7 +217,7 @@ void lower_attention(Lowering& L) {
                     {Attr::tensor("value", dtype::f32, {1}, &zero, sizeof zero)});
       },
       [&] { return gqa ? group_query_attention() : L.op("Attention", ins, out3, attrs); });
-  L.bind(0, L.op("Reshape", {y, i64s(L, {0, 0, out.shape[2].value, out.shape[3].value})}, out));
+  L.bind(0, reshape_after(L, y, out3, 2, out));
 }
 
 // One spec per combination of the optional bias and mask: a primitive's

@@ -83,8 +83,8 @@ void lower_linear(Lowering& L) {
   for (size_t i = 1; i < w.shape.size(); ++i) n *= w.shape[i].value;
   Value wv = L.input(1), bv = bias ? L.input(2) : kNoValue;
   if (w.rank() > 2) {
-    wv = L.op("Reshape", {wv, i64s(L, {w.shape[0].value, n})}, w.with_shape({w.shape[0], Dim(n)}));
-    if (bias) bv = L.op("Reshape", {bv, i64s(L, {n})}, L.in_aval(2).with_shape({Dim(n)}));
+    wv = reshape(L, wv, w, w.with_shape({w.shape[0], Dim(n)}));
+    if (bias) bv = reshape(L, bv, L.in_aval(2), L.in_aval(2).with_shape({Dim(n)}));
   }
   Aval out = L.out_aval(0);
   Shape flat_shape = x.shape;

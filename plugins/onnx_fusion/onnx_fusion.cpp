@@ -356,7 +356,7 @@ Value widened_scale(Rewrite& R, Value c, bool divisor, const Aval& other) {
   }
   if (!from_constants(R, c)) return kNoValue;  // a runtime scale: onnxruntime does not fuse it
   // Tile, not Expand: expand_into_broadcast would take an Expand away again.
-  Value flat = ca.rank() == 1 ? c : R.op("Reshape", {c, R.i64s({1})}, Aval(dtype::f64, {1}));
+  Value flat = reshape(R, c, ca, Aval(dtype::f64, {1}));
   return R.op("Tile", {flat, R.i64s({len})}, Aval(dtype::f64, {len}));
 }
 
@@ -1035,8 +1035,7 @@ Value channel_vector(Rewrite& R, Value v, int64_t c, int64_t rank, int32_t dt) {
   for (int64_t i = 0; i + 1 < a.rank(); ++i)
     if (a.shape[i] != Dim(1)) return kNoValue;
   if (a.shape.back() != Dim(c)) return kNoValue;
-  if (a.rank() == 1) return v;
-  return R.op("Reshape", {v, R.i64s({c})}, Aval(dt, {Dim(c)}));
+  return reshape(R, v, a, Aval(dt, {Dim(c)}));
 }
 
 // (x - m) * k + b with m, k, b per-channel vectors over x's last axis computed

@@ -542,6 +542,14 @@ def test_linear_general():
     assert op_types(model) == ["MatMul", "Add", "Reshape"]
 
 
+@pytest.mark.parametrize("opset", [13, None], ids=["opset13", "default"])
+def test_linear_general_zero_size_output(opset):
+    # The kernel (6, 3, 0) flattened to (6, 0): a 0 in Reshape's shape must
+    # mean 0 (allowzero), not "copy the kernel's dim 1" (3).
+    m = nnx.LinearGeneral(6, (3, 0), kernel_init=nnx.initializers.normal(), rngs=nnx.Rngs(0))
+    check(m, [("B", 6)], opset=opset)
+
+
 @pytest.mark.parametrize("make", [
     lambda: nnx.RMSNorm(4, param_dtype=jnp.float64, rngs=nnx.Rngs(0)),
     lambda: (lambda x: nnx.max_pool(x, (2, 2), strides=(1, 1))),

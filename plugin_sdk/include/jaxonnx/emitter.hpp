@@ -1,8 +1,9 @@
 // jaxonnx plugin SDK: Emitter, what expression code needs of the context it
 // writes into: emit a default-domain node with one output, make a constant,
-// read a value's type. Lowering (lowering.hpp) and Rewrite (rewrite.hpp) both
-// implement it, so math written over an Emitter (expr.hpp, special.hpp)
-// serves a lowering and a rewrite rule alike. Also the one filling of the C
+// read a value's type and the target opset. Lowering (lowering.hpp) and
+// Rewrite (rewrite.hpp) both implement it, so math written over an Emitter
+// (expr.hpp, special.hpp, idioms.hpp's Emitter forms) serves a lowering and
+// a rewrite rule alike. Also the one filling of the C
 // node and tensor structs both contexts hand the host.
 #pragma once
 
@@ -37,6 +38,8 @@ class Emitter {
   }
   // The type of a value the host knows (dtype undefined when it does not).
   virtual Aval aval_of(Value v) const = 0;
+  // The target default-domain opset (an op's form can depend on it).
+  virtual int64_t opset() const = 0;
 
  protected:
   Emitter() = default;

@@ -6,6 +6,7 @@
 // Lowering's host calls; none of it needs the host's help.
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cstddef>
 #include <cstdint>
@@ -224,6 +225,184 @@ inline Value shape_value(Lowering& L, const Shape& shape) {
               {Attr::i("axis", 0)});
 }
 
+// ------------------------------------------------------------------ Reshape --
+// The one place that decides Reshape's shape operand. Its codes: 0 copies
+// the input's dim at that index (exact wherever the output dim is that dim,
+// symbolic or 0 at run time; never with allowzero), -1 infers a dim from the
+// element count (exact when every other dim is known and non-zero). A shape
+// with a static 0 needs allowzero=1 (opset >= 14), which forbids 0 codes, and
+// before opset 14 a detour (detail::reshape_empty). Runtime values of
+// symbolic dims come with allowzero=1 too: a dim 0 at run time (B - 1 at
+// B = 1) must mean 0, not "copy". Forms: reshape (to a given type), flatten
+// (to 1-D), merge_leading (leading dims into rows), reshape_after (the dims
+// after some leading ones kept as they are); each gives no node when the
+// shapes already agree.
+
+// The number of elements of `s` as one Dim: static when every dim is, else
+// a product expression dim_value evaluates ("3*(B)*(T)").
+inline Dim dims_product(const Shape& s) {
+  int64_t k = 1;
+  std::string sym;
+  for (const Dim& d : s) {
+    if (d.is_static()) k *= d.value;
+    else sym += (sym.empty() ? "(" : "*(") + d.symbol + ")";
+  }
+  if (sym.empty() || k == 0) return Dim(k);
+  return Dim::sym(k == 1 ? sym : std::to_string(k) + "*" + sym);
+}
+
+// `x` (of type `in`) as one dim of all its elements, typed `out`: shape
+// [-1], exact for any rank and size, symbolic or not.
+inline Value flatten(Emitter& E, Value x, const Aval& in, const Aval& out) {
+  if (!in.unknown_rank && !out.unknown_rank && in.shape == out.shape) return x;
+  return E.op("Reshape", {x, i64s(E, {-1})}, out.with_dtype(in.dtype));
+}
+
+namespace detail {
+
+// Reshape's shape for `in` to `shape`, per dim: the static size; else, when
+// every symbolic dim is `in`'s dim at that index, 0; else, for a single
+// symbolic dim among static ones, -1; else (`runtime`) every symbolic dim
+// stays, for its runtime value. 0 and -1 are never mixed with runtime values:
+// onnxruntime's graph optimizer turns such a mix into a 0/-1 shape, and -1
+// next to a copied dim that is 0 at run time (an empty batch) cannot be
+// inferred. With a static 0 (`zero_size`) nothing is coded.
+struct ReshapeShape {
+  Shape target;
+  bool zero_size = false, runtime = false;
+};
+inline ReshapeShape reshape_shape(const Aval& in, const Shape& shape) {
+  ReshapeShape r{shape};
+  for (const Dim& d : shape) r.zero_size = r.zero_size || (d.is_static() && d.value == 0);
+  if (!r.zero_size) {
+    size_t symbolic = 0, copied = 0;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i].is_static()) continue;
+      ++symbolic;
+      copied += !in.unknown_rank && i < in.shape.size() && in.shape[i] == shape[i];
+    }
+    const bool codes = symbolic > 0 && (copied == symbolic || symbolic == 1);
+    for (Dim& d : r.target)
+      if (!d.is_static() && codes) d = Dim(copied == symbolic ? 0 : -1);
+  }
+  for (const Dim& d : r.target) r.runtime = r.runtime || !d.is_static();
+  return r;
+}
+
+// Reshape below opset 14 to a shape with a static 0 (no allowzero: a 0 in the
+// shape would copy the input's dim): x has no elements, so it is reshaped to
+// ones with -1 (inferred as 0) at the first static 0, and expanded to the
+// shape (`shape_of()`, the shape's value).
+template <typename ShapeOf>
+Value reshape_empty(Emitter& E, Value x, const Shape& shape, const Aval& result, ShapeOf shape_of) {
+  std::vector<int64_t> ones(shape.size(), 1);
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i].is_static() && shape[i].value == 0) { ones[i] = -1; break; }
+  Shape unit;
+  for (int64_t o : ones) unit.push_back(Dim(o < 0 ? 0 : 1));
+  Value u = E.op("Reshape", {x, i64s(E, ones)}, result.with_shape(unit));
+  return E.op("Expand", {u, shape_of()}, result);
+}
+
+// The shape of `s` as a constant (its dims static: sizes or codes).
+inline Value static_shape(Emitter& E, const Shape& s) {
+  std::vector<int64_t> v;
+  for (const Dim& d : s) v.push_back(d.value);
+  return i64s(E, v);
+}
+
+// x (of type `in`) reshaped to `shape`, the result typed `result`, when that
+// needs no runtime value (a zero size is then a static shape); else kNoValue.
+inline Value reshape_constant(Emitter& E, Value x, const Aval& in, const Shape& shape, const Aval& result) {
+  const ReshapeShape r = reshape_shape(in, shape);
+  if (r.runtime) return kNoValue;
+  if (r.zero_size && E.opset() < 14)
+    return reshape_empty(E, x, shape, result, [&] { return static_shape(E, shape); });
+  std::vector<Attr> attrs;
+  if (r.zero_size) attrs.push_back(Attr::i("allowzero", 1));
+  return E.op("Reshape", {x, static_shape(E, r.target)}, result, attrs);
+}
+
+// reshape_constant, else the shape's runtime value: below opset 14 (no
+// allowzero, and a runtime dim may be 0) x is reshaped into max(shape, 1)
+// (never 0), its elements padded with zeros up to that size (padding only
+// when x is empty), then sliced to the shape.
+inline Value reshape_to(Lowering& L, Value x, const Aval& in, const Shape& shape, const Aval& result) {
+  Value c = reshape_constant(L, x, in, shape, result);
+  if (c != kNoValue) return c;
+  const ReshapeShape r = reshape_shape(in, shape);
+  if (L.opset() < 14 && r.zero_size)
+    return reshape_empty(L, x, shape, result, [&] { return shape_value(L, shape); });
+  if (L.opset() < 14) {
+    const int64_t R = static_cast<int64_t>(shape.size());
+    const Aval i1(dtype::i64, {1}), iR(dtype::i64, {R}), any = Aval::of_unknown_shape(in.dtype);
+    Value target = shape_value(L, r.target);
+    Value ones = L.op("Max", {target, i64s(L, {1})}, iR);
+    Value total = reduce_over(L, "ReduceProd", ones, {0}, true, i1);
+    Value flat = flatten(L, x, in, any);
+    Value fill = L.op("Expand", {scalar(L, in.dtype, 0), L.op("Sub", {total, shape_slice(L, flat, 0, 1)}, i1)}, any);
+    Value grid = L.op("Reshape", {L.op("Concat", {flat, fill}, any, {Attr::i("axis", 0)}), ones}, any);
+    std::vector<int64_t> starts(static_cast<size_t>(R), 0), axes;
+    for (int64_t i = 0; i < R; ++i) axes.push_back(i);
+    return L.op("Slice", {grid, i64s(L, starts), target, i64s(L, axes)}, result);
+  }
+  return L.op("Reshape", {x, shape_value(L, r.target)}, result, {Attr::i("allowzero", 1)});
+}
+
+}  // namespace detail
+
+// `x` (of type `in`, which may be of unknown shape: nothing is copied then)
+// reshaped to `out.shape`. Over any Emitter (a rewrite rule too) when the
+// shape needs no runtime value; a Lowering computes symbolic dims.
+inline Value reshape(Emitter& E, Value x, const Aval& in, const Aval& out) {
+  if (!in.unknown_rank && in.shape == out.shape) return x;
+  Value r = detail::reshape_constant(E, x, in, out.shape, out.with_dtype(in.dtype));
+  if (r == kNoValue)
+    throw Error("reshape " + in.str() + " -> " + out.str() + ": the shape needs the runtime value of a symbolic dim");
+  return r;
+}
+inline Value reshape(Lowering& L, Value x, const Aval& in, const Aval& out) {
+  if (!in.unknown_rank && in.shape == out.shape) return x;
+  return detail::reshape_to(L, x, in, out.shape, out.with_dtype(in.dtype));
+}
+
+// `x` (of type `in`) with its first `count` dims merged into one (rows of
+// the rest), typed `out` (which may be of unknown shape). Shape [-1, rest]
+// when the rest is static and non-zero (-1 is then exact, 0 rows too), else
+// reshape's rules.
+inline Value merge_leading(Lowering& L, Value x, const Aval& in, size_t count, const Aval& out) {
+  if (in.unknown_rank || count > in.shape.size())
+    throw Error("merge_leading: " + in.str() + " has no " + std::to_string(count) + " leading dims");
+  const Shape lead(in.shape.begin(), in.shape.begin() + static_cast<std::ptrdiff_t>(count));
+  const Shape rest(in.shape.begin() + static_cast<std::ptrdiff_t>(count), in.shape.end());
+  if (count == 1) return x;
+  std::vector<int64_t> codes = {-1};
+  for (const Dim& d : rest) codes.push_back(d.is_static() && d.value > 0 ? d.value : 0);
+  if (std::find(codes.begin() + 1, codes.end(), int64_t{0}) == codes.end())
+    return L.op("Reshape", {x, i64s(L, codes)}, out.with_dtype(in.dtype));
+  Shape merged = {dims_product(lead)};
+  merged.insert(merged.end(), rest.begin(), rest.end());
+  return detail::reshape_to(L, x, in, merged, out.with_dtype(in.dtype));
+}
+
+// `x` (of type `in`) reshaped to `out`, whose first `keep` dims are `in`'s:
+// those copied (0, static or not: the shape stays one constant whatever the
+// batch), the rest static when it is static and non-zero; else reshape's
+// rules.
+inline Value reshape_after(Lowering& L, Value x, const Aval& in, size_t keep, const Aval& out) {
+  if (!in.unknown_rank && in.shape == out.shape) return x;
+  std::vector<int64_t> codes(keep, 0);
+  bool fixed = !in.unknown_rank && keep <= in.shape.size() && keep <= out.shape.size();
+  for (size_t i = 0; fixed && i < out.shape.size(); ++i) {
+    const Dim& d = out.shape[i];
+    if (i < keep) fixed = d == in.shape[i];
+    else if (d.is_static() && d.value > 0) codes.push_back(d.value);
+    else fixed = false;
+  }
+  if (!fixed) return reshape(L, x, in, out);
+  return L.op("Reshape", {x, i64s(L, codes)}, out.with_dtype(in.dtype));
+}
+
 // `x` (of rank `rank`) padded along one `axis` by `lo` and `hi` elements
 // (int64 values of shape [1] in pad_axis_by, integers in pad_axis) with the
 // scalar `value`, giving `out`. The pads are full rank with no `axes` input: onnxruntime 1.32's
@@ -333,11 +512,8 @@ inline Value scatter_nd_reduce(Lowering& L, Value data, Value idx, Value upd, co
   const int64_t q = ia.shape.back().value, nb = ia.rank() - 1;
   const Aval any_i64 = Aval::of_unknown_shape(dtype::i64), any = Aval::of_unknown_shape(out.dtype);
   // idx as [N, q], upd as [N, its slice dims]: N is the product of the index batch dims.
-  Value flat_idx = L.op("Reshape", {idx, i64s(L, {-1, q})}, any_i64);
-  Value tail = L.op("Slice", {L.op("Shape", {upd}, any_i64), i64s(L, {nb}), i64s(L, {INT64_MAX})},
-                    any_i64);
-  Value flat_upd = L.op("Reshape", {upd, L.op("Concat", {i64s(L, {-1}), tail}, any_i64,
-                                               {Attr::i("axis", 0)})}, any);
+  Value flat_idx = merge_leading(L, idx, ia, static_cast<size_t>(nb), any_i64);
+  Value flat_upd = merge_leading(L, upd, L.aval_of(upd), static_cast<size_t>(nb), any);
   Value n = L.op("Squeeze", {shape_slice(L, flat_idx, 0, 1), i64s(L, {0})}, Aval(dtype::i64, {}));
   const int32_t t = out.dtype;
   const bool narrow = (t == dtype::i8 || t == dtype::u8 || t == dtype::i16 || t == dtype::u16) &&
@@ -356,74 +532,6 @@ inline Value scatter_nd_reduce(Lowering& L, Value data, Value idx, Value upd, co
   GraphRef body = g.end({cond, next});
   return L.op_n("Loop", {n, scalar(L, dtype::boolean, 1), data}, {out},
                 {Attr::graph("body", body)})[0];
-}
-
-// `x` (of type `in`) reshaped to `out.shape`: the one place that decides
-// Reshape's shape operand. Per output dim it holds: the static size; else,
-// when every symbolic dim of `out` is the same as `in`'s dim at that index,
-// 0 ("copy input dim i"), which makes the shape a constant; else, for a
-// single symbolic dim among static ones, -1 ("infer": exact, the others are
-// known and non-zero); else every symbolic dim's runtime value. 0 and -1 are
-// never mixed with runtime values: onnxruntime's graph optimizer turns such a
-// mix into a 0/-1 shape, and -1 next to a copied dim that is 0 at run time (an
-// empty batch) cannot be inferred. Runtime values come with allowzero=1: a
-// dim that is 0 at run time (B - 1 at B = 1) must mean 0, not "copy input dim
-// i" (which also fails past the input's rank). A static 0 size needs
-// allowzero=1 too, which forbids the 0 and -1 codes, so then every symbolic
-// dim takes its runtime value. `in` may be of unknown shape (nothing is copied
-// then). No node when the shapes already agree.
-inline Value reshape(Lowering& L, Value x, const Aval& in, const Aval& out) {
-  if (!in.unknown_rank && in.shape == out.shape) return x;
-  bool zero_size = false;
-  for (const Dim& d : out.shape) zero_size = zero_size || (d.is_static() && d.value == 0);
-  Shape target = out.shape;
-  bool codes = false;
-  if (!zero_size) {
-    size_t symbolic = 0, copied = 0;
-    for (size_t i = 0; i < out.shape.size(); ++i) {
-      if (out.shape[i].is_static()) continue;
-      ++symbolic;
-      copied += !in.unknown_rank && i < in.shape.size() && in.shape[i] == out.shape[i];
-    }
-    codes = symbolic > 0 && (copied == symbolic || symbolic == 1);
-    for (Dim& d : target) {
-      if (d.is_static() || !codes) continue;
-      d = Dim(copied == symbolic ? 0 : -1);
-    }
-  }
-  bool runtime = false;
-  for (const Dim& d : target) runtime = runtime || !d.is_static();
-  std::vector<Attr> attrs;
-  if (L.opset() < 14 && zero_size) {
-    // No allowzero before opset 14 (a 0 in the shape copies the input's
-    // dim), and out has a static 0: x has no elements, so reshape it to ones with -1 (inferred as 0)
-    // where out has a static 0, and Expand that to out's shape.
-    std::vector<int64_t> ones(out.shape.size(), 1);
-    for (size_t i = 0; i < out.shape.size(); ++i)
-      if (out.shape[i].is_static() && out.shape[i].value == 0) { ones[i] = -1; break; }
-    Shape unit;
-    for (int64_t o : ones) unit.push_back(Dim(o < 0 ? 0 : 1));
-    Value u = L.op("Reshape", {x, i64s(L, ones)}, out.with_dtype(in.dtype).with_shape(unit));
-    return L.op("Expand", {u, shape_value(L, out.shape)}, out.with_dtype(in.dtype));
-  }
-  if (L.opset() < 14 && runtime) {
-    // No allowzero either, and a runtime dim may be 0: reshape into
-    // max(shape, 1) (never 0), x's elements padded with zeros up to that
-    // size (padding only when x is empty), then Slice to the shape.
-    const int64_t R = out.rank();
-    const Aval i1(dtype::i64, {1}), iR(dtype::i64, {R}), any = Aval::of_unknown_shape(in.dtype);
-    Value shape = shape_value(L, target);
-    Value ones = L.op("Max", {shape, i64s(L, {1})}, iR);
-    Value total = reduce_over(L, "ReduceProd", ones, {0}, true, i1);
-    Value flat = L.op("Reshape", {x, i64s(L, {-1})}, any);
-    Value fill = L.op("Expand", {scalar(L, in.dtype, 0), L.op("Sub", {total, shape_slice(L, flat, 0, 1)}, i1)}, any);
-    Value grid = L.op("Reshape", {L.op("Concat", {flat, fill}, any, {Attr::i("axis", 0)}), ones}, any);
-    std::vector<int64_t> starts(static_cast<size_t>(R), 0), axes;
-    for (int64_t i = 0; i < R; ++i) axes.push_back(i);
-    return L.op("Slice", {grid, i64s(L, starts), shape, i64s(L, axes)}, out.with_dtype(in.dtype));
-  }
-  if ((runtime || zero_size) && L.opset() >= 14) attrs.push_back(Attr::i("allowzero", 1));
-  return L.op("Reshape", {x, shape_value(L, target)}, out.with_dtype(in.dtype), attrs);
 }
 
 // The number of Hillis-Steele steps along a dim of size n: ceil(log2 n), or

@@ -37,7 +37,7 @@ class Lowering final : public Emitter {
   size_t num_outputs() const { return api_->num_outputs(ctx_); }
   Aval in_aval(size_t i) const { return Aval::from(checked(api_->input_aval(ctx_, i), "input", i)); }
   Aval out_aval(size_t i) const { return Aval::from(checked(api_->output_aval(ctx_, i), "output", i)); }
-  int64_t opset() const { return api_->opset(ctx_); }
+  int64_t opset() const override { return api_->opset(ctx_); }
   // The target profile (ABI 1.5; jaxonnx/targets.hpp): its name, and whether
   // it has an op type or capability ("Attention", "if_guard"). A host older
   // than 1.5 serves only onnxruntime, which has everything.

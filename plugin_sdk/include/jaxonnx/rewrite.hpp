@@ -38,7 +38,7 @@ class Rewrite final : public Emitter {
 
   // The node the rule is tried at, and the target default-domain opset.
   int64_t root() const { return api_->rw_root(rw_); }
-  int64_t opset() const { return api_->rw_opset(rw_); }
+  int64_t opset() const override { return api_->rw_opset(rw_); }
   // Whether the target profile has an op type or capability (ABI 1.5; see
   // Lowering::target_supports).
   bool target_supports(std::string_view feature) const {
