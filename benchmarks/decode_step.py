@@ -318,19 +318,21 @@ def main(argv=None):
     args = parser.parse_args(argv)
     load = os.getloadavg()
     j2o = compare.peer()
-    copies = {t: [roofline.copy_bandwidth(t or None, COPY_MIB)] for t in args.threads}
+    copies = {t: [roofline.copy_bandwidth(t or None, COPY_MIB), roofline.numpy_copy_bandwidth(COPY_MIB)]
+              for t in args.threads}
     cells = [c for length in args.caches for c in measure(length, args.batches, args.threads, args.runs, j2o,
                                                           args.profile)]
     for t in args.threads:
-        copies[t].append(roofline.copy_bandwidth(t or None, COPY_MIB))
+        copies[t] += [roofline.copy_bandwidth(t or None, COPY_MIB), roofline.numpy_copy_bandwidth(COPY_MIB)]
     bandwidths = {t: max(v) * 1e9 for t, v in copies.items()}  # bytes per second
     vocab, width, heads, kv_heads, head_dim, layers, hidden = decode.sizes(False)
     text = (compare.machine(load) + "\n"
             f"- model: {layers} layers, width {width}, {heads} query heads and {kv_heads} key/value heads of "
             f"{head_dim}, SwiGLU {hidden}, vocabulary {vocab}; float32; position = cache length / 2; "
             f"onnxruntime CPU\n"
-            f"- copy bandwidth (benchmarks/roofline.py: onnxruntime streaming {COPY_MIB} MiB through an Add, "
-            f"read + written bytes per second, the better of before and after the models): " + "; ".join(
+            f"- copy bandwidth (benchmarks/roofline.py: onnxruntime streaming {COPY_MIB} MiB through an Add, or "
+            f"one thread's numpy copy between buffers allocated up front, whichever is faster; read + written "
+            f"bytes per second, the best of before and after the models): " + "; ".join(
                 f"{t or 'default'} thread(s): {max(v):.1f} GB/s" for t, v in copies.items()) + "\n"
             f"- max |onnxruntime - JAX| over all cells: {errors_line(cells)}\n\n"
             + table(cells, bandwidths))

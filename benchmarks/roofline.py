@@ -7,7 +7,8 @@ model's latency comes to them (issue 26).
 - matmul_peak(threads), conv_peak(threads): the best GFLOP/s onnxruntime's MatMul /
   Conv reaches on a few large shapes, measured now.
 - copy_bandwidth(threads, mbytes): bytes moved per second by an elementwise Add
-  in onnxruntime (what a memory-bound step can hope for).
+  in onnxruntime; numpy_copy_bandwidth(mbytes): by one thread's np.copyto between
+  buffers allocated up front. A memory-bound step can hope for the better of them.
 - roofline_seconds(flops, peaks) and percent_of_roofline(...): the time the FLOPs
   take at the measured peaks, and that time as a share of a measured latency.
 - weight_bytes(model), bandwidth_seconds(nbytes, gbps): the memory side (a decode
@@ -473,6 +474,22 @@ def copy_bandwidth(threads=None, mbytes=512, runs=10):
     t = seconds_per_run(session(model, threads), {"x": x}, runs)
     return 2 * x.nbytes / t / 1e9
 
+
+
+def numpy_copy_bandwidth(mbytes=512, runs=10):
+    """Memory bandwidth in GB/s of one thread copying `mbytes` MiB between two
+    buffers allocated up front (np.copyto; read + written bytes, the best run).
+    onnxruntime's Add (copy_bandwidth) allocates its output every run and reads
+    lower; a memory roofline takes the better of the two, so that it stays a bound."""
+    import time
+    n = mbytes * 2 ** 20 // 4
+    src, dst = np.ones(n, np.float32), np.zeros(n, np.float32)
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - start)
+    return 2 * src.nbytes / best / 1e9
 
 @dataclasses.dataclass
 class Peaks:

@@ -130,6 +130,7 @@ def test_peaks_run_on_tiny_shapes():
     best, per = roofline.conv_peak(1, sizes=((1, 2, 4, 4, 2),), runs=1)
     assert best > 0
     assert roofline.copy_bandwidth(1, mbytes=1, runs=1) > 0
+    assert roofline.numpy_copy_bandwidth(mbytes=1, runs=1) > 0
     peaks = roofline.Peaks(1, matmul=10.0, conv=5.0, copy=1.0)
     flops = roofline.Flops(matmul=10 * 10**9, conv=5 * 10**9)
     assert roofline.roofline_seconds(flops, peaks) == 2.0
