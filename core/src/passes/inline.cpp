@@ -14,10 +14,27 @@
 
 #include "jaxonnx/core/error.hpp"
 #include "jaxonnx/core/passes.hpp"
-#include "rewrite.hpp"
 
 namespace jaxonnx::passes {
 namespace {
+
+// A deep copy of subgraph `g` with every value renamed `prefix + name`; its
+// captures' outer values are mapped through `outer`.
+std::shared_ptr<ir::Graph> clone(const ir::Graph& g, const std::string& prefix,
+                                 const std::vector<ir::ValueId>& outer) {
+  auto copy = std::make_shared<ir::Graph>(g);
+  copy->name = prefix + g.name;
+  for (ir::Value& v : copy->values) v.name = prefix + v.name;
+  for (ir::Capture& c : copy->captures) c.outer = outer.at(c.outer);
+  std::vector<ir::ValueId> identity(copy->values.size());
+  for (size_t k = 0; k < identity.size(); ++k) identity[k] = static_cast<ir::ValueId>(k);
+  for (ir::Node& n : copy->nodes) {
+    n.name = prefix + n.name;
+    for (ir::Attribute& a : n.attrs)
+      if (a.graph) a.graph = clone(*a.graph, prefix, identity);
+  }
+  return copy;
+}
 
 // Replaces the call `call` of `g` by `body`'s nodes, appended to `out`.
 void splice(ir::Graph& g, const ir::Node& call, const ir::Graph& body, std::vector<ir::Node>& out) {
@@ -49,7 +66,7 @@ void splice(ir::Graph& g, const ir::Node& call, const ir::Graph& body, std::vect
       if (v != ir::kNoValue) v = map.at(v);
     for (ir::ValueId& v : copy.outputs) v = fresh(v);
     for (ir::Attribute& a : copy.attrs)
-      if (a.graph) a.graph = clone_subgraph(*a.graph, prefix, [&](ir::ValueId v) { return map.at(v); });
+      if (a.graph) a.graph = clone(*a.graph, prefix, map);
     out.push_back(std::move(copy));
   }
 }

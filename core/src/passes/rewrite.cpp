@@ -189,20 +189,6 @@ ir::Graph scratch_copy(const ir::Graph& g) {
   return copy;
 }
 
-std::shared_ptr<ir::Graph> clone_subgraph(const ir::Graph& sub, const std::string& prefix,
-                                          const std::function<ir::ValueId(ir::ValueId)>& outer) {
-  auto copy = std::make_shared<ir::Graph>(sub);
-  copy->name = prefix + sub.name;
-  for (ir::Value& v : copy->values) v.name = prefix + v.name;
-  for (ir::Capture& c : copy->captures) c.outer = outer(c.outer);
-  for (ir::Node& n : copy->nodes) {
-    n.name = prefix + n.name;
-    for (ir::Attribute& a : n.attrs)
-      if (a.graph) a.graph = clone_subgraph(*a.graph, prefix, [](ir::ValueId v) { return v; });
-  }
-  return copy;
-}
-
 bool same_type(const ir::Value& a, const ir::Value& b) {
   return a.has_type && b.has_type && a.type.dtype == b.type.dtype && a.type.known_rank &&
          b.type.known_rank && a.type.dims == b.type.dims;

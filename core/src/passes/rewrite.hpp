@@ -4,10 +4,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
-#include <memory>
-#include <string>
 #include <vector>
 
 #include "jaxonnx/core/ir.hpp"
@@ -92,12 +89,6 @@ bool rewrite_to_fixed_point(ir::Graph& graph, RewriteOne rewrite_one) {
 // A copy of `graph` whose subgraphs are copies too (a plain copy shares
 // them), for a property that tries a rewrite and throws the result away.
 ir::Graph scratch_copy(const ir::Graph& graph);
-
-// A deep copy of subgraph `sub` for a new parent (inlining, If merging):
-// values and nodes renamed `prefix + name`, captures' outer values mapped by
-// `outer` (the old parent's id to the new one's), nested subgraphs copied alike.
-std::shared_ptr<ir::Graph> clone_subgraph(const ir::Graph& sub, const std::string& prefix,
-                                          const std::function<ir::ValueId(ir::ValueId)>& outer);
 
 // Both typed, same dtype, same rank and same dims (symbols compared by name,
 // as JAX names equal sizes alike).
