@@ -311,10 +311,10 @@ inline Value static_shape(Emitter& E, const Shape& s) {
   return i64s(E, v);
 }
 
-// x (of type `in`) reshaped to `shape`, the result typed `result`, when that
-// needs no runtime value (a zero size is then a static shape); else kNoValue.
-inline Value reshape_constant(Emitter& E, Value x, const Aval& in, const Shape& shape, const Aval& result) {
-  const ReshapeShape r = reshape_shape(in, shape);
+// x reshaped to `shape` (`r`: reshape_shape of x's type and `shape`), the
+// result typed `result`, when that needs no runtime value (a zero size is then
+// a static shape); else kNoValue.
+inline Value reshape_constant(Emitter& E, Value x, const Shape& shape, const ReshapeShape& r, const Aval& result) {
   if (r.runtime) return kNoValue;
   if (r.zero_size && E.opset() < 14)
     return reshape_empty(E, x, shape, result, [&] { return static_shape(E, shape); });
@@ -328,9 +328,9 @@ inline Value reshape_constant(Emitter& E, Value x, const Aval& in, const Shape& 
 // (never 0), its elements padded with zeros up to that size (padding only
 // when x is empty), then sliced to the shape.
 inline Value reshape_to(Lowering& L, Value x, const Aval& in, const Shape& shape, const Aval& result) {
-  Value c = reshape_constant(L, x, in, shape, result);
-  if (c != kNoValue) return c;
   const ReshapeShape r = reshape_shape(in, shape);
+  Value c = reshape_constant(L, x, shape, r, result);
+  if (c != kNoValue) return c;
   if (L.opset() < 14 && r.zero_size)
     return reshape_empty(L, x, shape, result, [&] { return shape_value(L, shape); });
   if (L.opset() < 14) {
@@ -356,7 +356,7 @@ inline Value reshape_to(Lowering& L, Value x, const Aval& in, const Shape& shape
 // shape needs no runtime value; a Lowering computes symbolic dims.
 inline Value reshape(Emitter& E, Value x, const Aval& in, const Aval& out) {
   if (!in.unknown_rank && in.shape == out.shape) return x;
-  Value r = detail::reshape_constant(E, x, in, out.shape, out.with_dtype(in.dtype));
+  Value r = detail::reshape_constant(E, x, out.shape, detail::reshape_shape(in, out.shape), out.with_dtype(in.dtype));
   if (r == kNoValue)
     throw Error("reshape " + in.str() + " -> " + out.str() + ": the shape needs the runtime value of a symbolic dim");
   return r;
