@@ -61,8 +61,8 @@ def _default_names(names, taken):
     return out
 
 
-def _checked(fn, opset, input_params, return_mode, export_mode, normalization_mode,
-             external_data, output_path):
+def _checked(fn, input_params, return_mode, export_mode, normalization_mode, external_data,
+             output_path):
     """to_onnx's arguments checked before any tracing: (external_data as the
     export mode allows it, input_params as a dict)."""
     _choice("return_mode", return_mode, _result.RETURN_MODES)
@@ -195,8 +195,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
 
     Raises ConversionError (a ValueError) with a message naming what went wrong.
     """
-    external_data, params = _checked(fn, opset, input_params, return_mode, export_mode,
-                                     normalization_mode, external_data, output_path)
+    external_data, params = _checked(fn, input_params, return_mode, export_mode, normalization_mode,
+                                     external_data, output_path)
     # jax2onnx's switch for native normalization ops maps onto the binding-spec
     # window: "force_decomposed" traces through every high-level call.
     binding_level, rule_level = _fusion.levels(fusion, crisp, fuse, normalization_mode)
