@@ -318,12 +318,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
     load = os.getloadavg()
     j2o = compare.peer()
-    copies = {t: [roofline.copy_bandwidth(t or None, COPY_MIB), roofline.numpy_copy_bandwidth(COPY_MIB)]
-              for t in args.threads}
+    # numpy's copy is one thread whatever the setting: measured once each time
+    numpy_copies = [roofline.numpy_copy_bandwidth(COPY_MIB)]
+    copies = {t: [roofline.copy_bandwidth(t or None, COPY_MIB)] for t in args.threads}
     cells = [c for length in args.caches for c in measure(length, args.batches, args.threads, args.runs, j2o,
                                                           args.profile)]
     for t in args.threads:
-        copies[t] += [roofline.copy_bandwidth(t or None, COPY_MIB), roofline.numpy_copy_bandwidth(COPY_MIB)]
+        copies[t].append(roofline.copy_bandwidth(t or None, COPY_MIB))
+    numpy_copies.append(roofline.numpy_copy_bandwidth(COPY_MIB))
+    copies = {t: v + numpy_copies for t, v in copies.items()}
     bandwidths = {t: max(v) * 1e9 for t, v in copies.items()}  # bytes per second
     vocab, width, heads, kv_heads, head_dim, layers, hidden = decode.sizes(False)
     text = (compare.machine(load) + "\n"

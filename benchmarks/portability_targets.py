@@ -173,23 +173,23 @@ def _symshape_runner(path, tmp):
     return checked
 
 
-def _float_weight_nodes(model):
-    """(MatMul and Conv nodes whose weight is a float32 initializer, of those how many
-    sit in an If/Loop body), over the model and its subgraphs: what quantize_dynamic
-    turns into integer ops at the top level only."""
+def _float_weight_depths(model):
+    """The subgraph depth (0: the main graph) of every MatMul and Conv whose weight
+    is a float32 initializer, over the model and its If/Loop bodies: what
+    quantize_dynamic turns into integer ops at depth 0 only."""
     import onnx
-    floats, found = set(), []
+    floats, depths = set(), []
 
     def visit(graph, depth):
         floats.update(t.name for t in graph.initializer if t.data_type == onnx.TensorProto.FLOAT)
         for node in graph.node:
             if node.op_type in ("MatMul", "Conv") and len(node.input) > 1 and node.input[1] in floats:
-                found.append(depth)
+                depths.append(depth)
             for a in node.attribute:
                 for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
                     visit(g, depth + 1)
     visit(model.graph, 0)
-    return len(found), sum(1 for d in found if d > 0)
+    return depths
 
 
 def _quantize_runner(path, tmp):
@@ -199,9 +199,9 @@ def _quantize_runner(path, tmp):
     quantize_dynamic(str(path), out)
     # A model that runs is not enough: weights quantize_dynamic cannot reach (it skips
     # If and Loop bodies) stay float, and the user gets a float model back.
-    _, nested = _float_weight_nodes(onnx.load(out))
+    nested = sum(1 for d in _float_weight_depths(onnx.load(out)) if d > 0)
     if nested:
-        total, _ = _float_weight_nodes(onnx.load(str(path)))
+        total = len(_float_weight_depths(onnx.load(str(path))))
         raise AssertionError(f"{nested} of {total} MatMul/Conv weights left float inside If/Loop bodies")
     return _ort_runner(out)
 

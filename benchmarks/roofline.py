@@ -475,7 +475,6 @@ def copy_bandwidth(threads=None, mbytes=512, runs=10):
     return 2 * x.nbytes / t / 1e9
 
 
-
 def numpy_copy_bandwidth(mbytes=512, runs=10):
     """Memory bandwidth in GB/s of one thread copying `mbytes` MiB between two
     buffers allocated up front (np.copyto; read + written bytes, the best run).
@@ -490,6 +489,7 @@ def numpy_copy_bandwidth(mbytes=512, runs=10):
         np.copyto(dst, src)
         best = min(best, time.perf_counter() - start)
     return 2 * src.nbytes / best / 1e9
+
 
 @dataclasses.dataclass
 class Peaks:
