@@ -1,13 +1,20 @@
 // nn_attention: jax.nn.dot_product_attention (which flax nnx MultiHeadAttention
-// calls when it has no dropout) as one ONNX Attention (opset 23), bound
-// through a binding spec (ABI 1.2).
+// calls when it has no dropout), bound through a binding spec (ABI 1.2).
+//
+// Targets: the default and "portable" get JAX's computation in few standard ops
+// (lower_decomposed: Transpose, MatMul, Softmax, MatMul), because onnxruntime's
+// own tools misread the standard Attention op (symbolic shape inference applies
+// its com.microsoft rule to it; quantize_dynamic turns a top-level one into an
+// invalid QAttention; targets.hpp). "onnxruntime-contrib", the opt-in target for
+// an onnxruntime session alone, gets one ONNX Attention (opset 23), 1.05-1.2x
+// faster on the transformer examples (docs/performance.md, "Target profiles").
 //
 // JAX's layout is (batch, seq, heads, head_dim); Attention's 3-D form takes
 // (batch, seq, heads * head_dim) with q_num_heads/kv_num_heads, so the
 // operands are reshaped (no data movement) rather than transposed. Where
 // Attention does not fit (opset < 23, not float32, dynamic head sizes, a mask
-// or bias that is not 4-D) the decomposed form below is emitted, and where
-// that does not fit either, `reference` (the original call traced) inlined.
+// or bias that is not 4-D) the decomposed form is emitted, and where that does
+// not fit either, `reference` (the original call traced) inlined.
 //
 // Masks: JAX replaces a blocked logit by finfo.min, so a query row the mask
 // blocks entirely is the mean of the values. Attention's boolean mask blocks
@@ -25,9 +32,8 @@
 // which JAX defines (an empty result; zeros when no key). A symbolic one is
 // checked at run time (empty_guard.hpp: an If returns ConstantOfShape(0) when
 // one is 0, else runs Attention, and an exact elementwise barrier follows it
-// for OpenVINO's sake). A static 0 or a target without Attention or guard Ifs
-// (target="portable") gets the decomposed form (lower_decomposed), which
-// handles every size; the reference where even that does not fit.
+// for OpenVINO's sake). A static 0 gets the decomposed form, which handles
+// every size; the reference where even that does not fit.
 //
 // target="onnxruntime-contrib" (a profile that runs the com.microsoft domain):
 // causal self-attention (is_causal, no mask or bias, as many keys as queries,
@@ -255,7 +261,8 @@ JAXONNX_PLUGIN("nn_attention", "0.1.0") {
               "ReduceMin", "Equal", "Transpose", "MatMul", "Mul", "Softmax", "Range", "Squeeze",
               "GreaterOrEqual", "And", "Sub", "Cast", "com.microsoft.GroupQueryAttention"})
       .doc(onnx_doc("Attention"))
-      .summary("jax.nn.dot_product_attention (4-D) as Attention (opset 23); a boolean mask "
+      .summary("jax.nn.dot_product_attention (4-D) as MatMul/Softmax/MatMul, or (target=\"onnxruntime-contrib\") "
+               "as Attention (opset 23); a boolean mask "
                "(with any bias) becomes one additive mask, so fully masked rows are the mean "
                "of the values as in JAX; an infinite logit at a masked position stays infinite, "
                "so the mask form is not bound with crisp=\"exact\"; target=\"onnxruntime-contrib\": causal "

@@ -16,6 +16,11 @@ from jaxonnx.testing import random_input  # noqa: F401  (tests import it from he
 
 # Concrete sizes the symbolic batch takes when the model runs.
 BATCHES = (1, 7)
+# The target that emits onnxruntime's fused attention (Attention; GroupQueryAttention
+# for causal self-attention): the default target's tools cannot read the standard
+# Attention op, so the default decomposes it (docs/targets.md).
+FUSED_TARGET = "onnxruntime-contrib"
+FUSED_ATTENTION = {"Attention", "GroupQueryAttention"}
 
 
 def symbolic_specs(shapes, dtypes):
@@ -46,7 +51,7 @@ def _tolerance(dtype):
 
 
 def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCHES, rtol=None,
-          atol=None, opset=None):
+          atol=None, opset=None, target="onnxruntime"):
     """Converts `fn` and asserts the ONNX model is valid and matches JAX.
 
     The model is also converted with optimize=False, and both must give the
@@ -60,6 +65,7 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
     batches: the values every symbol takes in turn, or dicts binding each symbol by name.
     opset: the model's opset; default 23, or JAXONNX_TEST_OPSET (a sweep of the
         suite at an older opset: structural assertions then may not hold).
+    target: to_onnx's target.
     Returns the ModelProto for structural assertions.
     """
     if opset is None:
@@ -69,8 +75,9 @@ def check(fn, shapes, dtypes=None, *, x64=False, make_inputs=None, batches=BATCH
     ctx = jax.enable_x64(True) if x64 else contextlib.nullcontext()
     with ctx:
         specs = symbolic_specs(shapes, dtypes)
-        model = jaxonnx.to_onnx(fn, specs, enable_double_precision=x64, opset=opset)
-        raw = jaxonnx.to_onnx(fn, specs, enable_double_precision=x64, opset=opset, optimize=False)
+        model = jaxonnx.to_onnx(fn, specs, enable_double_precision=x64, opset=opset, target=target)
+        raw = jaxonnx.to_onnx(fn, specs, enable_double_precision=x64, opset=opset, target=target,
+                              optimize=False)
     onnx.checker.check_model(model, full_check=True)
     # onnxruntime's optimization levels (jaxonnx.testing.ort_levels; the suite
     # runs "fast", JAXONNX_TEST_ORT_LEVELS=every runs each model at all four).

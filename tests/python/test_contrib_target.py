@@ -94,9 +94,9 @@ def test_transformer_block_parity_and_structure(target):
         assert contrib == ["GroupQueryAttention"]
         assert ("", "Attention") not in ops
         assert domains.get("com.microsoft") == 1
-    else:
+    else:  # onnxruntime's tools cannot read the standard Attention: decomposed
         assert contrib == [] and "com.microsoft" not in domains
-        assert ("", "Attention") in ops
+        assert ("", "Attention") not in ops and ("", "Softmax") in ops
     assert ("", "LayerNormalization") in ops  # the rest of the graph is the default target's
 
 

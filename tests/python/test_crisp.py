@@ -20,7 +20,7 @@ from flax import nnx
 
 import jaxonnx
 from jaxonnx import _bindings, _plugins
-from helpers import all_op_types, check, op_types, symbolic_specs
+from helpers import FUSED_ATTENTION, FUSED_TARGET, all_op_types, check, op_types, symbolic_specs
 from jaxonnx.testing import expect_graph
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -411,22 +411,37 @@ def qkv_inputs(shape, dtype, rng):
     return rng.standard_normal(size=shape).astype(dtype)
 
 
+# Each attention test runs in the default target (MatMul/Softmax/MatMul: onnxruntime's
+# tools cannot read the standard Attention op) and in FUSED_TARGET (onnxruntime's
+# fused attention ops, behind an empty-size guard).
+TARGETS = pytest.mark.parametrize("target", ["onnxruntime", FUSED_TARGET], ids=["default", "fused"])
+
+
+def _fused(model):
+    return [t for t in all_op_types(model) if t in FUSED_ATTENTION]
+
+
+@TARGETS
 @pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"scale": 0.3}], ids=str)
-def test_dot_product_attention(kwargs):
+def test_dot_product_attention(kwargs, target):
     fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, **kwargs)  # noqa: E731
     model = check(fn, [("B", 5, 2, 8), ("B", 7 if not kwargs.get("is_causal") else 5, 2, 8),
-                       ("B", 7 if not kwargs.get("is_causal") else 5, 2, 8)])
-    assert all_op_types(model).count("Attention") == 1
-    assert "Softmax" not in all_op_types(model) and "Transpose" not in all_op_types(model)
+                       ("B", 7 if not kwargs.get("is_causal") else 5, 2, 8)], target=target)
+    if target == FUSED_TARGET:
+        assert len(_fused(model)) == 1
+        assert "Softmax" not in all_op_types(model) and "Transpose" not in all_op_types(model)
+    else:
+        assert not _fused(model) and all_op_types(model).count("Softmax") == 1
+        assert "If" not in all_op_types(model)  # the decomposed form handles every size
 
 
 def test_dot_product_attention_with_a_mask():
     mask = jnp.asarray(np.tril(np.ones((1, 1, 5, 5), np.bool_)))
     fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, mask=mask)  # noqa: E731
-    model = check(fn, [("B", 5, 2, 8)] * 3)
+    model = check(fn, [("B", 5, 2, 8)] * 3, target=FUSED_TARGET)
     assert "Attention" in all_op_types(model)
     exact = jaxonnx.to_onnx(fn, symbolic_specs([("B", 5, 2, 8)] * 3, [np.float32] * 3),
-                            crisp="exact")
+                            crisp="exact", target=FUSED_TARGET)
     assert "Attention" not in all_op_types(exact)  # an infinite logit at a blocked position
 
 
@@ -452,21 +467,24 @@ _MASKED = {
 }
 
 
+@TARGETS
 @pytest.mark.parametrize("case", list(_MASKED), ids=str)
-def test_masked_attention_agrees_on_every_row(case):
+def test_masked_attention_agrees_on_every_row(case, target):
     # Rows the mask blocks entirely are the mean of the values in JAX (logits
-    # replaced by finfo.min); Attention gets JAX's additive mask, so they agree.
+    # replaced by finfo.min); Attention gets JAX's additive mask, and the
+    # decomposed form masks as JAX does, so both agree.
     extra, kwargs = _MASKED[case]
     fn = lambda q, k, v, *ms: jax.nn.dot_product_attention(q, k, v, **kwargs(q, k, v, *ms))  # noqa: E731
     dtypes = [np.float32] * 3 + [np.bool_ if "mask" in case and i == len(extra) - 1 else np.float32
                                  for i in range(len(extra))]
     model = check(fn, [("B", "T", 2, 8), ("B", "S", 2, 8), ("B", "S", 2, 8)] + extra, dtypes,
                   make_inputs=_masks_with_blocked_rows,
-                  batches=[dict(B=2, T=5, S=7), dict(B=3, T=1, S=1), dict(B=1, T=4, S=1)])
-    assert "Attention" in all_op_types(model)
+                  batches=[dict(B=2, T=5, S=7), dict(B=3, T=1, S=1), dict(B=1, T=4, S=1)], target=target)
+    assert ("Attention" in all_op_types(model)) == (target == FUSED_TARGET)
 
 
-def test_attention_with_a_key_padding_mask_broadcast_over_queries():
+@TARGETS
+def test_attention_with_a_key_padding_mask_broadcast_over_queries(target):
     # BERT's padding mask, (B, 1, 1, S): onnxruntime's Attention does not broadcast
     # a mask over the query length, so the lowering spells it out.
     def fn(q, k, v, valid):
@@ -474,11 +492,12 @@ def test_attention_with_a_key_padding_mask_broadcast_over_queries():
 
     model = check(fn, [("B", "T", 2, 8), ("B", "T", 2, 8), ("B", "T", 2, 8), ("B", "T")],
                   [np.float32] * 3 + [np.bool_], make_inputs=_masks_with_blocked_rows,
-                  batches=[dict(B=2, T=5), dict(B=1, T=1)])
-    assert "Attention" in all_op_types(model)
+                  batches=[dict(B=2, T=5), dict(B=1, T=1)], target=target)
+    assert ("Attention" in all_op_types(model)) == (target == FUSED_TARGET)
 
 
-def test_multi_head_attention_with_a_padding_mask():
+@TARGETS
+def test_multi_head_attention_with_a_padding_mask(target):
     # The issue's program: nnx attention over padded sequences, B and T symbolic;
     # the padded query rows (and a sequence that is all padding) match JAX too.
     class Encoder(nnx.Module):
@@ -497,22 +516,22 @@ def test_multi_head_attention_with_a_padding_mask():
         return np.arange(shape[1])[None, :] < lengths[:, None]
 
     model = check(m, [("B", "T", 16), ("B", "T")], [np.float32, np.bool_], make_inputs=inputs,
-                  batches=[dict(B=4, T=5), dict(B=1, T=1)])
-    assert "Attention" in all_op_types(model)
+                  batches=[dict(B=4, T=5), dict(B=1, T=1)], target=target)
+    assert ("Attention" in all_op_types(model)) == (target == FUSED_TARGET)
 
 
 def test_dot_product_attention_below_opset_23_and_under_vmap():
     fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v)  # noqa: E731
-    assert "Attention" not in all_op_types(check(fn, [("B", 5, 2, 8)] * 3, opset=22))
+    assert "Attention" not in all_op_types(check(fn, [("B", 5, 2, 8)] * 3, opset=22, target=FUSED_TARGET))
     check(jax.vmap(fn), [("B", 3, 5, 2, 8)] * 3)  # rank 5: the reference
 
 
 def test_multi_head_attention_is_one_attention():
     m = nnx.MultiHeadAttention(2, 16, decode=False, rngs=nnx.Rngs(0))
-    model = check(lambda x: m(x), [("B", 6, 16)])
+    model = check(lambda x: m(x), [("B", 6, 16)], target=FUSED_TARGET)
     # q, k, v: MatMul + Add each; Attention; the output projection: MatMul + Add.
     # The heads' Reshapes of the projections and of Attention fold away.
-    static = check(lambda x: m(x), [(2, 6, 16)])
+    static = check(lambda x: m(x), [(2, 6, 16)], target=FUSED_TARGET)
     assert sorted(op_types(static)) == sorted(["MatMul", "Add"] * 4 + ["Attention"])
     # A symbolic batch may be 0, which onnxruntime's Attention refuses: an If
     # on the batch size runs Attention, or returns the empty result; adding
@@ -524,16 +543,28 @@ def test_multi_head_attention_is_one_attention():
     assert all_op_types(branch) == ["Attention"]
 
 
+def test_multi_head_attention_in_the_default_target():
+    # The default target: the heads as MatMul/Softmax/MatMul between Transposes,
+    # no empty-size guard, and only standard ops symbolic shape inference reads.
+    m = nnx.MultiHeadAttention(2, 16, decode=False, rngs=nnx.Rngs(0))
+    model = check(lambda x: m(x), [("B", 6, 16)], batches=(0, 1, 3))
+    ops = op_types(model)
+    assert ops.count("MatMul") == 6 and ops.count("Softmax") == 1 and ops.count("Transpose") == 4, ops
+    assert not set(ops) & (FUSED_ATTENTION | {"If"}), ops
+
+
+@TARGETS
 @pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}], ids=str)
-def test_dot_product_attention_over_empty_sizes(kwargs):
+def test_dot_product_attention_over_empty_sizes(kwargs, target):
     # onnxruntime's Attention refuses a batch, query or key length of 0; JAX
     # gives an empty result (zeros without keys).
     fn = lambda q, k, v: jax.nn.dot_product_attention(q, k, v, **kwargs)  # noqa: E731
     kv = "S" if kwargs else "T"
     check(fn, [("B", "S", 2, 8), ("B", kv, 2, 8), ("B", kv, 2, 8)],
-          batches=[dict(B=0, S=3, T=4), dict(B=2, S=0, T=4), dict(B=2, S=3, T=0), dict(B=2, S=3, T=4)])
+          batches=[dict(B=0, S=3, T=4), dict(B=2, S=0, T=4), dict(B=2, S=3, T=0), dict(B=2, S=3, T=4)],
+          target=target)
     m = nnx.MultiHeadAttention(2, 16, decode=False, rngs=nnx.Rngs(0))
-    check(lambda x: m(x), [("B", 6, 16)], batches=(0, 2))
+    check(lambda x: m(x), [("B", 6, 16)], batches=(0, 2), target=target)
 
 
 def test_linear_general():

@@ -17,7 +17,8 @@ import pytest
 from flax import nnx
 
 import jaxonnx
-from helpers import all_op_types, symbolic_specs
+from helpers import FUSED_ATTENTION, all_op_types, symbolic_specs
+from helpers import FUSED_TARGET as FUSED
 from jaxonnx.testing import ort_session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,11 +75,28 @@ def test_portable_attention_masks_like_jax():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_the_default_target_keeps_attention_and_its_guard(causal):
-    """onnxruntime's Attention refuses a dim of 0: an If skips it when a symbolic one is 0,
-    and an exact barrier (adding -0.0) follows it for OpenVINO."""
+def test_the_default_target_decomposes_attention_without_a_guard(causal):
+    """Symbolic shape inference and quantize_dynamic misread the standard Attention op, so
+    the default target emits MatMul/Softmax/MatMul, which needs no empty-size guard."""
     model = jaxonnx.to_onnx(lambda q, k, v: _attention(q, k, v, causal=causal), QKV)
-    assert {"Attention", "If"} <= set(all_op_types(model.graph))
+    ops = set(all_op_types(model.graph))
+    assert not ops & (FUSED_ATTENTION | {"If"}) and "Softmax" in ops, ops
+    rng = np.random.default_rng(5)
+    for b, t in [(1, 5), (3, 2), (0, 4), (2, 0), (0, 0)]:
+        xs = [rng.standard_normal((b, t, 4, 8)).astype(np.float32) for _ in range(3)]
+        want = np.asarray(_attention(*xs, causal=causal))
+        got = _run(model, xs)[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_attention_keeps_its_guard(causal):
+    """onnxruntime's fused attention refuses a dim of 0: an If skips it when a symbolic one
+    is 0, and an exact barrier (adding -0.0) follows it for OpenVINO."""
+    model = jaxonnx.to_onnx(lambda q, k, v: _attention(q, k, v, causal=causal), QKV, target=FUSED)
+    ops = set(all_op_types(model.graph))
+    assert "If" in ops and ops & FUSED_ATTENTION, ops
     (barrier,) = [n for n in model.graph.node if n.op_type == "Add"]
     (neg_zeros,) = [onnx.numpy_helper.to_array(i) for i in model.graph.initializer if i.name == barrier.input[1]]
     assert neg_zeros.shape == (32,) and (neg_zeros == 0).all() and np.signbit(neg_zeros).all()
@@ -91,14 +109,15 @@ def test_the_default_target_keeps_attention_and_its_guard(causal):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_the_default_target_masks_over_empty_sizes():
+@pytest.mark.parametrize("target", ["onnxruntime", FUSED])
+def test_masks_over_empty_sizes(target):
     """A padding mask (B, 1, 1, S) over a query length T and a key length S, each maybe 0
-    (with no key, JAX gives zeros)."""
+    (with no key, JAX gives zeros), in the default's decomposed form and in Attention."""
     specs = symbolic_specs([("B", "T", 2, 4), ("B", "S", 2, 4), ("B", "S", 2, 4), ("B", "S")],
                            [np.float32] * 3 + [np.bool_])
     fn = lambda q, k, v, m: _attention(q, k, v, mask=m[:, None, None, :])  # noqa: E731
-    model = jaxonnx.to_onnx(fn, specs)
-    assert "Attention" in all_op_types(model.graph)
+    model = jaxonnx.to_onnx(fn, specs, target=target)
+    assert ("Attention" in all_op_types(model.graph)) == (target == FUSED)
     rng = np.random.default_rng(6)
     for b, t, s_ in [(2, 3, 4), (0, 3, 4), (2, 0, 4), (2, 3, 0), (1, 1, 1)]:
         xs = [rng.standard_normal((b, n, 2, 4)).astype(np.float32) for n in (t, s_, s_)]
@@ -112,12 +131,13 @@ def test_the_default_target_masks_over_empty_sizes():
 
 
 @pytest.mark.parametrize("target, runtime", [
-    ("onnxruntime", "openvino"), ("onnxruntime", "reference"),
-    ("portable", "openvino"), ("portable", "tract"), ("portable", "reference"), ("portable", "symshape")])
+    (FUSED, "openvino"), ("onnxruntime", "openvino"), ("onnxruntime", "tract"), ("onnxruntime", "reference"),
+    ("onnxruntime", "symshape"), ("portable", "openvino"), ("portable", "tract"), ("portable", "reference"),
+    ("portable", "symshape")])
 def test_attention_then_matmuls_runs_on_every_runtime(target, runtime, tmp_path):
-    """The probe the If guard broke on OpenVINO before its barrier (a wrong answer, different
-    on every run). The default target's two Ifs stop tract, and symbolic shape inference
-    misreads its Attention: those two are portable's."""
+    """The probe the fused Attention's If guard broke on OpenVINO before its barrier (a
+    wrong answer, different on every run). The default and portable targets decompose
+    attention, so tract and symbolic shape inference read them too."""
     if not pt.installed(runtime):
         pytest.skip(f"{pt.NEEDS[runtime]} is not installed (pip install -r scripts/requirements.txt)")
     w = [np.random.default_rng(2).standard_normal((16, 16)).astype(np.float32) for _ in range(3)]
@@ -169,7 +189,9 @@ def test_group_norm_then_a_matmul_on_openvino(tmp_path):
 def test_targets_are_data_and_checked():
     profiles = jaxonnx._targets.profiles()
     assert list(profiles) == ["onnxruntime", "portable", "onnxruntime-contrib"]
-    assert profiles["onnxruntime"]["lacks"] == [] and profiles["onnxruntime"]["default_opset"] == 23
+    assert profiles["onnxruntime"]["default_opset"] == 23
+    assert [(what, refused) for what, refused, _ in profiles["onnxruntime"]["lacks"]] == [("Attention", True)]
+    assert profiles[FUSED]["lacks"] == []
     lacks = {what: refused for what, refused, _ in profiles["portable"]["lacks"]}
     assert lacks["Attention"] is True and lacks["negative_pad"] is False
     with pytest.raises(jaxonnx.ConversionError, match="target must be one of .*'portable'"):
@@ -191,7 +213,7 @@ class _Block(nnx.Module):
 @pytest.mark.parametrize("fusion", ["fast", "exact", "none"])
 def test_fusion_drives_both_stages(fusion):
     block = _Block()
-    model = jaxonnx.to_onnx(block, [("B", 5, 16)], fusion=fusion)
+    model = jaxonnx.to_onnx(block, [("B", 5, 16)], fusion=fusion, target=FUSED)
     ops = set(all_op_types(model.graph))
     spec_ops = {"LayerNormalization", "Attention"}  # binding specs (declared exact)
     if fusion == "none":
