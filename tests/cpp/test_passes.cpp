@@ -76,13 +76,30 @@ TEST_CASE("no-op elimination: Squeeze/Unsqueeze pairs cancel, Reshape chains col
   CHECK(b.g.nodes[0].outputs[0] == r2);
 }
 
-TEST_CASE("no-op elimination refuses to collapse a Reshape whose shape has a 0") {
+TEST_CASE("no-op elimination collapses a Reshape whose shape has a 0 by spelling out its type") {
   GraphBuilder b;
   ir::ValueId x = b.input(f32({N(2), N(3)}), "x");
   ir::ValueId r1 = b.op("Reshape", {x, b.ints({6, 1})}, f32({N(6), N(1)}));
-  // 0 copies r1's first dim (6); read from x it would copy 2.
+  // 0 copies r1's first dim (6); read from x it would copy 2: the shape becomes [6, 1, 1].
   ir::ValueId r2 = b.op("Reshape", {r1, b.ints({0, 1, 1})}, f32({N(6), N(1), N(1)}));
   b.output(b.op("Relu", {r2}, f32({N(6), N(1), N(1)})), "out");
+  run(b.g, passes::no_op_elimination());
+  CHECK(b.producer(r2)->inputs[0] == x);
+  const ir::ValueId shape = b.producer(r2)->inputs[1];
+  const Tensor* t = nullptr;
+  for (const ir::Initializer& init : b.g.initializers)
+    if (init.value == shape) t = init.tensor.get();
+  REQUIRE(t != nullptr);
+  CHECK(ints_of(*t) == std::vector<int64_t>{6, 1, 1});
+}
+
+TEST_CASE("no-op elimination refuses to collapse a Reshape whose 0s its type cannot spell out") {
+  GraphBuilder b;
+  ir::ValueId x = b.input(f32({S("B"), S("T"), N(4)}), "x");
+  ir::ValueId r1 = b.op("Reshape", {x, b.ints({0, 0, 2, 2})}, f32({S("B"), S("T"), N(2), N(2)}));
+  // Two symbolic dims: no constant shape without a 0 gives [B, T, 1, 4].
+  ir::ValueId r2 = b.op("Reshape", {r1, b.ints({0, 0, 1, 4})}, f32({S("B"), S("T"), N(1), N(4)}));
+  b.output(b.op("Relu", {r2}, f32({S("B"), S("T"), N(1), N(4)})), "out");
   run(b.g, passes::no_op_elimination());
   CHECK(b.count_op("Reshape") == 2);
   CHECK(b.producer(r2)->inputs[0] == r1);
@@ -541,4 +558,91 @@ TEST_CASE("constant folding moves a transposed or sliced constant that nothing e
   REQUIRE(c.g.initializers.size() == 1);
   CHECK(c.g.initializers[0].tensor->dims == std::vector<int64_t>{2, 1});
   CHECK(floats_of(*c.g.initializers[0].tensor) == std::vector<float>{6, 2});
+}
+
+// ------------------------------------------------------------- token rows --
+
+namespace {
+
+// The rank of `v`'s type.
+size_t rank_of(const ir::Graph& g, ir::ValueId v) { return g.values[v].type.dims.size(); }
+
+// The dims of the int64 constant that node `n` reads as its shape.
+std::vector<int64_t> reshape_codes(const ir::Graph& g, const ir::Node& n) {
+  for (const ir::Initializer& init : g.initializers)
+    if (init.value == n.inputs[1]) return ints_of(*init.tensor);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("token rows: a transformer MLP over [B, 4, 8] runs on [-1, 8] rows") {
+  GraphBuilder b;
+  const Aval x_t = f32({S("B"), N(4), N(8)}), h_t = f32({S("B"), N(4), N(16)});
+  ir::ValueId x = b.input(x_t, "x");
+  ir::ValueId ln = b.op("LayerNormalization", {x, b.floats(std::vector<float>(8, 1.f), {8}),
+                                               b.floats(std::vector<float>(8, 0.f), {8})}, x_t,
+                        {int_attr("axis", 2)});  // the last axis by number: 1 on rows
+  ir::ValueId h = b.op("MatMul", {ln, b.floats(std::vector<float>(128, 0.5f), {8, 16})}, h_t);
+  h = b.op("Add", {h, b.floats(std::vector<float>(16, 1.f), {1, 1, 16})}, h_t);  // a row constant
+  h = b.op("Gelu", {h}, h_t);
+  ir::ValueId y = b.op("MatMul", {h, b.floats(std::vector<float>(128, 0.5f), {16, 8})}, x_t);
+  ir::ValueId out = b.op("Add", {x, y}, x_t);  // the residual: x enters the region once
+  b.output(out, "out");
+  run(b.g, passes::token_rows());
+  // One Reshape of x to rows, one of the result back; every other node on rows.
+  CHECK(b.count_op("Reshape") == 2);
+  for (const ir::Node& n : b.g.nodes) {
+    CAPTURE(n.op_type);
+    if (n.op_type == "Reshape") continue;
+    CHECK(rank_of(b.g, n.outputs[0]) == 2);
+  }
+  const ir::Node* last = b.producer(out);
+  REQUIRE(last != nullptr);
+  CHECK(last->op_type == "Reshape");
+  CHECK(reshape_codes(b.g, *last) == std::vector<int64_t>{-1, 4, 8});
+  CHECK(b.g.values[out].name == "out");
+  CHECK(b.g.values[out].type.dims == x_t.dims);
+  for (const ir::Node& n : b.g.nodes)
+    if (n.op_type == "Add" && n.inputs[1] != ir::kNoValue && rank_of(b.g, n.inputs[1]) == 1)
+      CHECK(b.g.values[n.inputs[1]].type.dims == std::vector<Dim>{N(16)});  // [1, 1, 16] as [16]
+  for (const ir::Node& n : b.g.nodes)
+    if (n.op_type == "LayerNormalization") CHECK(n.attrs.at(0).i == -1);
+  CHECK(passes::no_rows_to_flatten().violation(b.g).empty());
+  passes::verify(b.g, "after rows");
+}
+
+TEST_CASE("token rows reshapes a value read outside its region back under its own id") {
+  GraphBuilder b;
+  const Aval x_t = f32({S("B"), N(4), N(8)});
+  ir::ValueId x = b.input(x_t, "x");
+  ir::ValueId q = b.op("MatMul", {x, b.floats(std::vector<float>(64, 0.5f), {8, 8})}, x_t);
+  q = b.op("Add", {q, b.floats(std::vector<float>(8, 1.f), {8})}, x_t);
+  ir::ValueId t = b.transpose(q, {0, 2, 1});  // not row-wise: reads q as [B, 4, 8]
+  b.output(b.op("Relu", {q}, x_t), "rows");
+  b.output(t, "t");
+  run(b.g, passes::token_rows());
+  const ir::Node* back = b.producer(q);
+  REQUIRE(back != nullptr);
+  CHECK(back->op_type == "Reshape");
+  CHECK(rank_of(b.g, back->inputs[0]) == 2);
+  CHECK(b.producer(t)->inputs[0] == q);
+  passes::verify(b.g, "after rows");
+}
+
+TEST_CASE("token rows leaves alone a region with no MatMul + Add, or two symbolic dims") {
+  auto untouched = [](const Aval& x_t, bool matmul, bool add) {
+    GraphBuilder b;
+    ir::ValueId x = b.input(x_t, "x");
+    ir::ValueId y = matmul ? b.op("MatMul", {x, b.floats(std::vector<float>(64, 0.5f), {8, 8})}, x_t)
+                           : b.op("Relu", {x}, x_t);
+    if (add) y = b.op("Add", {y, b.floats({1.f}, {})}, x_t);
+    b.output(y, "out");
+    const std::vector<std::string> before = b.ops();
+    run(b.g, passes::token_rows());
+    CHECK(b.ops() == before);
+  };
+  untouched(f32({S("B"), N(4), N(8)}), false, true);   // no MatMul
+  untouched(f32({S("B"), N(4), N(8)}), true, false);   // a MatMul alone: one GEMM either way
+  untouched(f32({S("B"), S("T"), N(8)}), true, true);  // [B, T, 8]: no constant shape for the rows
 }

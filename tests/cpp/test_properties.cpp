@@ -267,6 +267,6 @@ TEST_CASE("every pass states needs and guarantees, with names unique per pass") 
     std::set<std::string> names;
     for (const passes::Property& p : pass->guarantees()) CHECK(names.insert(p.name).second);
   }
-  CHECK(passes_seen == std::set<std::string>{"noop", "transpose", "fold", "cse", "fuse", "dce",
-                                             "inline"});
+  CHECK(passes_seen == std::set<std::string>{"noop", "transpose", "fold", "cse", "fuse", "rows",
+                                             "dce", "inline"});
 }

@@ -80,7 +80,7 @@ def test_dump_folder_gets_the_graph_around_every_pass(tmp_path, monkeypatch):
     assert files[1] == "001_r1_after_noop.txt"
     assert len(files) % 2 == 0
     passes = {f.split("_", 3)[3][:-4] for f in files}
-    assert passes == {"noop", "transpose", "fold", "cse", "fuse", "dce"}
+    assert passes == {"noop", "transpose", "fold", "cse", "fuse", "rows", "dce"}
     before = (tmp_path / "dump" / files[0]).read_text()
     assert "Transpose" in before and "graph jax_model" in before
     last = (tmp_path / "dump" / files[-1]).read_text()

@@ -87,9 +87,11 @@ int PassManager::run(ir::Graph& graph) {
 }
 
 namespace {
-Pipeline::iterator before_dce(Pipeline& p) {
+// Where the fuse pass goes: after the passes that tidy what it matches, before
+// rows (which flattens what it fused) and dce (which removes what it leaves unread).
+Pipeline::iterator before_rows(Pipeline& p) {
   return std::find_if(p.begin(), p.end(), [](const std::unique_ptr<Pass>& pass) {
-    return std::string(pass->name()) == "dce";
+    return std::string(pass->name()) == "rows";
   });
 }
 }  // namespace
@@ -100,6 +102,7 @@ Pipeline default_pipeline() {
   p.push_back(transpose_folding());
   p.push_back(constant_folding());
   p.push_back(deduplication());
+  p.push_back(token_rows());
   p.push_back(dead_code_elimination());
   return p;
 }
@@ -107,7 +110,7 @@ Pipeline default_pipeline() {
 Pipeline all_passes() {
   static const std::vector<ir::Function> kNoFunctions;
   Pipeline p = default_pipeline();
-  p.insert(before_dce(p), fuse({}, 0));
+  p.insert(before_rows(p), fuse({}, 0));
   p.push_back(inlining(kNoFunctions));
   return p;
 }
@@ -117,8 +120,8 @@ Pipeline all_passes() {
 // call reaches any more are dropped.
 void optimize(ir::Model& model, const ManagerOptions& options) {
   Pipeline pipeline = default_pipeline();
-  if (!options.rules.empty())  // before dce, which removes what a fusion leaves unread
-    pipeline.insert(before_dce(pipeline), fuse(options.rules, model.opset, options.target));
+  if (!options.rules.empty())
+    pipeline.insert(before_rows(pipeline), fuse(options.rules, model.opset, options.target));
   PassManager manager(std::move(pipeline), options);
   for (ir::Function& f : model.functions) manager.run(*f.body);
   manager.run(model.graph);

@@ -11,7 +11,9 @@
 //     (these keep row-major order, so equal shapes mean equal tensors;
 //      this is how Squeeze/Unsqueeze pairs cancel)
 //   Reshape(<any of those>(x), s)            -> Reshape(x, s), s a constant
-//     without 0 (a 0 copies a dim of the data input, which would change)
+//     without 0 (a 0 copies a dim of the data input, which would change);
+//     with a 0, Reshape(x, s') where s' is the output's type as a constant
+//     (-1 for its one symbolic dim, none 0)
 // Refuses: a graph output whose replacement is not made by a node of the
 // same graph (graph input, initializer, capture, another output): the
 // node then stays, since an interface value cannot be renamed.
@@ -78,8 +80,28 @@ ir::ValueId round_trip_start(const ir::Graph& g, const Uses& uses, const ir::Nod
   return ir::kNoValue;
 }
 
-// For Reshape(r(x), s), r a reshape and s a constant without 0: r's node.
-int64_t collapsible_reshape(const ir::Graph& g, const Uses& uses, const ir::Node& n) {
+// The output type of Reshape node `n` as a constant shape that copies no
+// dim of its data input: its dims, -1 for at most one symbolic dim; empty
+// when the type has a static 0 or more symbolic dims.
+std::vector<int64_t> own_shape(const ir::Graph& g, const ir::Node& n) {
+  const ir::Value& out = g.values[n.outputs[0]];
+  if (!out.has_type || !out.type.known_rank) return {};
+  std::vector<int64_t> codes;
+  int symbolic = 0;
+  for (const Dim& d : out.type.dims) {
+    if (d.is_static() && d.value <= 0) return {};
+    symbolic += d.is_static() ? 0 : 1;
+    codes.push_back(d.is_static() ? d.value : -1);
+  }
+  if (symbolic > 1 || codes.empty()) return {};
+  return codes;
+}
+
+// For Reshape(r(x), s), r a reshape and s a constant: r's node, when s has
+// no 0 or the output type gives a shape without one (own_shape; *reshape_to
+// receives it then, else stays empty).
+int64_t collapsible_reshape(const ir::Graph& g, const Uses& uses, const ir::Node& n,
+                            std::vector<int64_t>* reshape_to = nullptr) {
   if (onnx_ops::kind(n) != Op::Reshape || n.inputs.size() != 2 || n.outputs.size() != 1 ||
       n.inputs[0] == ir::kNoValue)
     return -1;
@@ -88,8 +110,15 @@ int64_t collapsible_reshape(const ir::Graph& g, const Uses& uses, const ir::Node
   const Tensor* shape = uses.constant(g, n.inputs[1]);
   std::vector<int64_t> dims;
   if (!shape || !to_ints(*shape, &dims)) return -1;
-  for (int64_t d : dims)
-    if (d == 0) return -1;
+  const ir::Attribute* allowzero = attribute(n, "allowzero");
+  if (allowzero && allowzero->i != 0) return p;  // a 0 is a 0, not a copy
+  for (int64_t d : dims) {
+    if (d != 0) continue;
+    std::vector<int64_t> own = own_shape(g, n);
+    if (own.empty()) return -1;
+    if (reshape_to) *reshape_to = std::move(own);
+    return p;
+  }
   return p;
 }
 
@@ -124,8 +153,20 @@ class NoOpElimination : public Pass {
     // A round trip through reshapes; else Reshape(reshape(x), s) -> Reshape(x, s).
     ir::ValueId start = round_trip_start(g, uses, n);
     if (start != ir::kNoValue && bypass(g, uses, k, start)) return true;
-    int64_t p = collapsible_reshape(g, uses, n);
+    std::vector<int64_t> own;
+    int64_t p = collapsible_reshape(g, uses, n, &own);
     if (p < 0) return false;
+    if (!own.empty()) {  // the shape copied dims of r's output: spell them out
+      ir::ValueId shape = g.add_value(g.values[n.outputs[0]].name + "/shape");
+      g.values[shape].has_type = true;
+      g.values[shape].type = Aval(JXO_DTYPE_INT64, {Dim{static_cast<int64_t>(own.size()), {}}});
+      g.initializers.push_back({shape, Tensor::copy_of(JXO_DTYPE_INT64, {static_cast<int64_t>(own.size())},
+                                                       own.data(), own.size() * sizeof(int64_t)),
+                                nullptr});
+      uses.grow(g);
+      uses.initializer.emplace(shape, g.initializers.size() - 1);
+      uses.set_input(g, k, 1, shape);
+    }
     uses.set_input(g, k, 0, g.nodes[p].inputs[0]);
     return true;
   }

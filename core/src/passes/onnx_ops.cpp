@@ -22,7 +22,7 @@ const std::pair<Op, const char*> kNamed[] = {
     {Op::Add, "Add"},           {Op::Mul, "Mul"},             {Op::Constant, "Constant"},
     {Op::Sub, "Sub"},           {Op::Div, "Div"},             {Op::Greater, "Greater"},
     {Op::Less, "Less"},         {Op::GreaterOrEqual, "GreaterOrEqual"},
-    {Op::LessOrEqual, "LessOrEqual"}, {Op::If, "If"},
+    {Op::LessOrEqual, "LessOrEqual"}, {Op::If, "If"}, {Op::MatMul, "MatMul"},
 };
 
 // Elementwise with one data input. Ops with extra optional inputs (Clip's
@@ -53,6 +53,9 @@ const std::set<std::string> kNondeterministic = {
 
 const std::set<std::string> kReshapes = {"Reshape", "Squeeze", "Unsqueeze", "Flatten"};
 
+const std::set<std::string> kLastAxisNormalizations = {"LayerNormalization", "RMSNormalization",
+                                                       "Softmax", "LogSoftmax"};
+
 }  // namespace
 
 Op kind(const ir::Node& node) {
@@ -81,5 +84,9 @@ bool is_deterministic(const ir::Node& node) {
 }
 
 bool is_layout_preserving_reshape(const ir::Node& node) { return in(kReshapes, node); }
+
+bool is_last_axis_normalization(const ir::Node& node) {
+  return in(kLastAxisNormalizations, node) && !node.inputs.empty() && node.outputs.size() == 1;
+}
 
 }  // namespace jaxonnx::passes::onnx_ops

@@ -35,6 +35,7 @@ enum class Op {
   GreaterOrEqual,
   LessOrEqual,
   If,
+  MatMul,
 };
 
 Op kind(const ir::Node& node);
@@ -52,5 +53,10 @@ bool is_deterministic(const ir::Node& node);
 // Output holds the input's elements in the same row-major order, only the
 // shape differs (Reshape, Squeeze, Unsqueeze, Flatten).
 bool is_layout_preserving_reshape(const ir::Node& node);
+// Normalizes its data input (input 0) over the axes from its `axis`
+// attribute (default -1) to the last, each such slice on its own, the other
+// inputs (scale, bias) broadcast along those axes; one output
+// (LayerNormalization, RMSNormalization, Softmax, LogSoftmax).
+bool is_last_axis_normalization(const ir::Node& node);
 
 }  // namespace jaxonnx::passes::onnx_ops

@@ -51,6 +51,7 @@ std::unique_ptr<Pass> no_op_elimination();
 std::unique_ptr<Pass> transpose_folding();
 std::unique_ptr<Pass> constant_folding();
 std::unique_ptr<Pass> deduplication();
+std::unique_ptr<Pass> token_rows();
 std::unique_ptr<Pass> dead_code_elimination();
 Pipeline default_pipeline();
 // Applies plugins' rewrite rules (ABI 1.2) for the target `opset` and

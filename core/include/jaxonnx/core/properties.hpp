@@ -50,7 +50,7 @@ Property no_same_type_cast();          // Cast to its input's dtype
 Property no_identity_transpose();      // Transpose with the identity permutation
 Property no_same_type_expand();        // Expand to its input's type
 Property no_reshape_round_trip();      // a reshape chain that ends at its start's type
-Property no_reshape_of_reshape();      // Reshape (constant shape, no 0) reading a reshape
+Property no_reshape_of_reshape();      // Reshape (constant shape: no 0, or one its type spells out) reading a reshape
 
 // Transpose folding's (transpose.cpp).
 Property no_cancelling_transposes();   // Transpose pairs (across elementwise ops) to merge
@@ -63,6 +63,9 @@ Property no_foldable_constants();      // within the pass's size caps
 // Deduplication's (cse.cpp).
 Property no_duplicate_initializers();
 Property no_common_subexpressions();   // deterministic default-domain nodes
+
+// Token rows' (rows.cpp).
+Property no_rows_to_flatten();         // a row-wise region with a MatMul still [d0, ..., X]
 
 // The fuse pass's (fuse.cpp): no rule of `rules` applies anywhere.
 Property no_rule_matches(std::vector<const RuleInfo*> rules, int64_t opset,
