@@ -1,6 +1,6 @@
 // nn_layers: flax nnx layers and flax pooling, bound through binding specs
 // (ABI 1.2) so that each call is the ONNX op made for it:
-//   nnx.Linear        -> Gemm (2-D input, a target with Gemm) or MatMul + Add (and linen.Dense,
+//   nnx.Linear        -> Gemm (2-D input) or MatMul + Add  (and linen.Dense,
 //                        nnx.LinearGeneral over the last axis)
 //   nnx.LayerNorm     -> LayerNormalization (opset 17)     (and linen.LayerNorm)
 //   nnx.RMSNorm       -> RMSNormalization (opset 23)
@@ -10,8 +10,7 @@
 //                        which the optimizer folds against a Conv's; max_pool
 //                        also through flax.linen.pooling.pool)
 //   nnx.Embed         -> Clip + Gather (not with crisp="exact", see lower_embed)
-//   nnx.LSTMCell      -> two Gemms for all gates (and OptimizedLSTMCell); two
-//                        MatMul + Add where the target lacks Gemm (the default)
+//   nnx.LSTMCell      -> two Gemms for all gates (and OptimizedLSTMCell)
 //   equinox.nn Linear, LayerNorm, RMSNorm, GroupNorm (per example, usually
 //                     under vmap) -> Gemm / MatMul + Add, LayerNormalization,
 //                     RMSNormalization (+ Add), GroupNormalization
@@ -50,9 +49,8 @@ bool same_float_inputs(const Lowering& L) {
   return true;
 }
 
-// y = x @ kernel (+ bias) over the last axis of x: Gemm for a 2-D x where
-// the target has Gemm (targets.hpp: quantize_dynamic leaves a Gemm float),
-// else MatMul (+ Add). A kernel (in, out...) of LinearGeneral is used flattened to
+// y = x @ kernel (+ bias) over the last axis of x: Gemm for a 2-D x, else
+// MatMul (+ Add). A kernel (in, out...) of LinearGeneral is used flattened to
 // (in, prod(out)) (the optimizer folds that Reshape of a constant) and the
 // result reshaped to (..., out...); a following Reshape that merges the out
 // dims again (Attention's) then folds away.
@@ -69,7 +67,7 @@ void lower_linear(Lowering& L) {
     if (w.rank() != 2 || (bias && L.in_aval(2).rank() != 1)) return lower_reference(L);
     Aval out = L.out_aval(0);
     Value y;
-    if (x.rank() == 2 && L.target_supports("Gemm")) {
+    if (x.rank() == 2) {
       std::vector<Value> ins = {L.input(0), L.input(1)};
       if (bias) ins.push_back(L.input(2));
       y = L.op("Gemm", ins, out, {Attr::i("transB", 1)});
@@ -93,7 +91,7 @@ void lower_linear(Lowering& L) {
   flat_shape.back() = Dim(n);
   Aval flat = out.with_shape(flat_shape);
   Value y;
-  if (x.rank() == 2 && L.target_supports("Gemm")) {
+  if (x.rank() == 2) {
     std::vector<Value> ins = {L.input(0), wv};
     if (bias) ins.push_back(bv);
     y = L.op("Gemm", ins, flat);
@@ -347,13 +345,7 @@ void lower_lstm_cell(Lowering& L) {
     b = L.input(5);
   }
   Aval gates(t, {batch, Dim(4 * hid)}), one(t, {batch, Dim(hid)});
-  Value z;
-  if (L.target_supports("Gemm")) {
-    z = L.op("Gemm", {L.input(2), wx, L.op("Gemm", {L.input(1), wh, b}, gates)}, gates);
-  } else {  // quantize_dynamic leaves a Gemm float (targets.hpp); onnxruntime fuses these at load
-    Value hw = L.op("Add", {L.op("MatMul", {L.input(1), wh}, gates), b}, gates);
-    z = L.op("Add", {L.op("MatMul", {L.input(2), wx}, gates), hw}, gates);
-  }
+  Value z = L.op("Gemm", {L.input(2), wx, L.op("Gemm", {L.input(1), wh, b}, gates)}, gates);
   Value i, f, g, o;
   if (cell8) {  // i, f, o | g
     std::vector<Value> parts = L.op_n("Split", {z, i64s(L, {3 * hid, hid})},
@@ -464,7 +456,7 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
       .emits({"Gemm", "MatMul", "Add", "Reshape", "Transpose"})
       .doc(onnx_doc("Gemm"))
       .summary("flax nnx Linear, LinearGeneral (last axis) / linen Dense / equinox Linear as "
-               "Gemm (2-D input, target=\"onnxruntime-contrib\") or MatMul + Add")
+               "Gemm (2-D input) or MatMul + Add")
       .binds(eqx_linear(true))
       .binds(eqx_linear(false))
       .binds(linear_general(true))
@@ -521,11 +513,10 @@ JAXONNX_PLUGIN("nn_layers", "0.1.0") {
     return b;
   };
   plugin.primitive("jaxonnx.nn.lstm_cell", lower_lstm_cell)
-      .emits({"Gemm", "MatMul", "Concat", "Split", "Sigmoid", "Tanh", "Mul", "Add"})
+      .emits({"Gemm", "Concat", "Split", "Sigmoid", "Tanh", "Mul", "Add"})
       .doc(onnx_doc("Gemm"))
       .summary("one step of a flax nnx LSTMCell / OptimizedLSTMCell (sigmoid, tanh; 2-D "
-               "input) as two Gemms for all gates (MatMul + Add where the target lacks Gemm), one "
-               "Split, the gate activations")
+               "input) as two Gemms for all gates, one Split, the gate activations")
       .binds(lstm_cell(true))
       .binds(lstm_cell(false));
 

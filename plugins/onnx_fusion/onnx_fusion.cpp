@@ -193,11 +193,8 @@ bool near(double a, double b, double tol = 1e-6) { return std::fabs(a - b) <= to
 // ------------------------------------------------------------- MatMul+Add --
 
 // Add(MatMul(A, B), C) with A, B 2-D -> Gemm(A, B, C). C must broadcast to
-// the [M, N] result one way (Gemm's C is unidirectionally broadcast). Not
-// where the target lacks Gemm (quantize_dynamic leaves one float;
-// onnxruntime fuses the pair at load anyway).
+// the [M, N] result one way (Gemm's C is unidirectionally broadcast).
 void matmul_add_to_gemm(Rewrite& R) {
-  if (!R.target_supports("Gemm")) return;
   int64_t add = R.root();
   for (int k = 0; k < 2; ++k) {
     Value mm = R.input(add, k), c = R.input(add, 1 - k);
@@ -1220,8 +1217,7 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
   plugin.rule("matmul_add_to_gemm", "Add", matmul_add_to_gemm)
       .exact()
       .emits({"Gemm"})
-      .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm, where the "
-               "target has Gemm (target=\"onnxruntime-contrib\")");
+      .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm");
   plugin.rule("conv_bias", "Add", conv_bias)
       .exact()
       .emits({"Conv", "Transpose"})

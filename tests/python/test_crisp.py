@@ -105,32 +105,28 @@ def linear(din, dout, use_bias=True):
 
 @pytest.mark.parametrize("use_bias", [True, False])
 def test_linear_2d_is_gemm(use_bias):
-    # Gemm where the target has it; the default's MatMul (+ Add) is what
-    # quantize_dynamic quantizes (it has no integer Gemm).
-    model = check(linear(6, 4, use_bias), [("B", 6)], target=FUSED_TARGET)
+    model = check(linear(6, 4, use_bias), [("B", 6)])
     assert op_types(model).count("Gemm") == 1
     assert "MatMul" not in op_types(model)
-    model = check(linear(6, 4, use_bias), [("B", 6)])
-    assert op_types(model) == (["MatMul", "Add"] if use_bias else ["MatMul"])
 
 
-def test_linear_3d_is_matmul_add_on_rows():
-    # The rows pass: the MatMul + Add on [B*3, 4] rows (onnxruntime makes one Gemm of it).
+def test_linear_3d_is_gemm_on_rows():
+    # The rows pass: [B, 3, 6] as [B*3, 6] rows, where MatMul + Add is one Gemm.
     model = check(linear(6, 4), [("B", 3, 6)])
-    assert op_types(model) == ["Reshape", "MatMul", "Add", "Reshape"]
+    assert op_types(model) == ["Reshape", "Gemm", "Reshape"]
 
 
 def test_linear_float64():
     with jax.enable_x64(True):
         m = nnx.Linear(6, 4, param_dtype=jnp.float64, rngs=nnx.Rngs(0))
     model = check(m, [("B", 6)], x64=True)
-    assert op_types(model) == ["MatMul", "Add"]
+    assert op_types(model) == ["Gemm"]
 
 
 def test_linear_under_vmap_and_jit():
     m = linear(6, 4)
     model = check(jax.vmap(jax.jit(lambda x: m(x))), [("B", 2, 6)])
-    assert op_types(model) == ["Reshape", "MatMul", "Add", "Reshape"]
+    assert op_types(model) == ["Reshape", "Gemm", "Reshape"]
 
 
 def test_layer_norm():
@@ -210,7 +206,7 @@ def test_linen_dense_and_layer_norm():
     m = M()
     params = m.init(jax.random.key(0), jnp.ones((2, 4)))
     model = check(lambda x: m.apply(params, x), [("B", 4)])
-    assert op_types(model) == ["MatMul", "Add", "LayerNormalization"]
+    assert op_types(model) == ["Gemm", "LayerNormalization"]
 
 
 def test_a_configuration_no_spec_handles_traces_the_original():
@@ -535,8 +531,7 @@ def test_multi_head_attention_is_one_attention():
     model = check(lambda x: m(x), [("B", 6, 16)], target=FUSED_TARGET)
     # q, k, v: one Gemm each on [B*6, 16] rows (the rows pass), reshaped for
     # Attention (the heads' Reshapes merge into those); the output projection
-    # likewise. (This target has Gemm; the default's MatMul + Add is fused
-    # by onnxruntime at load.)
+    # likewise.
     static = check(lambda x: m(x), [(2, 6, 16)], target=FUSED_TARGET)
     assert sorted(op_types(static)) == sorted(["Reshape"] * 6 + ["Gemm"] * 4 + ["Attention"])
     # A symbolic batch may be 0, which onnxruntime's Attention refuses: an If
@@ -556,8 +551,9 @@ def test_multi_head_attention_in_the_default_target():
     m = nnx.MultiHeadAttention(2, 16, decode=False, rngs=nnx.Rngs(0))
     model = check(lambda x: m(x), [("B", 6, 16)], batches=(0, 1, 3))
     ops = op_types(model)
-    assert ops.count("MatMul") == 6 and ops.count("Softmax") == 1 and ops.count("Transpose") == 4, ops
-    assert ops.count("Gemm") == 0 and ops.count("Add") == 4, ops  # onnxruntime fuses at load
+    # The projections: one Gemm each on rows; the heads: two MatMuls.
+    assert ops.count("Gemm") == 4 and ops.count("MatMul") == 2, ops
+    assert ops.count("Softmax") == 1 and ops.count("Transpose") == 4, ops
     assert not set(ops) & (FUSED_ATTENTION | {"If"}), ops
 
 
@@ -578,8 +574,8 @@ def test_dot_product_attention_over_empty_sizes(kwargs, target):
 def test_linear_general():
     m = nnx.LinearGeneral(6, (2, 4), rngs=nnx.Rngs(0))
     model = check(m, [("B", 3, 6)])
-    # On rows, the back-reshape merged into the heads' one.
-    assert op_types(model) == ["Reshape", "MatMul", "Add", "Reshape"]
+    # On rows (a Gemm there), the way back merged into the heads' Reshape.
+    assert op_types(model) == ["Reshape", "Gemm", "Reshape"]
 
 
 @pytest.mark.parametrize("opset", [13, None], ids=["opset13", "default"])
@@ -677,21 +673,16 @@ def lstm_cell(kind, features=4, hidden=8, dtype=jnp.float32):
 @pytest.mark.parametrize("batch", [3, "B"])
 def test_lstm_cell_is_two_gemms(kind, batch):
     cell = lstm_cell(kind)
-    fn = lambda c, h, x: cell((c, h), x)  # noqa: E731
-    model = check(fn, [(batch, 8), (batch, 8), (batch, 4)], target=FUSED_TARGET)
+    model = check(lambda c, h, x: cell((c, h), x), [(batch, 8), (batch, 8), (batch, 4)])
     expect_graph(model, ["Gemm -> Gemm -> Split", "Mul -> Add -> Tanh -> Mul"],
                  counts={"Gemm": 2, "Split": 2 if kind == "LSTMCell" else 1})
-    # The default target lacks Gemm: MatMul + Add twice, which onnxruntime fuses at load.
-    model = check(fn, [(batch, 8), (batch, 8), (batch, 4)])
-    expect_graph(model, ["MatMul -> Add -> Add -> Split"],
-                 counts={"MatMul": 2, "Gemm": 0, "Split": 2 if kind == "LSTMCell" else 1})
 
 
 def test_lstm_cell_float64():
     with jax.enable_x64(True):
         cell = lstm_cell("LSTMCell", dtype=jnp.float64)
     model = check(lambda c, h, x: cell((c, h), x), [("B", 8), ("B", 8), ("B", 4)], x64=True)
-    assert op_types(model).count("MatMul") == 2
+    assert op_types(model).count("Gemm") == 2
 
 
 def rnn_model(kind, features=4, hidden=8):
@@ -707,7 +698,7 @@ def rnn_model(kind, features=4, hidden=8):
 
 @pytest.mark.parametrize("kind", ["LSTMCell", "OptimizedLSTMCell"])
 def test_rnn_loop_body_has_two_gemms_per_step(kind):
-    model = check(rnn_model(kind), [("B", 5, 4)], rtol=1e-4, atol=1e-5, target=FUSED_TARGET)
+    model = check(rnn_model(kind), [("B", 5, 4)], rtol=1e-4, atol=1e-5)
     (loop,) = [n for n in model.graph.node if n.op_type == "Loop"]
     body = [n.op_type for n in loop.attribute[0].g.node]
     assert body.count("Gemm") == 2 and "MatMul" not in body, body
@@ -719,4 +710,4 @@ def test_lstm_cell_under_jit_and_vmap_and_opset_18():
     check(fn, [("B", 2, 8), ("B", 2, 8), ("B", 2, 4)])  # rank 3: the reference
     model = check(jax.jit(lambda c, h, x: cell((c, h), x)), [("B", 8), ("B", 8), ("B", 4)],
                   opset=18)
-    assert op_types(model).count("MatMul") == 2
+    assert op_types(model).count("Gemm") == 2

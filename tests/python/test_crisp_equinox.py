@@ -1,5 +1,5 @@
 """Crisp ops for equinox layers: the nn_layers plugin's binding specs route
-equinox.nn.Linear, LayerNorm and RMSNorm to MatMul + Add (Gemm where the target has it),
+equinox.nn.Linear, LayerNorm and RMSNorm to Gemm / MatMul + Add,
 LayerNormalization and RMSNormalization (+ Add for equinox's bias).
 
 Equinox layers are called per example, usually under jax.vmap: the spec binds
@@ -21,7 +21,7 @@ import onnxruntime as ort
 import pytest
 
 import jaxonnx
-from helpers import FUSED_TARGET, check, op_types, symbolic_specs
+from helpers import check, op_types, symbolic_specs
 from jaxonnx.testing import expect_graph
 
 SHAPES = [[(3, 6)], [("B", 6)]]
@@ -72,33 +72,28 @@ def linear(din=6, dout=4, use_bias=True, dtype=None):
 @pytest.mark.parametrize("use_bias", [True, False])
 def test_vmapped_linear_is_one_gemm(shape, use_bias):
     m = linear(use_bias=use_bias)
-    model = check(jax.vmap(m), shape, target=FUSED_TARGET)
+    model = check(jax.vmap(m), shape)
     expect_graph(model, ["Gemm"], match="exact", counts={"Gemm": 1})
     bias_inputs = [len(n.input) for n in model.graph.node if n.op_type == "Gemm"]
     assert bias_inputs == [3 if use_bias else 2]
-    # The default target lacks Gemm (quantize_dynamic leaves one float): the
-    # weight's Transpose folded into the constant, MatMul (+ Add).
-    model = check(jax.vmap(m), shape)
-    expect_graph(model, ["MatMul -> Add" if use_bias else "MatMul"], match="exact")
 
 
 def test_linear_float64():
     with jax.enable_x64(True):
         m = linear(dtype=jnp.float64)
     model = check(jax.vmap(m), [("B", 6)], x64=True)
-    expect_graph(model, ["MatMul -> Add"], match="exact")
+    expect_graph(model, ["Gemm"], match="exact")
 
 
 def test_linear_under_jit_and_nested_vmap():
     m = linear()
     model = check(jax.jit(jax.vmap(m)), [("B", 6)])
-    expect_graph(model, ["MatMul -> Add"], match="exact")
+    expect_graph(model, ["Gemm"], match="exact")
     model = check(jax.vmap(jax.jit(lambda x: m(x))), [("B", 6)])
-    expect_graph(model, ["MatMul -> Add"], match="exact")
-    # Two batch dims: MatMul over the transposed weight (folded) and Add, on
-    # [B*3, 4] rows (the rows pass).
+    expect_graph(model, ["Gemm"], match="exact")
+    # Two batch dims: on [B*3, 6] rows (the rows pass), one Gemm.
     model = check(jax.vmap(jax.vmap(m)), [("B", 3, 6)])
-    expect_graph(model, ["Reshape -> MatMul -> Add -> Reshape"], match="exact")
+    expect_graph(model, ["Reshape -> Gemm -> Reshape"], match="exact")
 
 
 def test_unbatched_linear_is_matmul_add():
@@ -118,10 +113,8 @@ def test_linear_scalar_features_run_the_original():
 
 def test_mlp_is_gemms():
     m = eqx.nn.MLP(6, 3, width_size=8, depth=2, key=jax.random.key(0))
-    model = check(jax.vmap(m), [("B", 6)], target=FUSED_TARGET)
-    expect_graph(model, counts={"Gemm": 3}, absent=["MatMul"])
     model = check(jax.vmap(m), [("B", 6)])
-    expect_graph(model, counts={"MatMul": 3, "Add": 3}, absent=["Gemm"])
+    expect_graph(model, counts={"Gemm": 3}, absent=["MatMul"])
 
 
 # ------------------------------------------------------------------ norms
@@ -216,7 +209,7 @@ def test_crisp_off_gives_the_same_numbers(make, shape, x64):
             m = jax.tree_util.tree_map(
                 lambda l: l.astype(jnp.float64) if eqx.is_inexact_array(l) else l, m)
     on, off = assert_crisp_off_agrees(jax.vmap(m), shape, x64)
-    crisp = {"MatMul", "LayerNormalization", "RMSNormalization"}
+    crisp = {"Gemm", "LayerNormalization", "RMSNormalization"}
     assert crisp & set(op_types(on))
 
 
@@ -310,5 +303,5 @@ def test_conversion_is_deterministic():
     first = jaxonnx.to_onnx(fn, specs).SerializeToString()
     assert jaxonnx.to_onnx(fn, specs).SerializeToString() == first
     expect_graph(jaxonnx.to_onnx(fn, specs),
-                 ["MatMul -> Add -> Relu -> MatMul -> Add -> Relu -> MatMul -> Add -> "
-                  "LayerNormalization -> RMSNormalization -> Add"], match="exact")
+                 ["Gemm -> Relu -> Gemm -> Relu -> Gemm -> LayerNormalization -> "
+                  "RMSNormalization -> Add"], match="exact")

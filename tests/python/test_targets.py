@@ -190,8 +190,7 @@ def test_targets_are_data_and_checked():
     profiles = jaxonnx._targets.profiles()
     assert list(profiles) == ["onnxruntime", "portable", "onnxruntime-contrib"]
     assert profiles["onnxruntime"]["default_opset"] == 23
-    assert [(what, refused) for what, refused, _ in profiles["onnxruntime"]["lacks"]] == [
-        ("Attention", True), ("Gemm", False)]
+    assert [(what, refused) for what, refused, _ in profiles["onnxruntime"]["lacks"]] == [("Attention", True)]
     assert profiles[FUSED]["lacks"] == []
     lacks = {what: refused for what, refused, _ in profiles["portable"]["lacks"]}
     assert lacks["Attention"] is True and lacks["negative_pad"] is False

@@ -6,8 +6,7 @@ that is the point:
   (lax.reduce_window itself keeps the exact Slice + Max form: MaxPool skips NaN);
 - linen BatchNorm in inference mode is one BatchNormalization;
 - a multi-operand einsum's mask product (a dot_general contracting nothing) is a Mul;
-- a 3-D Dense layer is MatMul + Add on [B*T, X] rows between two Reshapes (the rows pass:
-  onnxruntime fuses the pair into one Gemm at load);
+- a 3-D Dense layer is one Gemm on [B*T, X] rows between two Reshapes (the rows pass);
 - SiLU between two NHWC convs leaves no Transpose between them; an NCHW Conv's
   (C, 1, 1) bias goes into the Conv.
 """
@@ -145,12 +144,12 @@ def test_ssd_einsum_mask_product_is_a_mul(dtype, x64):
 
 
 @pytest.mark.parametrize("dtype,x64", FLOATS, ids=IDS)
-def test_dense_3d_is_matmul_add_on_rows(dtype, x64):
+def test_dense_3d_is_gemm_on_rows(dtype, x64):
     with jax.enable_x64(x64):
         lin = nnx.eval_shape(lambda: nnx.Linear(16, 8, param_dtype=dtype, rngs=nnx.Rngs(0)))
         nnx.update(lin, _filled(nnx.state(lin)))
     model = check(lin, [("B", 5, 16)], x64=x64, batches=(1, 4))
-    assert op_types(model) == ["Reshape", "MatMul", "Add", "Reshape"]
+    assert op_types(model) == ["Reshape", "Gemm", "Reshape"]
 
 
 def test_silu_between_nhwc_convs_leaves_no_transpose_between():

@@ -55,18 +55,10 @@ inline constexpr Lack kAttentionLack = {
     "standard op and fails; its quantize_dynamic rewrites a top-level one into an invalid "
     "com.microsoft QAttention"};
 
-// quantize_dynamic is what most users quantize with; a MatMul + Add loses
-// nothing in a session (onnxruntime fuses a 2-D one into Gemm at load).
-inline constexpr Lack kGemmLack = {
-    "Gemm", false,
-    "onnxruntime's quantize_dynamic has no integer Gemm and leaves one float; onnxruntime fuses a "
-    "2-D MatMul + Add into Gemm when it loads the model, so the session runs the same kernel"};
-
-inline constexpr Lack kOnnxruntimeLacks[] = {kAttentionLack, kGemmLack};
+inline constexpr Lack kOnnxruntimeLacks[] = {kAttentionLack};
 
 inline constexpr Lack kPortableLacks[] = {
     kAttentionLack,
-    kGemmLack,
     {"if_guard", false,
      "tract names every If node \"If\" and stops at a model's second one"},
     {"Loop", false,
