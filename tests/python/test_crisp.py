@@ -14,6 +14,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from flax import nnx
@@ -80,6 +81,19 @@ def test_below_the_ops_opset_the_reference_is_lowered():
     assert "Gelu" not in op_types(model)
     model = check(lambda x: jax.nn.gelu(x), [("B", 8)], opset=20)
     assert "Gelu" in op_types(model)
+
+
+@pytest.mark.parametrize("opset", [13, 17, 19])
+def test_exact_gelu_below_opset_20_is_the_form_onnxruntime_fuses(opset, tmp_path):
+    # Five ops instead of JAX's erfc-based sixty, and the form onnxruntime's
+    # session optimizer turns into one Gelu kernel (checked on its optimized model).
+    fn = lambda x: jax.nn.gelu(x, approximate=False)  # noqa: E731
+    model = check(fn, [("B", 8)], opset=opset, make_inputs=lambda s, d, r: (4 * r.standard_normal(s)).astype(d))
+    assert op_types(model) == ["Div", "Erf", "Add", "Mul", "Mul"]
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    assert [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node] == ["Gelu"]
 
 
 def test_gelu_float64_lowers_the_reference():
