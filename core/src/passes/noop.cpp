@@ -156,17 +156,8 @@ class NoOpElimination : public Pass {
     std::vector<int64_t> own;
     int64_t p = collapsible_reshape(g, uses, n, &own);
     if (p < 0) return false;
-    if (!own.empty()) {  // the shape copied dims of r's output: spell them out
-      ir::ValueId shape = g.add_value(g.values[n.outputs[0]].name + "/shape");
-      g.values[shape].has_type = true;
-      g.values[shape].type = Aval(JXO_DTYPE_INT64, {Dim{static_cast<int64_t>(own.size()), {}}});
-      g.initializers.push_back({shape, Tensor::copy_of(JXO_DTYPE_INT64, {static_cast<int64_t>(own.size())},
-                                                       own.data(), own.size() * sizeof(int64_t)),
-                                nullptr});
-      uses.grow(g);
-      uses.initializer.emplace(shape, g.initializers.size() - 1);
-      uses.set_input(g, k, 1, shape);
-    }
+    if (!own.empty())  // the shape copied dims of r's output: spell them out
+      uses.set_input(g, k, 1, add_ints(g, g.values[n.outputs[0]].name + "/shape", own, &uses));
     uses.set_input(g, k, 0, g.nodes[p].inputs[0]);
     return true;
   }

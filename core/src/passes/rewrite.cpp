@@ -181,6 +181,20 @@ size_t erase_marked(ir::Graph& g) {
   return before - g.nodes.size();
 }
 
+ir::ValueId add_ints(ir::Graph& g, std::string name, const std::vector<int64_t>& ints, Uses* uses) {
+  const int64_t n = static_cast<int64_t>(ints.size());
+  ir::ValueId v = g.add_value(std::move(name));
+  g.values[v].has_type = true;
+  g.values[v].type = Aval(JXO_DTYPE_INT64, {Dim{n, {}}});
+  g.initializers.push_back({v, Tensor::copy_of(JXO_DTYPE_INT64, {n}, ints.data(), ints.size() * sizeof(int64_t)),
+                            nullptr});
+  if (uses) {
+    uses->grow(g);
+    uses->initializer.emplace(v, g.initializers.size() - 1);
+  }
+  return v;
+}
+
 ir::Graph scratch_copy(const ir::Graph& g) {
   ir::Graph copy = g;
   for (ir::Node& n : copy.nodes)

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "jaxonnx/core/ir.hpp"
@@ -89,6 +90,11 @@ bool rewrite_to_fixed_point(ir::Graph& graph, RewriteOne rewrite_one) {
 // A copy of `graph` whose subgraphs are copies too (a plain copy shares
 // them), for a property that tries a rewrite and throws the result away.
 ir::Graph scratch_copy(const ir::Graph& graph);
+
+// A new int64 initializer of `ints` (shape [ints.size()]) named `name`;
+// `uses`, when given, learns of it (a pass keeping its use lists current).
+ir::ValueId add_ints(ir::Graph& graph, std::string name, const std::vector<int64_t>& ints,
+                     Uses* uses = nullptr);
 
 // Both typed, same dtype, same rank and same dims (symbols compared by name,
 // as JAX names equal sizes alike).

@@ -164,11 +164,6 @@ std::map<size_t, std::vector<Read>> flattenable(const ir::Graph& g, const Uses& 
   return nodes;
 }
 
-std::shared_ptr<const Tensor> int64s(const std::vector<int64_t>& v) {
-  return Tensor::copy_of(JXO_DTYPE_INT64, {static_cast<int64_t>(v.size())}, v.data(),
-                         v.size() * sizeof(int64_t));
-}
-
 class TokenRows : public Pass {
  public:
   const char* name() const override { return "rows"; }
@@ -229,10 +224,7 @@ class TokenRows : public Pass {
   static ir::Node reshape(ir::Graph& g, ir::ValueId x, const std::vector<Dim>& dims, ir::ValueId to) {
     std::vector<int64_t> codes;
     for (const Dim& d : dims) codes.push_back(d.is_static() ? d.value : -1);
-    ir::ValueId shape = g.add_value(g.values[to].name + "/shape");
-    g.values[shape].has_type = true;
-    g.values[shape].type = Aval(JXO_DTYPE_INT64, {Dim{static_cast<int64_t>(codes.size()), {}}});
-    g.initializers.push_back({shape, int64s(codes), nullptr});
+    ir::ValueId shape = add_ints(g, g.values[to].name + "/shape", codes);
     ir::Node n;
     n.name = g.values[to].name + "/reshape";
     n.op_type = onnx_ops::op_name(Op::Reshape);
