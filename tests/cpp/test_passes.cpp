@@ -608,7 +608,7 @@ TEST_CASE("token rows: a transformer MLP over [B, 4, 8] runs on [-1, 8] rows") {
       CHECK(b.g.values[n.inputs[1]].type.dims == std::vector<Dim>{N(16)});  // [1, 1, 16] as [16]
   for (const ir::Node& n : b.g.nodes)
     if (n.op_type == "LayerNormalization") CHECK(n.attrs.at(0).i == -1);
-  CHECK(passes::no_rows_to_flatten().violation(b.g).empty());
+  CHECK(passes::no_rows_to_flatten(23).violation(b.g).empty());
   passes::verify(b.g, "after rows");
 }
 
@@ -630,8 +630,8 @@ TEST_CASE("token rows reshapes a value read outside its region back under its ow
   passes::verify(b.g, "after rows");
 }
 
-TEST_CASE("token rows leaves alone a region with no MatMul + Add, or two symbolic dims") {
-  auto untouched = [](const Aval& x_t, bool matmul, bool add) {
+TEST_CASE("token rows leaves alone a region with no MatMul + Add, or two symbolic dims at opset 13") {
+  auto untouched = [](const Aval& x_t, bool matmul, bool add, int64_t opset) {
     GraphBuilder b;
     ir::ValueId x = b.input(x_t, "x");
     ir::ValueId y = matmul ? b.op("MatMul", {x, b.floats(std::vector<float>(64, 0.5f), {8, 8})}, x_t)
@@ -639,10 +639,35 @@ TEST_CASE("token rows leaves alone a region with no MatMul + Add, or two symboli
     if (add) y = b.op("Add", {y, b.floats({1.f}, {})}, x_t);
     b.output(y, "out");
     const std::vector<std::string> before = b.ops();
-    run(b.g, passes::token_rows());
+    run(b.g, passes::token_rows(opset));
     CHECK(b.ops() == before);
   };
-  untouched(f32({S("B"), N(4), N(8)}), false, true);   // no MatMul
-  untouched(f32({S("B"), N(4), N(8)}), true, false);   // a MatMul alone: one GEMM either way
-  untouched(f32({S("B"), S("T"), N(8)}), true, true);  // [B, T, 8]: no constant shape for the rows
+  untouched(f32({S("B"), N(4), N(8)}), false, true, 23);   // no MatMul
+  untouched(f32({S("B"), N(4), N(8)}), true, false, 23);   // a MatMul alone: one GEMM either way
+  untouched(f32({S("B"), S("T"), N(8)}), true, true, 13);  // the way back would need allowzero
+}
+
+TEST_CASE("token rows over [B, T, X] reshape back to a shape read at run time, 0s allowed") {
+  GraphBuilder b;
+  const Aval x_t = f32({S("B"), S("T"), N(8)}), y_t = f32({S("B"), S("T"), N(4)});
+  ir::ValueId x = b.input(x_t, "x");
+  ir::ValueId h = b.op("MatMul", {x, b.floats(std::vector<float>(64, 0.5f), {8, 8})}, x_t);
+  h = b.op("Add", {h, x}, x_t);  // the residual
+  b.output(h, "same_width");
+  ir::ValueId y = b.op("MatMul", {h, b.floats(std::vector<float>(32, 0.5f), {8, 4})}, y_t);
+  y = b.op("Add", {y, b.floats(std::vector<float>(4, 1.f), {4})}, y_t);
+  b.output(y, "narrower");
+  run(b.g, passes::token_rows(23));
+  // [B, T, 8] is x's own shape; [B, T, 4] is its first two dims and 4.
+  CHECK(b.ops() == std::vector<std::string>{"Reshape", "MatMul", "Add", "Shape", "Reshape", "MatMul", "Add",
+                                            "Slice", "Concat", "Reshape"});
+  for (ir::ValueId out : {h, y}) {
+    const ir::Node* back = b.producer(out);
+    REQUIRE(back != nullptr);
+    CHECK(back->op_type == "Reshape");
+    REQUIRE(back->attrs.size() == 1);
+    CHECK((back->attrs[0].name == "allowzero" && back->attrs[0].i == 1));
+  }
+  CHECK(b.g.values[b.g.nodes[1].outputs[0]].type.dims == std::vector<Dim>{S("(B)*(T)"), N(8)});
+  passes::verify(b.g, "after rows");
 }

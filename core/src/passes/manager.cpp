@@ -96,13 +96,13 @@ Pipeline::iterator before_rows(Pipeline& p) {
 }
 }  // namespace
 
-Pipeline default_pipeline() {
+Pipeline default_pipeline(int64_t opset) {
   Pipeline p;
   p.push_back(no_op_elimination());
   p.push_back(transpose_folding());
   p.push_back(constant_folding());
   p.push_back(deduplication());
-  p.push_back(token_rows());
+  p.push_back(token_rows(opset));
   p.push_back(dead_code_elimination());
   return p;
 }
@@ -119,7 +119,7 @@ Pipeline all_passes() {
 // site is an opaque node of the function's domain everywhere. Functions no
 // call reaches any more are dropped.
 void optimize(ir::Model& model, const ManagerOptions& options) {
-  Pipeline pipeline = default_pipeline();
+  Pipeline pipeline = default_pipeline(model.opset);
   if (!options.rules.empty())
     pipeline.insert(before_rows(pipeline), fuse(options.rules, model.opset, options.target));
   PassManager manager(std::move(pipeline), options);

@@ -13,12 +13,14 @@
 // A region is a set of such nodes joined by the values they read and write,
 // all with the same leading dims; a region is flattened when it holds a
 // MatMul read only by an Add (the pair onnxruntime fuses; elsewhere the
-// Reshapes would only add nodes) and its leading dims
-// hold at most one symbolic dim (the shapes are then constants: -1 stands for
-// it). Each value entering a region is reshaped to [-1, X] once; each region
-// value read outside it (another op, a subgraph, a graph output) is
-// reshaped back, under its own name, right after its node. noop then merges
-// these Reshapes with the ones around them (attention's heads).
+// Reshapes would only add nodes). Each value entering a region is reshaped
+// to [-1, X] once; each region value read outside it (another op, a
+// subgraph, a graph output) is reshaped back, under its own name, right after
+// its node: to a constant shape where at most one leading dim is symbolic (-1
+// stands for it; noop then merges these Reshapes with the ones around them,
+// attention's heads), else to the shape of a value entering the region, read
+// at run time (Shape, and Slice + Concat where its last dim differs; one per
+// region and width).
 // Refuses: a static dim of 0 among the leading dims or X (-1 would be
 // ambiguous); nodes of other domains; values of unknown rank.
 // Guarantees: no region left that this pass would flatten.
@@ -132,9 +134,16 @@ struct Regions {
   }
 };
 
-// The row-wise nodes to flatten (by index), each with how it reads its inputs.
-std::map<size_t, std::vector<Read>> flattenable(const ir::Graph& g, const Uses& uses) {
-  std::map<size_t, std::vector<Read>> nodes;
+// A row-wise node to flatten: how it reads its inputs, and its region (the
+// leading value id of its values' union).
+struct Flat {
+  std::vector<Read> reads;
+  size_t region = 0;
+};
+
+// The row-wise nodes to flatten, by index, in a model of `opset`.
+std::map<size_t, Flat> flattenable(const ir::Graph& g, const Uses& uses, int64_t opset) {
+  std::map<size_t, Flat> nodes;
   Regions regions(g.values.size());
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const ir::Node& n = g.nodes[k];
@@ -143,39 +152,46 @@ std::map<size_t, std::vector<Read>> flattenable(const ir::Graph& g, const Uses& 
     if (reads.empty()) continue;
     for (size_t i = 0; i < reads.size(); ++i)
       if (reads[i] == Read::Rows) regions.join(static_cast<size_t>(n.inputs[i]), static_cast<size_t>(n.outputs[0]));
-    nodes.emplace(k, std::move(reads));
+    nodes.emplace(k, Flat{std::move(reads)});
   }
   // A region is worth its Reshapes when it holds a MatMul whose one reader
-  // is an Add (a bias or a residual: onnxruntime's Gemm takes either as C);
-  // its shapes are constants when at most one leading dim is symbolic.
+  // is an Add (a bias or a residual: onnxruntime's Gemm takes either as C).
+  // With two symbolic leading dims its way back needs a shape read at run
+  // time, which may hold a 0: Reshape's allowzero, from opset 14.
   std::set<size_t> worth;
-  for (const auto& [k, reads] : nodes) {
+  for (const auto& [k, flat] : nodes) {
     const ir::ValueId out = g.nodes[k].outputs[0];
     int symbolic = 0;
     for (const Dim& d : leading(g.values[out])) symbolic += d.is_static() ? 0 : 1;
-    if (onnx_ops::kind(g.nodes[k]) != Op::MatMul || symbolic > 1 || !uses.single_consumer(out)) continue;
+    if (onnx_ops::kind(g.nodes[k]) != Op::MatMul || !uses.single_consumer(out) || (symbolic > 1 && opset < 14))
+      continue;
     const size_t add = uses.consumers[out].front();
     if (nodes.count(add) && onnx_ops::kind(g.nodes[add]) == Op::Add)
       worth.insert(regions.find(static_cast<size_t>(out)));
   }
-  for (auto it = nodes.begin(); it != nodes.end();)
-    it = worth.count(regions.find(static_cast<size_t>(g.nodes[it->first].outputs[0]))) ? std::next(it)
-                                                                                      : nodes.erase(it);
+  for (auto it = nodes.begin(); it != nodes.end();) {
+    it->second.region = regions.find(static_cast<size_t>(g.nodes[it->first].outputs[0]));
+    it = worth.count(it->second.region) ? std::next(it) : nodes.erase(it);
+  }
   return nodes;
 }
 
 class TokenRows : public Pass {
  public:
+  explicit TokenRows(int64_t opset) : opset_(opset) {}
   const char* name() const override { return "rows"; }
   Properties needs() const override { return {topologically_sorted(), typed_values()}; }
-  Properties guarantees() const override { return {no_rows_to_flatten()}; }
+  Properties guarantees() const override { return {no_rows_to_flatten(opset_)}; }
 
   bool run(ir::Graph& g) override {
     Uses uses(g);
-    std::map<size_t, std::vector<Read>> flat = flattenable(g, uses);
+    std::map<size_t, Flat> flat = flattenable(g, uses, opset_);
     if (flat.empty()) return false;
     std::map<ir::ValueId, ir::ValueId> rows;       // a value -> its [R, X] form
     std::map<ir::ValueId, ir::ValueId> row_of;     // a constant -> its [X] form
+    std::map<size_t, ir::ValueId> anchor;          // a region -> a value entering it
+    std::map<std::pair<size_t, int64_t>, ir::ValueId> shapes;  // (region, X) -> [d0..dk, X] at run time
+    std::map<size_t, ir::ValueId> anchor_shape;                // a region -> Shape(its anchor)
     std::vector<ir::Node> nodes;
     nodes.reserve(g.nodes.size() + 2 * flat.size());
     for (size_t k = 0; k < g.nodes.size(); ++k) {
@@ -186,9 +202,12 @@ class TokenRows : public Pass {
       }
       ir::Node n = std::move(g.nodes[k]);
       const ir::ValueId out = n.outputs[0];
+      const size_t region = it->second.region;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
-        if (it->second[i] == Read::Rows) n.inputs[i] = rows_of(g, n.inputs[i], rows, nodes);
-        else if (it->second[i] == Read::RowConstant) n.inputs[i] = last_axis_constant(g, uses, n.inputs[i], row_of);
+        const Read read = it->second.reads[i];
+        if (read == Read::Rows && !rows.count(n.inputs[i])) anchor.emplace(region, n.inputs[i]);
+        if (read == Read::Rows) n.inputs[i] = rows_of(g, n.inputs[i], rows, nodes);
+        else if (read == Read::RowConstant) n.inputs[i] = last_axis_constant(g, uses, n.inputs[i], row_of);
       }
       if (onnx_ops::is_last_axis_normalization(n))  // axis rank - 1 is 1 on rows: say -1
         for (ir::Attribute& a : n.attrs)
@@ -202,35 +221,97 @@ class TokenRows : public Pass {
       // back to its own shape and name.
       bool outside = uses.is_output[out];
       for (size_t c : uses.consumers[out]) outside = outside || !flat.count(c);
-      if (outside) nodes.push_back(reshape(g, rows[out], g.values[out].type.dims, out));
+      if (!outside) continue;
+      const std::vector<Dim>& dims = g.values[out].type.dims;
+      int symbolic = 0;
+      for (const Dim& d : dims) symbolic += d.is_static() ? 0 : 1;
+      if (symbolic <= 1) {
+        nodes.push_back(reshape(g, rows[out], dims, out));
+        continue;
+      }
+      auto key = std::make_pair(region, dims.back().value);
+      if (!shapes.count(key)) {
+        const ir::ValueId a = anchor.at(region);
+        if (!anchor_shape.count(region)) anchor_shape[region] = shape_of(g, a, nodes);
+        shapes[key] = runtime_shape(g, a, anchor_shape[region], dims, nodes);
+      }
+      ir::Node back = reshape_to(g, rows[out], shapes[key], out);
+      ir::Attribute allowzero{"allowzero", JXO_ATTR_INT};  // a 0 read at run time is a 0
+      allowzero.i = 1;
+      back.attrs.push_back(allowzero);
+      nodes.push_back(std::move(back));
     }
     g.nodes = std::move(nodes);
     return true;
   }
 
  private:
+  // [R, X] with R the leading dims' product: static, or an expression of
+  // their symbols ("(B)*(T)", "3*(B)"), as the plugin SDK's dims_product writes it.
   static Aval rows_type(const ir::Value& v) {
     int64_t k = 1;
     std::string sym;
     for (const Dim& d : leading(v)) {
       if (d.is_static()) k *= d.value;
-      else sym = d.symbol;  // at most one (flattenable)
+      else sym += (sym.empty() ? "(" : "*(") + d.symbol + ")";
     }
-    Dim r = sym.empty() ? Dim{k, {}} : Dim{0, k == 1 ? sym : std::to_string(k) + "*(" + sym + ")"};
+    Dim r = sym.empty() ? Dim{k, {}} : Dim{0, k == 1 ? sym : std::to_string(k) + "*" + sym};
     return Aval(v.type.dtype, {r, v.type.dims.back()});
   }
 
-  // Reshape(x, dims as a constant: -1 for the one symbolic dim) writing `to`.
+  static ir::Node node(ir::Graph& g, Op op, std::vector<ir::ValueId> inputs, ir::ValueId out) {
+    ir::Node n;
+    n.name = g.values[out].name + "/" + onnx_ops::op_name(op);
+    n.op_type = onnx_ops::op_name(op);
+    n.inputs = std::move(inputs);
+    n.outputs = {out};
+    return n;
+  }
+
+  static ir::Node reshape_to(ir::Graph& g, ir::ValueId x, ir::ValueId shape, ir::ValueId to) {
+    return node(g, Op::Reshape, {x, shape}, to);
+  }
+
+  // Reshape(x, dims as a constant: -1 for its one symbolic dim) writing `to`.
   static ir::Node reshape(ir::Graph& g, ir::ValueId x, const std::vector<Dim>& dims, ir::ValueId to) {
     std::vector<int64_t> codes;
     for (const Dim& d : dims) codes.push_back(d.is_static() ? d.value : -1);
-    ir::ValueId shape = add_ints(g, g.values[to].name + "/shape", codes);
-    ir::Node n;
-    n.name = g.values[to].name + "/reshape";
-    n.op_type = onnx_ops::op_name(Op::Reshape);
-    n.inputs = {x, shape};
-    n.outputs = {to};
-    return n;
+    return reshape_to(g, x, add_ints(g, g.values[to].name + "/shape", codes), to);
+  }
+
+  static ir::ValueId int64_value(ir::Graph& g, const std::string& name, int64_t n) {
+    ir::ValueId v = g.add_value(name);
+    g.values[v].has_type = true;
+    g.values[v].type = Aval(JXO_DTYPE_INT64, {Dim{n, {}}});
+    return v;
+  }
+
+  // Shape(anchor), emitted once per region.
+  static ir::ValueId shape_of(ir::Graph& g, ir::ValueId anchor, std::vector<ir::Node>& nodes) {
+    ir::ValueId shape = int64_value(g, g.values[anchor].name + "/rows_shape",
+                                    static_cast<int64_t>(g.values[anchor].type.dims.size()));
+    nodes.push_back(node(g, Op::Shape, {anchor}, shape));
+    return shape;
+  }
+
+  // `dims` ([d0, ..., dk, X], two or more d symbolic) at run time, from
+  // `anchor`, a value entering the region ([d0, ..., dk, Y]) whose Shape is
+  // `shape`: that when Y is X, else Concat(Slice(shape, 0, k + 1), [X]).
+  static ir::ValueId runtime_shape(ir::Graph& g, ir::ValueId anchor, ir::ValueId shape,
+                                   const std::vector<Dim>& dims, std::vector<ir::Node>& nodes) {
+    const int64_t rank = static_cast<int64_t>(dims.size()), x = dims.back().value;
+    if (g.values[anchor].type.dims.back() == dims.back()) return shape;
+    const std::string base = g.values[anchor].name + "/rows_shape_" + std::to_string(x);
+    ir::ValueId lead = int64_value(g, base + "/lead", rank - 1);
+    nodes.push_back(node(g, Op::Slice, {shape, add_ints(g, base + "/start", {0}),
+                                        add_ints(g, base + "/end", {rank - 1})}, lead));
+    ir::ValueId out = int64_value(g, base, rank);
+    ir::Node concat = node(g, Op::Concat, {lead, add_ints(g, base + "/x", {x})}, out);
+    ir::Attribute axis{"axis", JXO_ATTR_INT};
+    axis.i = 0;
+    concat.attrs.push_back(axis);
+    nodes.push_back(std::move(concat));
+    return out;
   }
 
   // `v` as rows: the region's own, else (a value entering it) reshaped once.
@@ -257,16 +338,18 @@ class TokenRows : public Pass {
     g.initializers.push_back({c, Tensor::copy_of(t->dtype, {last}, t->data, t->nbytes), nullptr});
     return row_of[v] = c;
   }
+
+  int64_t opset_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> token_rows() { return std::make_unique<TokenRows>(); }
+std::unique_ptr<Pass> token_rows(int64_t opset) { return std::make_unique<TokenRows>(opset); }
 
-Property no_rows_to_flatten() {
-  return {"no token rows to flatten", [](const ir::Graph& g) -> std::string {
+Property no_rows_to_flatten(int64_t opset) {
+  return {"no token rows to flatten", [opset](const ir::Graph& g) -> std::string {
             Uses uses(g);
-            std::map<size_t, std::vector<Read>> flat = flattenable(g, uses);
+            std::map<size_t, Flat> flat = flattenable(g, uses, opset);
             if (flat.empty()) return {};
             const ir::Node& n = g.nodes[flat.begin()->first];
             return "node #" + std::to_string(flat.begin()->first) + " '" + n.name +

@@ -51,9 +51,11 @@ std::unique_ptr<Pass> no_op_elimination();
 std::unique_ptr<Pass> transpose_folding();
 std::unique_ptr<Pass> constant_folding();
 std::unique_ptr<Pass> deduplication();
-std::unique_ptr<Pass> token_rows();
+// Token rows for a model of `opset` (a runtime shape needs Reshape's
+// allowzero, opset 14); see rows.cpp.
+std::unique_ptr<Pass> token_rows(int64_t opset = 23);
 std::unique_ptr<Pass> dead_code_elimination();
-Pipeline default_pipeline();
+Pipeline default_pipeline(int64_t opset = 23);
 // Applies plugins' rewrite rules (ABI 1.2) for the target `opset` and
 // profile (null: onnxruntime's, which lacks no op and runs no other domain); see fuse.cpp.
 std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset,

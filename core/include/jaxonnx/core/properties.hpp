@@ -65,7 +65,7 @@ Property no_duplicate_initializers();
 Property no_common_subexpressions();   // deterministic default-domain nodes
 
 // Token rows' (rows.cpp).
-Property no_rows_to_flatten();         // a row-wise region with a MatMul still [d0, ..., X]
+Property no_rows_to_flatten(int64_t opset);  // a row-wise region with a MatMul still [d0, ..., X]
 
 // The fuse pass's (fuse.cpp): no rule of `rules` applies anywhere.
 Property no_rule_matches(std::vector<const RuleInfo*> rules, int64_t opset,
