@@ -45,9 +45,31 @@ struct Activation {
   std::vector<Attr> (*attrs)(Lowering& L);
   const char* summary;
   bool reexported = true;  // flax.nnx and flax.linen re-export it (not mish, in flax 0.12)
+  // Below min_opset, a form tried before the reference (false: it does not
+  // fit, nothing emitted), and the ops it emits.
+  bool (*older)(Lowering& L) = nullptr;
+  std::vector<const char*> older_ops = {};
 };
 
 std::vector<Attr> no_attrs(Lowering&) { return {}; }
+
+// Exact gelu where there is no Gelu op (opset < 20): 0.5 x (1 + erf(x / sqrt 2))
+// as Mul(Add(Erf(Div(x, sqrt 2)), 1), Mul(x, 0.5)), the form onnxruntime's
+// session optimizer fuses back into one Gelu kernel: five ops, where JAX's
+// erfc-based definition traces to some sixty. Its numerics are the Gelu
+// op's (1 + erf rounds to 0 where erfc(-x / sqrt 2) is below float epsilon:
+// gelu(x) for x < -5.4 in float32 is -0.0 instead of a value under 1e-6 in
+// magnitude), as at opset 20.
+// False (nothing emitted) for the tanh form or another dtype: the reference then.
+bool lower_gelu_erf(Lowering& L) {
+  const Aval x = L.in_aval(0), out = L.out_aval(0);
+  if (x.dtype != dtype::f32 || L.param("approximate").as_bool()) return false;
+  Value d = L.op("Div", {L.input(0), scalar(L, x.dtype, std::sqrt(2.0))}, out);
+  Value e = L.op("Add", {L.op("Erf", {d}, out), scalar(L, x.dtype, 1.0)}, out);
+  L.bind(0, L.op("Mul", {e, L.op("Mul", {L.input(0), scalar(L, x.dtype, 0.5)}, out)}, out));
+  return true;
+}
+
 
 // JAX's selu constants (jax.nn.selu), written out so ONNX's float defaults
 // (rounded to f32) do not apply in float64.
@@ -67,7 +89,8 @@ const std::vector<Activation>& activations() {
              Attr::s("approximate", L.param("approximate").as_bool() ? "tanh" : "none")};
        },
        "jax.nn.gelu (both forms) as Gelu; below opset 20 the exact form as Div/Erf/Add/Mul "
-       "(onnxruntime fuses it into Gelu), the tanh form as JAX writes it"},
+       "(onnxruntime fuses it into Gelu), the tanh form as JAX writes it",
+       true, lower_gelu_erf, {"Div", "Erf", "Add", "Mul"}},
       {"elu", "Elu", 6, false, {"alpha=alpha"},
        [](Lowering& L) { return std::vector<Attr>{Attr::f("alpha", L.param("alpha").as_float())}; },
        "jax.nn.elu as Elu. alpha (exp(x) - 1) as ONNX defines it: within 1.2e-7 alpha of JAX's "
@@ -102,26 +125,10 @@ const std::vector<Activation>& activations() {
 const std::vector<const char*> kNamespaces = {"jax.nn", "flax.nnx", "flax.linen"};
 const std::vector<const char*> kJaxOnly = {"jax.nn"};
 
-// Exact gelu where there is no Gelu op (opset < 20): 0.5 x (1 + erf(x / sqrt 2))
-// as Mul(Add(Erf(Div(x, sqrt 2)), 1), Mul(x, 0.5)), the form onnxruntime's
-// session optimizer fuses back into one Gelu kernel: five ops, where JAX's
-// erfc-based definition traces to some sixty. Its numerics are the Gelu
-// op's (1 + erf rounds to 0 where erfc(-x / sqrt 2) is below float epsilon:
-// gelu(x) for x < -5.4 in float32 is -0.0 instead of a value under 1e-6 in
-// magnitude), as at opset 20.
-void lower_gelu_erf(Lowering& L) {
-  const Aval x = L.in_aval(0), out = L.out_aval(0);
-  Value d = L.op("Div", {L.input(0), scalar(L, x.dtype, std::sqrt(2.0))}, out);
-  Value e = L.op("Add", {L.op("Erf", {d}, out), scalar(L, x.dtype, 1.0)}, out);
-  L.bind(0, L.op("Mul", {e, L.op("Mul", {L.input(0), scalar(L, x.dtype, 0.5)}, out)}, out));
-}
-
 void lower_activation(Lowering& L, const Activation& a) {
   Aval x = L.in_aval(0);
   bool typed = x.dtype == dtype::f32 || (a.f64 && x.dtype == dtype::f64);
-  if (std::string(a.name) == "gelu" && L.opset() < a.min_opset && x.dtype == dtype::f32 &&
-      !L.param("approximate").as_bool())
-    return lower_gelu_erf(L);
+  if (L.opset() < a.min_opset && a.older && a.older(L)) return;
   if (L.opset() < a.min_opset || !typed) return lower_reference(L);
   L.bind(0, L.op(a.op, {L.input(0)}, L.out_aval(0), a.attrs(L)));
 }
@@ -167,7 +174,7 @@ JAXONNX_PLUGIN("nn_activations", "0.1.0") {
                    .emits({a.op})
                    .doc(onnx_doc(a.op))
                    .summary(a.summary);
-    if (std::string(a.name) == "gelu") ref.emits({"Div", "Erf", "Add", "Mul"});
+    for (const char* op : a.older_ops) ref.emits({op});
     bind_everywhere(ref, a.name, a.params, {}, true, a.reexported ? kNamespaces : kJaxOnly);
   }
   for (auto [name, op] : {std::pair{"softmax", "Softmax"}, std::pair{"log_softmax", "LogSoftmax"}}) {

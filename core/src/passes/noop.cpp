@@ -20,6 +20,8 @@
 // Guarantees: none of the above patterns remains where it could be removed:
 // no Identity, no same-type Cast, no identity Transpose, no same-type Expand,
 // no reshape round trip, no Reshape of a reshape.
+#include <algorithm>
+
 #include "jaxonnx/core/passes.hpp"
 #include "onnx_ops.hpp"
 #include "rewrite.hpp"
@@ -81,20 +83,11 @@ ir::ValueId round_trip_start(const ir::Graph& g, const Uses& uses, const ir::Nod
 }
 
 // The output type of Reshape node `n` as a constant shape that copies no
-// dim of its data input: its dims, -1 for at most one symbolic dim; empty
-// when the type has a static 0 or more symbolic dims.
+// dim of its data input (shape_codes), or empty.
 std::vector<int64_t> own_shape(const ir::Graph& g, const ir::Node& n) {
   const ir::Value& out = g.values[n.outputs[0]];
   if (!out.has_type || !out.type.known_rank) return {};
-  std::vector<int64_t> codes;
-  int symbolic = 0;
-  for (const Dim& d : out.type.dims) {
-    if (d.is_static() && d.value <= 0) return {};
-    symbolic += d.is_static() ? 0 : 1;
-    codes.push_back(d.is_static() ? d.value : -1);
-  }
-  if (symbolic > 1 || codes.empty()) return {};
-  return codes;
+  return shape_codes(out.type.dims);
 }
 
 // For Reshape(r(x), s), r a reshape and s a constant: r's node, when s has
@@ -111,14 +104,11 @@ int64_t collapsible_reshape(const ir::Graph& g, const Uses& uses, const ir::Node
   std::vector<int64_t> dims;
   if (!shape || !to_ints(*shape, &dims)) return -1;
   const ir::Attribute* allowzero = attribute(n, "allowzero");
-  if (allowzero && allowzero->i != 0) return p;  // a 0 is a 0, not a copy
-  for (int64_t d : dims) {
-    if (d != 0) continue;
-    std::vector<int64_t> own = own_shape(g, n);
-    if (own.empty()) return -1;
-    if (reshape_to) *reshape_to = std::move(own);
-    return p;
-  }
+  if ((allowzero && allowzero->i != 0) || std::find(dims.begin(), dims.end(), 0) == dims.end())
+    return p;  // no 0, or a 0 that is a 0 rather than a copy
+  std::vector<int64_t> own = own_shape(g, n);
+  if (own.empty()) return -1;
+  if (reshape_to) *reshape_to = std::move(own);
   return p;
 }
 

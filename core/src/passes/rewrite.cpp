@@ -181,11 +181,28 @@ size_t erase_marked(ir::Graph& g) {
   return before - g.nodes.size();
 }
 
-ir::ValueId add_ints(ir::Graph& g, std::string name, const std::vector<int64_t>& ints, Uses* uses) {
-  const int64_t n = static_cast<int64_t>(ints.size());
+ir::ValueId add_typed_value(ir::Graph& g, std::string name, const Aval& type) {
   ir::ValueId v = g.add_value(std::move(name));
   g.values[v].has_type = true;
-  g.values[v].type = Aval(JXO_DTYPE_INT64, {Dim{n, {}}});
+  g.values[v].type = type;
+  return v;
+}
+
+std::vector<int64_t> shape_codes(const std::vector<Dim>& dims) {
+  std::vector<int64_t> codes;
+  int symbolic = 0;
+  for (const Dim& d : dims) {
+    if (d.is_static() && d.value <= 0) return {};
+    symbolic += d.is_static() ? 0 : 1;
+    codes.push_back(d.is_static() ? d.value : -1);
+  }
+  if (symbolic > 1) return {};
+  return codes;
+}
+
+ir::ValueId add_ints(ir::Graph& g, std::string name, const std::vector<int64_t>& ints, Uses* uses) {
+  const int64_t n = static_cast<int64_t>(ints.size());
+  ir::ValueId v = add_typed_value(g, std::move(name), Aval(JXO_DTYPE_INT64, {Dim{n, {}}}));
   g.initializers.push_back({v, Tensor::copy_of(JXO_DTYPE_INT64, {n}, ints.data(), ints.size() * sizeof(int64_t)),
                             nullptr});
   if (uses) {

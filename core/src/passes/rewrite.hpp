@@ -91,6 +91,14 @@ bool rewrite_to_fixed_point(ir::Graph& graph, RewriteOne rewrite_one) {
 // them), for a property that tries a rewrite and throws the result away.
 ir::Graph scratch_copy(const ir::Graph& graph);
 
+// A new value named `name` of type `type`.
+ir::ValueId add_typed_value(ir::Graph& graph, std::string name, const Aval& type);
+
+// `dims` as Reshape's constant shape that copies no dim of its data input:
+// the static dims, -1 for at most one symbolic dim; empty when there are more
+// symbolic dims or a static 0 (which Reshape would read as a copy).
+std::vector<int64_t> shape_codes(const std::vector<Dim>& dims);
+
 // A new int64 initializer of `ints` (shape [ints.size()]) named `name`;
 // `uses`, when given, learns of it (a pass keeping its use lists current).
 ir::ValueId add_ints(ir::Graph& graph, std::string name, const std::vector<int64_t>& ints,

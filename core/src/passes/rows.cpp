@@ -161,9 +161,8 @@ std::map<size_t, Flat> flattenable(const ir::Graph& g, const Uses& uses, int64_t
   std::set<size_t> worth;
   for (const auto& [k, flat] : nodes) {
     const ir::ValueId out = g.nodes[k].outputs[0];
-    int symbolic = 0;
-    for (const Dim& d : leading(g.values[out])) symbolic += d.is_static() ? 0 : 1;
-    if (onnx_ops::kind(g.nodes[k]) != Op::MatMul || !uses.single_consumer(out) || (symbolic > 1 && opset < 14))
+    const bool runtime_shape = shape_codes(g.values[out].type.dims).empty();  // two symbolic dims
+    if (onnx_ops::kind(g.nodes[k]) != Op::MatMul || !uses.single_consumer(out) || (runtime_shape && opset < 14))
       continue;
     const size_t add = uses.consumers[out].front();
     if (nodes.count(add) && onnx_ops::kind(g.nodes[add]) == Op::Add)
@@ -205,16 +204,17 @@ class TokenRows : public Pass {
       const size_t region = it->second.region;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const Read read = it->second.reads[i];
-        if (read == Read::Rows && !rows.count(n.inputs[i])) anchor.emplace(region, n.inputs[i]);
-        if (read == Read::Rows) n.inputs[i] = rows_of(g, n.inputs[i], rows, nodes);
-        else if (read == Read::RowConstant) n.inputs[i] = last_axis_constant(g, uses, n.inputs[i], row_of);
+        if (read == Read::Rows) {
+          if (!rows.count(n.inputs[i])) anchor.emplace(region, n.inputs[i]);  // entering the region
+          n.inputs[i] = rows_of(g, n.inputs[i], rows, nodes);
+        } else if (read == Read::RowConstant) {
+          n.inputs[i] = last_axis_constant(g, uses, n.inputs[i], row_of);
+        }
       }
       if (onnx_ops::is_last_axis_normalization(n))  // axis rank - 1 is 1 on rows: say -1
         for (ir::Attribute& a : n.attrs)
           if (a.name == "axis") a.i = -1;
-      n.outputs[0] = g.add_value(g.values[out].name + "/rows");
-      g.values[n.outputs[0]].has_type = true;
-      g.values[n.outputs[0]].type = rows_type(g.values[out]);
+      n.outputs[0] = add_typed_value(g, g.values[out].name + "/rows", rows_type(g.values[out]));
       rows[out] = n.outputs[0];
       nodes.push_back(std::move(n));
       // Read outside the region (another node, a subgraph, a graph output):
@@ -223,10 +223,8 @@ class TokenRows : public Pass {
       for (size_t c : uses.consumers[out]) outside = outside || !flat.count(c);
       if (!outside) continue;
       const std::vector<Dim>& dims = g.values[out].type.dims;
-      int symbolic = 0;
-      for (const Dim& d : dims) symbolic += d.is_static() ? 0 : 1;
-      if (symbolic <= 1) {
-        nodes.push_back(reshape(g, rows[out], dims, out));
+      if (std::vector<int64_t> codes = shape_codes(dims); !codes.empty()) {
+        nodes.push_back(reshape_to(g, rows[out], add_ints(g, g.values[out].name + "/shape", codes), out));
         continue;
       }
       auto key = std::make_pair(region, dims.back().value);
@@ -272,18 +270,8 @@ class TokenRows : public Pass {
     return node(g, Op::Reshape, {x, shape}, to);
   }
 
-  // Reshape(x, dims as a constant: -1 for its one symbolic dim) writing `to`.
-  static ir::Node reshape(ir::Graph& g, ir::ValueId x, const std::vector<Dim>& dims, ir::ValueId to) {
-    std::vector<int64_t> codes;
-    for (const Dim& d : dims) codes.push_back(d.is_static() ? d.value : -1);
-    return reshape_to(g, x, add_ints(g, g.values[to].name + "/shape", codes), to);
-  }
-
   static ir::ValueId int64_value(ir::Graph& g, const std::string& name, int64_t n) {
-    ir::ValueId v = g.add_value(name);
-    g.values[v].has_type = true;
-    g.values[v].type = Aval(JXO_DTYPE_INT64, {Dim{n, {}}});
-    return v;
+    return add_typed_value(g, name, Aval(JXO_DTYPE_INT64, {Dim{n, {}}}));
   }
 
   // Shape(anchor), emitted once per region.
@@ -318,10 +306,9 @@ class TokenRows : public Pass {
   static ir::ValueId rows_of(ir::Graph& g, ir::ValueId v, std::map<ir::ValueId, ir::ValueId>& rows,
                              std::vector<ir::Node>& nodes) {
     if (auto it = rows.find(v); it != rows.end()) return it->second;
-    ir::ValueId r = g.add_value(g.values[v].name + "/rows");
-    g.values[r].has_type = true;
-    g.values[r].type = rows_type(g.values[v]);
-    nodes.push_back(reshape(g, v, g.values[r].type.dims, r));
+    ir::ValueId r = add_typed_value(g, g.values[v].name + "/rows", rows_type(g.values[v]));
+    // [R, X], or [-1, X] where R is a product of symbols
+    nodes.push_back(reshape_to(g, v, add_ints(g, g.values[r].name + "/shape", shape_codes(g.values[r].type.dims)), r));
     return rows[v] = r;
   }
 
@@ -332,9 +319,7 @@ class TokenRows : public Pass {
     const Tensor* t = uses.constant(g, v);
     const std::vector<Dim>& d = g.values[v].type.dims;
     const int64_t last = d.empty() ? 1 : d.back().value;
-    ir::ValueId c = g.add_value(g.values[v].name + "/row");
-    g.values[c].has_type = true;
-    g.values[c].type = Aval(g.values[v].type.dtype, {Dim{last, {}}});
+    ir::ValueId c = add_typed_value(g, g.values[v].name + "/row", Aval(g.values[v].type.dtype, {Dim{last, {}}}));
     g.initializers.push_back({c, Tensor::copy_of(t->dtype, {last}, t->data, t->nbytes), nullptr});
     return row_of[v] = c;
   }
