@@ -3,7 +3,7 @@ batch 1 and 4 with a KV cache of 256 and 1024 positions, jaxonnx beside
 jax2onnx 0.17.1 in the same run (a new model instance per conversion), and
 against the memory-bandwidth roofline: the bytes a step must read (every
 weight, the embedding rows of its tokens, the filled prefix of each cache)
-over the copy bandwidth measured in the same run.
+over the copy bandwidth timed in the same alternating blocks as the graphs.
 
     python benchmarks/decode_step.py [--caches 256 1024] [--batches 1 4] [--runs 30] [--write-docs]
 
@@ -11,7 +11,8 @@ Beside the plain session run (the caches returned in new buffers), the table
 times variants of the same jaxonnx graph:
 - "IO binding": onnxruntime's IO binding, every output pre-allocated once.
 - "in place": IO binding with each new cache bound to the buffer its old
-  cache came in (the caller's choice; the graph stays the same). ScatterND then writes one row instead of copying the whole cache.
+  cache came in (the caller's choice; the graph stays the same). ScatterND
+  then writes one row instead of copying the whole cache.
   Exact only because each cache input feeds nothing but the ScatterND that
   writes it (checked here).
 - "prefix": the graph hand-edited (read_prefix below) so that attention reads
@@ -19,6 +20,9 @@ times variants of the same jaxonnx graph:
   the whole cache under a mask: what a rewrite could emit (JAX's shapes are
   static, so no JAX program says it). Checked against JAX at positions
   inside and outside the cache.
+- "weight MatMuls alone": not the step, but its weight products alone
+  (weight_matmuls below), against the roofline of their own bytes: how close
+  onnxruntime's MatMul kernel comes to the bandwidth, a ceiling for any graph.
 Sessions are timed in alternating blocks (timing.block_latency), the
 position at the middle of the cache (the mean over a generation that fills
 it). --profile prints where the time goes (onnxruntime's profiler, per op).
@@ -132,6 +136,25 @@ def read_prefix(model):
     return m
 
 
+def weight_matmuls(model):
+    """The step's weight products alone: one MatMul per MatMul or Gemm of
+    `model` whose second operand is a 2-D initializer, on an input [B, K] of
+    its own, nothing else. No graph of the step can read its weights faster
+    than onnxruntime's MatMul kernel reads them here. Returns (model, bytes of
+    the weights)."""
+    inits = {t.name: t for t in model.graph.initializer}
+    weights = [inits[n.input[1]] for n in model.graph.node
+               if n.op_type in ("MatMul", "Gemm") and n.input[1] in inits and len(inits[n.input[1]].dims) == 2]
+    rows = sorted({w.dims[0] for w in weights})
+    nodes = [helper.make_node("MatMul", [f"x{w.dims[0]}", w.name], [f"y{i}"]) for i, w in enumerate(weights)]
+    graph = helper.make_graph(
+        nodes, "weight_matmuls", [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, ["B", k]) for k in rows],
+        [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, ["B", w.dims[1]]) for i, w in enumerate(weights)],
+        weights)
+    m = helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+    return m, sum(int(np.prod(w.dims)) * 4 for w in weights)
+
+
 def caches_feed_only_their_update(model):
     """Whether each cache input is read by one ScatterND and nothing else: then
     binding its new cache to the same buffer (in place) is exact."""
@@ -208,6 +231,7 @@ def measure(length, batches, threads, runs, j2o, profile):
         except Exception as e:  # the peer's failure is a cell, not a crash
             failure = compare.failure(e)
     models["prefix"] = read_prefix(models["jaxonnx"])
+    alone, alone_bytes = weight_matmuls(models["jaxonnx"])
     nodes = {k: _common.count_nodes(m) for k, m in models.items()}
     in_place_ok = caches_feed_only_their_update(models["jaxonnx"])
     reference = decode.make_model()  # the same weights: nnx.Rngs(0)
@@ -215,15 +239,21 @@ def measure(length, batches, threads, runs, j2o, profile):
     cells = []
     for t in threads:
         sessions = {k: session(m, t) for k, m in models.items()}
+        sessions["weights alone"] = session(alone, t)
+        copy = roofline.Copy(t or os.cpu_count(), COPY_MIB)
         for b in batches:
             xs = _common.sample(inputs, b, seed=b)
             xs[1] = np.array(position, np.int32)
             want = [np.asarray(w) for w in jax.tree.leaves(jitted(*xs))]
-            runners = {k: Plain(s, {i.name: x for i, x in zip(s.get_inputs(), xs)}) for k, s in sessions.items()}
+            runners = {k: Plain(s, {i.name: x for i, x in zip(s.get_inputs(), xs)})
+                       for k, s in sessions.items() if k != "weights alone"}
+            runners["weights alone"] = Plain(sessions["weights alone"], {
+                i.name: np.random.default_rng(b).standard_normal((b, i.shape[1])).astype(np.float32)
+                for i in sessions["weights alone"].get_inputs()})
             runners["bound"] = Bound(sessions["jaxonnx"], runners["jaxonnx"].feed, in_place=False)
             if in_place_ok:
                 runners["in place"] = Bound(sessions["jaxonnx"], runners["jaxonnx"].feed, in_place=True)
-            errors = {k: max_error(r.run(), want) for k, r in runners.items()}
+            errors = {k: max_error(r.run(), want) for k, r in runners.items() if k != "weights alone"}
             # The prefix graph where its slice is clamped or empty, too.
             for p in (0, length - 1, length + 2, -1):
                 ys = list(xs)
@@ -232,16 +262,21 @@ def measure(length, batches, threads, runs, j2o, profile):
                 want_p = [np.asarray(w) for w in jax.tree.leaves(jitted(*ys))]
                 errors["prefix"] = max(errors["prefix"], max_error(Plain(sessions["prefix"], feed).run(), want_p))
             names = list(runners)
-            lat = timing.block_latency([runners[k] for k in names], lambda r: None, runs)
+            # The copy runs in the same alternating blocks: the bandwidth it
+            # gives is the machine's under the load the graphs ran under.
+            *lat, copy_seconds = timing.block_latency([runners[k] for k in names] + [copy], lambda r: None, runs)
             cell = {"cache": length, "threads": t, "batch": b, "nodes": nodes, "jax2onnx_failure": failure,
                     "latency": dict(zip(names, lat)), "errors": errors,
-                    "bytes": step_bytes(reference, b, length, position)}
+                    "bytes": step_bytes(reference, b, length, position), "bandwidth": copy.moved / copy_seconds,
+                    "weight_bytes": alone_bytes}
             if profile:
                 cell["profile"] = {k: op_profile(models[k], runners[k].feed, runs, t)
                                    for k in ("jaxonnx", "jax2onnx") if k in models}
             cells.append(cell)
             print(f"cache {length}, {t or 'default'} thread(s), batch {b}: " +
-                  ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in zip(names, lat)), file=sys.stderr, flush=True)
+                  ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in zip(names, lat)) +
+                  f", copy {cell['bandwidth'] / 1e9:.1f} GB/s", file=sys.stderr, flush=True)
+        del copy  # 1 GiB
     return cells
 
 
@@ -263,23 +298,26 @@ def op_profile(model, feed, runs, threads):
 
 # ------------------------------------------------------------------ reporting
 
-def table(cells, bandwidths):
+def table(cells):
     lines = ["| threads | cache | batch | jaxonnx ms/token | jax2onnx ms/token | jaxonnx / jax2onnx | "
-             "MB a step must move | roofline ms | jaxonnx % of roofline | IO binding ms, % | "
-             "in place ms, % | prefix (hand-edited) ms, % |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "MB a step must move | copy GB/s | roofline ms | jaxonnx % of roofline | IO binding ms, % | "
+             "in place ms, % | prefix (hand-edited) ms, % | weight MatMuls alone ms, % of their roofline |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
-        lat, roof = c["latency"], c["bytes"] / bandwidths[c["threads"]]
+        lat, roof = c["latency"], c["bytes"] / c["bandwidth"]
         j2o = lat.get("jax2onnx")
         ratio = f"{lat['jaxonnx'] / j2o:.2f}" if j2o else "-"
+        w = lat["weights alone"]
+        alone = f"{w * 1e3:.2f}, {100 * c['weight_bytes'] / c['bandwidth'] / w:.0f}%"
 
         def cell(k):
             return f"{lat[k] * 1e3:.2f}, {100 * roof / lat[k]:.0f}%" if k in lat else "-"
         lines.append(
             f"| {c['threads'] or 'default'} | {c['cache']} | {c['batch']} | {lat['jaxonnx'] * 1e3:.2f} | "
             f"{f'{j2o * 1e3:.2f}' if j2o else c['jax2onnx_failure'] or 'not installed'} | "
-            f"{ratio} | {c['bytes'] / 1e6:.1f} | {roof * 1e3:.2f} | **{100 * roof / lat['jaxonnx']:.0f}%** | "
-            f"{cell('bound')} | {cell('in place')} | {cell('prefix')} |")
+            f"{ratio} | {c['bytes'] / 1e6:.1f} | {c['bandwidth'] / 1e9:.1f} | {roof * 1e3:.2f} | "
+            f"**{100 * roof / lat['jaxonnx']:.0f}%** | "
+            f"{cell('bound')} | {cell('in place')} | {cell('prefix')} | {alone} |")
     return "\n".join(lines)
 
 
@@ -318,30 +356,23 @@ def main(argv=None):
     args = parser.parse_args(argv)
     load = os.getloadavg()
     j2o = compare.peer()
-    # numpy's copy is one thread whatever the setting: measured once each time
-    numpy_copies = [roofline.numpy_copy_bandwidth(COPY_MIB)]
-    copies = {t: [roofline.copy_bandwidth(t or None, COPY_MIB)] for t in args.threads}
     cells = [c for length in args.caches for c in measure(length, args.batches, args.threads, args.runs, j2o,
                                                           args.profile)]
-    for t in args.threads:
-        copies[t].append(roofline.copy_bandwidth(t or None, COPY_MIB))
-    numpy_copies.append(roofline.numpy_copy_bandwidth(COPY_MIB))
-    copies = {t: v + numpy_copies for t, v in copies.items()}
-    bandwidths = {t: max(v) * 1e9 for t, v in copies.items()}  # bytes per second
     vocab, width, heads, kv_heads, head_dim, layers, hidden = decode.sizes(False)
     text = (compare.machine(load) + "\n"
             f"- model: {layers} layers, width {width}, {heads} query heads and {kv_heads} key/value heads of "
             f"{head_dim}, SwiGLU {hidden}, vocabulary {vocab}; float32; position = cache length / 2; "
             f"onnxruntime CPU\n"
-            f"- copy bandwidth (benchmarks/roofline.py: onnxruntime streaming {COPY_MIB} MiB through an Add, or "
-            f"one thread's numpy copy between buffers allocated up front, whichever is faster; read + written "
-            f"bytes per second, the best of before and after the models): " + "; ".join(
-                f"{t or 'default'} thread(s): {max(v):.1f} GB/s" for t, v in copies.items()) + "\n"
+            f"- copy GB/s: the memory bandwidth (benchmarks/roofline.py's Copy: {COPY_MIB} MiB copied between "
+            f"buffers allocated up front, split over as many threads as onnxruntime runs; read + written bytes "
+            f"per second), its median timed in the same alternating blocks as the graphs of its row\n"
             f"- max |onnxruntime - JAX| over all cells: {errors_line(cells)}\n\n"
-            + table(cells, bandwidths))
+            + table(cells))
     prof = profile_table(cells)
     if prof:
-        text += "\n\nWhere the time goes (onnxruntime's profiler, ms per step by op type):\n\n" + prof
+        text += ("\n\nWhere the time goes (onnxruntime's profiler, ms per step by op type; the profiler "
+                 "adds several µs to every node it times, so the sums exceed the latency and small ops "
+                 "look costlier than they are):\n\n" + prof)
     print(text)
     if args.write_docs:
         write_docs(text)

@@ -7,8 +7,9 @@ model's latency comes to them (issue 26).
 - matmul_peak(threads), conv_peak(threads): the best GFLOP/s onnxruntime's MatMul /
   Conv reaches on a few large shapes, measured now.
 - copy_bandwidth(threads, mbytes): bytes moved per second by an elementwise Add
-  in onnxruntime; numpy_copy_bandwidth(mbytes): by one thread's np.copyto between
-  buffers allocated up front. A memory-bound step can hope for the better of them.
+  in onnxruntime; numpy_copy_bandwidth(mbytes, threads): by np.copyto between
+  buffers allocated up front (Copy, a runner to time beside sessions). A
+  memory-bound step can hope for the better of them.
 - roofline_seconds(flops, peaks) and percent_of_roofline(...): the time the FLOPs
   take at the measured peaks, and that time as a share of a measured latency.
 - weight_bytes(model), bandwidth_seconds(nbytes, gbps): the memory side (a decode
@@ -29,6 +30,7 @@ import math
 import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -475,20 +477,44 @@ def copy_bandwidth(threads=None, mbytes=512, runs=10):
     return 2 * x.nbytes / t / 1e9
 
 
-def numpy_copy_bandwidth(mbytes=512, runs=10):
-    """Memory bandwidth in GB/s of one thread copying `mbytes` MiB between two
-    buffers allocated up front (np.copyto; read + written bytes, the best run).
+class Copy:
+    """A copy of `mbytes` MiB between two float32 buffers allocated up front,
+    split over `threads` threads (numpy releases the GIL while it copies), with
+    a session's run(): timed in alternating blocks beside sessions
+    (timing.block_latency), its median is the memory bandwidth under the same
+    load as theirs. `moved` bytes per run: read + written."""
+
+    def __init__(self, threads=1, mbytes=512):
+        n = mbytes * 2 ** 20 // 4
+        self.src, self.dst = np.ones(n, np.float32), np.zeros(n, np.float32)
+        self.moved = 2 * self.src.nbytes
+        bounds = np.linspace(0, n, threads + 1).astype(int)
+        self.parts = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
+
+    def _copy(self, part):
+        np.copyto(self.dst[part], self.src[part])
+
+    def run(self, _outputs=None, _feed=None):
+        if self.pool is None:
+            self._copy(self.parts[0])
+        else:
+            list(self.pool.map(self._copy, self.parts))
+
+
+def numpy_copy_bandwidth(mbytes=512, runs=10, threads=1):
+    """Memory bandwidth in GB/s of `threads` threads copying `mbytes` MiB between
+    two buffers allocated up front (Copy; read + written bytes, the best run).
     onnxruntime's Add (copy_bandwidth) allocates its output every run and reads
     lower; a memory roofline takes the better of the two, so that it stays a bound."""
     import time
-    n = mbytes * 2 ** 20 // 4
-    src, dst = np.ones(n, np.float32), np.zeros(n, np.float32)
+    copy = Copy(threads, mbytes)
     best = float("inf")
     for _ in range(runs):
         start = time.perf_counter()
-        np.copyto(dst, src)
+        copy.run()
         best = min(best, time.perf_counter() - start)
-    return 2 * src.nbytes / best / 1e9
+    return copy.moved / best / 1e9
 
 
 @dataclasses.dataclass

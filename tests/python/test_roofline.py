@@ -131,6 +131,7 @@ def test_peaks_run_on_tiny_shapes():
     assert best > 0
     assert roofline.copy_bandwidth(1, mbytes=1, runs=1) > 0
     assert roofline.numpy_copy_bandwidth(mbytes=1, runs=1) > 0
+    assert roofline.numpy_copy_bandwidth(mbytes=1, runs=1, threads=2) > 0
     peaks = roofline.Peaks(1, matmul=10.0, conv=5.0, copy=1.0)
     flops = roofline.Flops(matmul=10 * 10**9, conv=5 * 10**9)
     assert roofline.roofline_seconds(flops, peaks) == 2.0
@@ -157,3 +158,12 @@ def test_kernels_equal_for_equivalent_forms_and_differ_otherwise():
     a, b = roofline.kernels(softmax(-1)), roofline.kernels(softmax(1))
     assert a == b and ("Softmax", "") in a
     assert roofline.kernels(softmax(1, ["Relu"])) != a
+
+
+def test_copy_splits_over_threads_and_copies_everything():
+    copy = roofline.Copy(threads=3, mbytes=1)
+    copy.src[:] = np.arange(copy.src.size, dtype=np.float32)
+    copy.run()
+    assert np.array_equal(copy.dst, copy.src)
+    assert copy.moved == 2 * 2 ** 20
+    assert len(copy.parts) == 3
