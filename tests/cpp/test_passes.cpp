@@ -237,6 +237,41 @@ TEST_CASE("transpose folding sinks two equal Transposes below a binary op") {
   CHECK(b.g.nodes[1].outputs[0] == s);
 }
 
+TEST_CASE("transpose folding squeezes before a Transpose, which then folds with the next") {
+  // The decode step's attention output: [B, 2, 4, 1, 64] by (0, 1, 4, 2, 3),
+  // squeezed, then transposed back: no Transpose is left.
+  GraphBuilder b;
+  ir::ValueId x = b.input(f32({S("B"), N(2), N(4), N(1), N(64)}), "x");
+  ir::ValueId t = b.transpose(x, {0, 1, 4, 2, 3});
+  ir::ValueId s = b.op("Squeeze", {t, b.ints({4})}, f32({S("B"), N(2), N(64), N(4)}));
+  b.output(b.transpose(s, {0, 1, 3, 2}), "out");
+  run(b.g, passes::transpose_folding());
+  CHECK(b.count_op("Transpose") == 0);
+  REQUIRE(b.count_op("Squeeze") == 1);
+  for (const ir::Node& n : b.g.nodes) {
+    if (n.op_type != "Squeeze") continue;
+    CHECK(n.inputs[0] == x);
+    CHECK(b.g.values[n.outputs[0]].name == "out");
+    CHECK(b.g.values[n.outputs[0]].type.str() == "float32[B,2,4,64]");
+  }
+  // Squeezing the moved axis of [2, 3, 1] by (2, 0, 1) leaves (0, 1): no Transpose.
+  GraphBuilder c;
+  ir::ValueId y = c.input(f32({N(2), N(3), N(1)}), "y");
+  c.output(c.op("Squeeze", {c.transpose(y, {2, 0, 1}), c.ints({0})}, f32({N(2), N(3)})), "out");
+  run(c.g, passes::transpose_folding());
+  CHECK(c.count_op("Transpose") == 0);
+  // A Transpose left after the Squeeze: [4, 1, 3] by (2, 1, 0), axis 1 dropped -> (1, 0).
+  GraphBuilder d;
+  ir::ValueId z = d.input(f32({N(4), N(1), N(3)}), "z");
+  d.output(d.op("Squeeze", {d.transpose(z, {2, 1, 0}), d.ints({-2})}, f32({N(3), N(4)})), "out");
+  run(d.g, passes::transpose_folding());
+  REQUIRE(d.count_op("Transpose") == 1);
+  for (const ir::Node& n : d.g.nodes) {
+    if (n.op_type == "Squeeze") CHECK(d.g.values[n.outputs[0]].type.str() == "float32[4,3]");
+    if (n.op_type == "Transpose") CHECK(n.attrs[0].ints == std::vector<int64_t>{1, 0});
+  }
+}
+
 TEST_CASE("deduplication merges equal nodes, constants and initializers, not random ones") {
   GraphBuilder b;
   ir::ValueId x = b.input(kB3, "x");

@@ -172,6 +172,13 @@ TEST_CASE("transpose's properties each find their pattern, and transpose folding
              b.op("Transpose", {m}, Aval(JXO_DTYPE_BOOL, {N(3), N(2)}), {ints_attr("perm", {1, 0})});
          return b.op("Cast", {t}, k32, {int_attr("to", JXO_DTYPE_FLOAT32)});
        }},
+      {passes::no_transpose_before_squeeze(),
+       [](GraphBuilder& b, ir::ValueId x) {
+         const Aval k213 = f32({2, 1, 3}), k132 = f32({1, 3, 2});
+         ir::ValueId r = b.op("Reshape", {x, b.ints({2, 1, 3})}, k213);
+         ir::ValueId t = b.op("Transpose", {r}, k132, {ints_attr("perm", {1, 2, 0})});
+         return b.op("Squeeze", {t, b.ints({0})}, k32);
+       }},
   };
   check_pass_removes(patterns, passes::transpose_folding);
 }

@@ -14,6 +14,12 @@
 //   5. Transpose(t, q) with t = Transpose(x, p) read elsewhere too: it reads
 //      x, permuted by p∘q (or is x, for the identity); t stays for its other
 //      readers, so no node is added.
+//   6. Squeeze(Transpose(x, p), axes): Transpose(Squeeze(x, axes'), p') of
+//      lower rank (nothing when p' is the identity), which 1 and 2 may then
+//      fold into a Transpose after it. onnxruntime's Transpose walks a size-1
+//      axis element by element, and lax_dot's swapped plans leave one there
+//      (the decode step's attention: [B, 2, 4, 1, 64] by (0, 1, 4, 2, 3), then
+//      squeezed and transposed back).
 // Refuses: any hop whose value has another reader or is a graph output (a
 // branching consumer would still see the permuted layout), a
 // non-elementwise op in the chain, permutations that do not cancel (1), a
@@ -21,7 +27,7 @@
 // Needs: topologically sorted, typed values.
 // Guarantees: none of these patterns remains: no cancelling Transposes
 // (1, 2, 5), no elementwise op of two equal Transposes (3), no Cast of a bool
-// Transpose (4).
+// Transpose (4), no Transpose read only by a Squeeze (6).
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -240,12 +246,53 @@ int64_t find_shortcut(const ir::Graph& g, const Uses& uses, size_t k) {
   return inner;
 }
 
+// Pattern 6 at the Transpose `t`: the Squeeze reading it, the axes of x it
+// drops (sorted) and the permutation of what is left; nullopt if none.
+struct SqueezeMatch {
+  size_t squeeze;
+  Perm axes, perm;
+};
+
+std::optional<SqueezeMatch> find_squeeze(const ir::Graph& g, const Uses& uses, size_t t) {
+  const ir::Node& tr = g.nodes[t];
+  Perm p;
+  if (onnx_ops::kind(tr) != Op::Transpose || tr.inputs.empty() || tr.inputs[0] == ir::kNoValue ||
+      tr.outputs.size() != 1 || !perm_of(g, tr, &p) || !valid_perm(p) || !uses.single_consumer(tr.outputs[0]))
+    return std::nullopt;
+  const ir::Value& x = g.values[tr.inputs[0]];
+  if (!x.has_type || !x.type.known_rank || x.type.dims.size() != p.size()) return std::nullopt;
+  const int64_t c = uses.first_consumer(g, tr.outputs[0]);
+  if (c < 0 || onnx_ops::kind(g.nodes[c]) != Op::Squeeze || g.nodes[c].inputs.size() != 2) return std::nullopt;
+  const Tensor* axes_t = uses.constant(g, g.nodes[c].inputs[1]);
+  std::vector<int64_t> axes;
+  if (!axes_t || !to_ints(*axes_t, &axes) || axes.empty()) return std::nullopt;
+  const auto rank = static_cast<int64_t>(p.size());
+  std::vector<bool> dropped(p.size(), false);  // by axis of x
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) return std::nullopt;
+    const int64_t from = p[static_cast<size_t>(a < 0 ? a + rank : a)];
+    const Dim& d = x.type.dims[static_cast<size_t>(from)];
+    if (!d.is_static() || d.value != 1) return std::nullopt;
+    dropped[static_cast<size_t>(from)] = true;
+  }
+  SqueezeMatch m{static_cast<size_t>(c), {}, {}};
+  std::vector<int64_t> new_axis(p.size(), -1);  // x's kept axes, renumbered
+  for (size_t a = 0, k = 0; a < p.size(); ++a) {
+    if (dropped[a]) m.axes.push_back(static_cast<int64_t>(a));
+    else new_axis[a] = static_cast<int64_t>(k++);
+  }
+  for (int64_t v : p)
+    if (!dropped[static_cast<size_t>(v)]) m.perm.push_back(new_axis[static_cast<size_t>(v)]);
+  return m;
+}
+
 class TransposeFolding : public Pass {
  public:
   const char* name() const override { return "transpose"; }
   Properties needs() const override { return {topologically_sorted(), typed_values()}; }
   Properties guarantees() const override {
-    return {no_cancelling_transposes(), no_transposes_to_sink(), no_cast_of_bool_transpose()};
+    return {no_cancelling_transposes(), no_transposes_to_sink(), no_cast_of_bool_transpose(),
+            no_transpose_before_squeeze()};
   }
 
   // Sweeps in node order with the use lists kept current; a node is retried
@@ -261,7 +308,7 @@ class TransposeFolding : public Pass {
       for (size_t k = 0; k < g.nodes.size(); ++k) {
         for (bool again = true; again && !is_erased(g.nodes[k]);) {
           again = fold_pair(g, uses, k) || cast_first(g, uses, k) || sink_pair(g, uses, k) ||
-                  shortcut(g, uses, k);
+                  shortcut(g, uses, k) || squeeze_first(g, uses, k);
           swept = swept || again;
         }
       }
@@ -343,6 +390,39 @@ class TransposeFolding : public Pass {
     return true;
   }
 
+  // Pattern 6 at the Transpose `t`: node t squeezes x into u (retyped),
+  // the Squeeze's node transposes u into y, or is bypassed for the identity.
+  static bool squeeze_first(ir::Graph& g, Uses& uses, size_t t) {
+    std::optional<SqueezeMatch> m = find_squeeze(g, uses, t);
+    if (!m) return false;
+    const ir::ValueId x = g.nodes[t].inputs[0], u = g.nodes[t].outputs[0];
+    const ir::ValueId y = g.nodes[m->squeeze].outputs[0];
+    std::vector<Dim> dims;
+    for (size_t a = 0; a < g.values[x].type.dims.size(); ++a)
+      if (!std::binary_search(m->axes.begin(), m->axes.end(), static_cast<int64_t>(a)))
+        dims.push_back(g.values[x].type.dims[a]);
+    ir::Node squeeze = g.nodes[m->squeeze], transpose = g.nodes[t];
+    squeeze.inputs = {x, add_ints(g, g.values[u].name + "/axes", m->axes, &uses)};
+    squeeze.outputs = {u};
+    transpose.inputs = {u};
+    transpose.outputs = {y};
+    ir::Attribute perm;
+    perm.name = "perm";
+    perm.type = JXO_ATTR_INTS;
+    perm.ints = m->perm;
+    transpose.attrs = {perm};
+    g.values[u].has_type = true;
+    g.values[u].type = Aval(g.values[x].type.dtype, std::move(dims));
+    uses.erase(g, t);
+    uses.erase(g, m->squeeze);
+    g.nodes[t] = std::move(squeeze);
+    uses.add_node(g, t);
+    g.nodes[m->squeeze] = std::move(transpose);
+    uses.add_node(g, m->squeeze);
+    if (is_identity(m->perm)) bypass(g, uses, m->squeeze, u);
+    return true;
+  }
+
   // Pattern 3 at the binary op `k`.
   static bool sink_pair(ir::Graph& g, Uses& uses, size_t k) {
     std::optional<SinkMatch> m = find_sink(g, uses, k);
@@ -401,6 +481,16 @@ Property no_transposes_to_sink() {
             Uses uses(g);
             for (size_t k = 0; k < g.nodes.size(); ++k)
               if (find_sink(g, uses, k)) return at(g, k) + " reads two equal Transposes";
+            return {};
+          }};
+}
+
+Property no_transpose_before_squeeze() {
+  return {"no Transpose read only by a Squeeze", [](const ir::Graph& g) -> std::string {
+            Uses uses(g);
+            for (size_t k = 0; k < g.nodes.size(); ++k)
+              if (std::optional<SqueezeMatch> m = find_squeeze(g, uses, k))
+                return at(g, m->squeeze) + " squeezes " + at(g, k);
             return {};
           }};
 }
