@@ -628,9 +628,11 @@ def _zero_state(dtype):
 
 
 # With the binding specs on: the LSTM cell's lowering emits the Gemm itself.
+# The cell's gates are Sigmoids: accurate near 0 in the absolute sense only
+# (docs/crisp_ops.md; float64 at scale 1e4, onnxruntime 0 where JAX 1e-202).
 case(name="rule a product of broadcast zeros", covers=("matmul_of_zeros_MatMul", "matmul_of_zeros_Gemm"),
      make=_zero_state, inputs=((("B", 3), None),), families={"normal": normal}, scales=SCALES,
-     long_scales=LONG_SCALES)
+     long_scales=LONG_SCALES, floor={"LSTM cell": 0.05, "carry": 0.05})
 
 
 def _relu(dtype):
@@ -700,8 +702,14 @@ def _transposed_elementwise(dtype):
     return fn
 
 
+# The rule is exact: the fused model gives the plain one's bits. Against JAX,
+# SiLU's Sigmoid is 0 below -18 (docs/crisp_ops.md), which the second Conv
+# sums into rows of SiLU's near-0 outputs, and such rows cancel: the Conv's
+# rounding is bounded by the inputs' scale (0.02-0.04 of it at 1e2-1e8), not
+# by the row's own magnitude. Both models alike, every seed.
 _rule("transpose_through_elementwise", ["transpose_through_elementwise"], _transposed_elementwise,
-      ((("B", 5, 4, 2), None),), {"normal": normal}, dtypes=(F32,))
+      ((("B", 5, 4, 2), None),), {"normal": normal}, dtypes=(F32,), identical=True,
+      floor={"": 1.0}, floor_per_scale={"": 0.1})
 
 
 _rule("max0_to_relu", ["max0_to_relu"], _relu, ((("B", 6), None),),

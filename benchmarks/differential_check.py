@@ -16,7 +16,11 @@ row, a Linear's output features) and `tiny` is the smallest normal number;
 the reported number is the largest of these (<= 1 passes). rtol is 1e-5 in
 float32 and 1e-11 in float64. A case whose ops are accurate in the absolute
 sense only near 0 (documented: Sigmoid, Elu in docs/crisp_ops.md) sets a
-`floor` for those outputs, an absolute term rtol * floor. A non-finite output
+`floor` for those outputs, an absolute term rtol * floor. Where a row can cancel
+to far below the values summed into it (a Conv of SiLU's output: half its inputs
+near 0), the rounding of a sum is bounded by the inputs' magnitude, not the row's:
+`floor_per_scale` adds rtol * f * scale, the scale the inputs were drawn at. A
+non-finite output
 where the reference is finite, or the other way round, is an infinite error.
 """
 
@@ -70,6 +74,8 @@ class Case:
     identical: the rules covered only restructure (fold constants, drop an
         Expand): the model under test must give the reference model's bits.
     floor: output label prefix -> absolute tolerance term (the module's doc).
+    floor_per_scale: output label prefix -> a tolerance term in units of the
+        inputs' scale (the module's doc).
     known: a divergence found and owned elsewhere (the suite expects the failure).
     """
     name: str
@@ -87,10 +93,13 @@ class Case:
     independent: bool = True
     identical: bool = False
     floor: dict = dataclasses.field(default_factory=dict)
+    floor_per_scale: dict = dataclasses.field(default_factory=dict)
     known: str = ""
 
-    def floor_of(self, label):
-        return max([f for prefix, f in self.floor.items() if label.startswith(prefix)], default=0.0)
+    def floor_of(self, label, scale=1.0):
+        def most(table):
+            return max([f for prefix, f in table.items() if label.startswith(prefix)], default=0.0)
+        return most(self.floor) + most(self.floor_per_scale) * scale
 
 
 # ------------------------------------------------------------ what was exercised
@@ -281,7 +290,7 @@ def _reference(fn, args):
 
 
 def _input_sets(case, dtype, reference, out_axes, seeds, scales, batches):
-    """(where, inputs, JAX's outputs as leaves, labels) of every input set. JAX
+    """(where, scale, inputs, JAX's outputs as leaves, labels) of every input set. JAX
     compiles once per shape, the costliest part of the check: when the symbols
     index independent examples (case.independent) and every output shows them
     as bare dims, JAX runs once at the largest size and the smaller sizes take
@@ -298,7 +307,7 @@ def _input_sets(case, dtype, reference, out_axes, seeds, scales, batches):
                     if slicing and big is not None:
                         args = [_first(a, ax, batch) for a, ax in zip(big[0], in_axes)]
                         want = [_first(w, ax, batch) for w, ax in zip(big[1], out_axes)]
-                        yield where, args, want, big[2]
+                        yield where, scale, args, want, big[2]
                         continue
                     args = gen(np.random.default_rng(seed), _concrete(case, batch), dtype, scale)
                     try:
@@ -308,7 +317,7 @@ def _input_sets(case, dtype, reference, out_axes, seeds, scales, batches):
                         continue
                     want = [np.asarray(w) for w in jax.tree_util.tree_leaves(tree)]
                     big = (args, want, _labels(tree))
-                    yield where, args, want, big[2]
+                    yield where, scale, args, want, big[2]
 
 
 def run_case(case: Case, *, seeds=(0,), long=False, levels=tuple(LEVELS)) -> Result:
@@ -345,7 +354,7 @@ def run_case(case: Case, *, seeds=(0,), long=False, levels=tuple(LEVELS)) -> Res
                     result.errors.append(f"{dtype.name}: {name} model at {level}: session: {e}")
         names = {k: [i.name for i in s.get_inputs()] for k, s in sessions.items()}
         sets = _input_sets(case, dtype, reference, _symbolic_axes(fused), seeds, scales, batches)
-        for where, args, want, labels in sets:
+        for where, scale, args, want, labels in sets:
             result.runs += 1
             outs = {}
             for key, sess in sessions.items():
@@ -360,12 +369,12 @@ def run_case(case: Case, *, seeds=(0,), long=False, levels=tuple(LEVELS)) -> Res
                         result.errors.append(
                             f"{where}: {name} {label}: dtype {g.dtype} != JAX {w.dtype}")
                         continue
-                    result.note(error_ratio(g, w, rtol, case.floor_of(label)),
+                    result.note(error_ratio(g, w, rtol, case.floor_of(label, scale)),
                                 f"{where}: {name} model at {level} vs JAX, {label}", label)
                 plain_out = outs.get(("plain", level))
                 if name == "fused" and plain_out is not None:
                     for label, g, p in zip(labels, got, plain_out):
-                        ratio = error_ratio(g, p, rtol, case.floor_of(label))
+                        ratio = error_ratio(g, p, rtol, case.floor_of(label, scale))
                         if case.identical and not np.array_equal(g, p, equal_nan=True):
                             ratio = math.inf
                         result.note(ratio, f"{where}: fused vs plain at {level}, {label}", label)
