@@ -74,6 +74,14 @@ bool is_identity(const Perm& p) {
   return true;
 }
 
+ir::Attribute perm_attr(const Perm& p) {
+  ir::Attribute a;
+  a.name = "perm";
+  a.type = JXO_ATTR_INTS;
+  a.ints = p;
+  return a;
+}
+
 bool valid_perm(const Perm& p) {
   std::vector<bool> seen(p.size(), false);
   for (int64_t v : p) {
@@ -325,11 +333,7 @@ class TransposeFolding : public Pass {
     if (!m) return false;
     if (m->merge) {  // `second` becomes Transpose(first's input, r)
       uses.set_input(g, m->second, 0, g.nodes[first].inputs[0]);
-      ir::Attribute perm;
-      perm.name = "perm";
-      perm.type = JXO_ATTR_INTS;
-      perm.ints = m->r;
-      g.nodes[m->second].attrs = {perm};
+      g.nodes[m->second].attrs = {perm_attr(m->r)};
       uses.erase(g, first);
       return true;
     }
@@ -363,11 +367,7 @@ class TransposeFolding : public Pass {
     if (is_identity(r) && bypass(g, uses, k, x)) return true;
     if (is_identity(r)) return false;  // an interface value: keep the pair
     uses.set_input(g, k, 0, x);
-    ir::Attribute perm;
-    perm.name = "perm";
-    perm.type = JXO_ATTR_INTS;
-    perm.ints = r;
-    g.nodes[k].attrs = {perm};
+    g.nodes[k].attrs = {perm_attr(r)};
     return true;
   }
 
@@ -406,11 +406,7 @@ class TransposeFolding : public Pass {
     squeeze.outputs = {u};
     transpose.inputs = {u};
     transpose.outputs = {y};
-    ir::Attribute perm;
-    perm.name = "perm";
-    perm.type = JXO_ATTR_INTS;
-    perm.ints = m->perm;
-    transpose.attrs = {perm};
+    transpose.attrs = {perm_attr(m->perm)};
     g.values[u].has_type = true;
     g.values[u].type = Aval(g.values[x].type.dtype, std::move(dims));
     uses.erase(g, t);
