@@ -260,6 +260,18 @@ TEST_CASE("transpose folding squeezes before a Transpose, which then folds with 
   c.output(c.op("Squeeze", {c.transpose(y, {2, 0, 1}), c.ints({0})}, f32({N(2), N(3)})), "out");
   run(c.g, passes::transpose_folding());
   CHECK(c.count_op("Transpose") == 0);
+  // A Reshape that only drops the size-1 axis is that Squeeze (the decode step's query).
+  GraphBuilder r;
+  ir::ValueId q = r.input(f32({S("B"), N(1), N(2), N(4), N(64)}), "q");
+  ir::ValueId qt = r.transpose(q, {0, 2, 4, 1, 3});
+  r.output(r.op("Reshape", {qt, r.ints({-1, 2, 64, 4})}, f32({S("B"), N(2), N(64), N(4)})), "out");
+  run(r.g, passes::transpose_folding());
+  CHECK(r.count_op("Reshape") == 0);
+  REQUIRE(r.count_op("Transpose") == 1);
+  for (const ir::Node& n : r.g.nodes) {
+    if (n.op_type == "Squeeze") CHECK(r.g.values[n.outputs[0]].type.str() == "float32[B,2,4,64]");
+    if (n.op_type == "Transpose") CHECK(n.attrs[0].ints == std::vector<int64_t>{0, 1, 3, 2});
+  }
   // A Transpose left after the Squeeze: [4, 1, 3] by (2, 1, 0), axis 1 dropped -> (1, 0).
   GraphBuilder d;
   ir::ValueId z = d.input(f32({N(4), N(1), N(3)}), "z");

@@ -14,9 +14,9 @@
 //   5. Transpose(t, q) with t = Transpose(x, p) read elsewhere too: it reads
 //      x, permuted by p∘q (or is x, for the identity); t stays for its other
 //      readers, so no node is added.
-//   6. Squeeze(Transpose(x, p), axes): Transpose(Squeeze(x, axes'), p') of
-//      lower rank (nothing when p' is the identity), which 1 and 2 may then
-//      fold into a Transpose after it. onnxruntime's Transpose walks a size-1
+//   6. Squeeze(Transpose(x, p), axes), or a Reshape that only drops size-1
+//      axes: Transpose(Squeeze(x, axes'), p') of lower rank (nothing when p'
+//      is the identity), which 1 and 2 may then fold into a Transpose after it. onnxruntime's Transpose walks a size-1
 //      axis element by element, and lax_dot's swapped plans leave one there
 //      (the decode step's attention: [B, 2, 4, 1, 64] by (0, 1, 4, 2, 3), then
 //      squeezed and transposed back).
@@ -261,6 +261,24 @@ struct SqueezeMatch {
   Perm axes, perm;
 };
 
+// The axes of `from` that `to` drops, if `to` is `from` without some static
+// size-1 axes (the other dims equal, in order); else nullopt.
+std::optional<std::vector<int64_t>> dropped_unit_axes(const ir::Value& from, const ir::Value& to) {
+  if (!from.has_type || !from.type.known_rank || !to.has_type || !to.type.known_rank ||
+      to.type.dims.size() >= from.type.dims.size())
+    return std::nullopt;
+  std::vector<int64_t> axes;
+  size_t k = 0;
+  for (size_t a = 0; a < from.type.dims.size(); ++a) {
+    const Dim& d = from.type.dims[a];
+    if (k < to.type.dims.size() && to.type.dims[k] == d) ++k;
+    else if (d.is_static() && d.value == 1) axes.push_back(static_cast<int64_t>(a));
+    else return std::nullopt;
+  }
+  if (k != to.type.dims.size()) return std::nullopt;
+  return axes;
+}
+
 std::optional<SqueezeMatch> find_squeeze(const ir::Graph& g, const Uses& uses, size_t t) {
   const ir::Node& tr = g.nodes[t];
   Perm p;
@@ -270,10 +288,20 @@ std::optional<SqueezeMatch> find_squeeze(const ir::Graph& g, const Uses& uses, s
   const ir::Value& x = g.values[tr.inputs[0]];
   if (!x.has_type || !x.type.known_rank || x.type.dims.size() != p.size()) return std::nullopt;
   const int64_t c = uses.first_consumer(g, tr.outputs[0]);
-  if (c < 0 || onnx_ops::kind(g.nodes[c]) != Op::Squeeze || g.nodes[c].inputs.size() != 2) return std::nullopt;
-  const Tensor* axes_t = uses.constant(g, g.nodes[c].inputs[1]);
+  if (c < 0) return std::nullopt;
+  const ir::Node& reader = g.nodes[c];
   std::vector<int64_t> axes;
-  if (!axes_t || !to_ints(*axes_t, &axes) || axes.empty()) return std::nullopt;
+  if (onnx_ops::kind(reader) == Op::Squeeze && reader.inputs.size() == 2) {
+    const Tensor* axes_t = uses.constant(g, reader.inputs[1]);
+    if (!axes_t || !to_ints(*axes_t, &axes) || axes.empty()) return std::nullopt;
+  } else if (onnx_ops::kind(reader) == Op::Reshape && reader.outputs.size() == 1) {
+    // A Reshape that only drops size-1 axes is that Squeeze.
+    auto unit = dropped_unit_axes(g.values[tr.outputs[0]], g.values[reader.outputs[0]]);
+    if (!unit) return std::nullopt;
+    axes = *unit;
+  } else {
+    return std::nullopt;
+  }
   const auto rank = static_cast<int64_t>(p.size());
   std::vector<bool> dropped(p.size(), false);  // by axis of x
   for (int64_t a : axes) {
@@ -402,6 +430,8 @@ class TransposeFolding : public Pass {
       if (!std::binary_search(m->axes.begin(), m->axes.end(), static_cast<int64_t>(a)))
         dims.push_back(g.values[x].type.dims[a]);
     ir::Node squeeze = g.nodes[m->squeeze], transpose = g.nodes[t];
+    squeeze.op_type = "Squeeze";  // the reader may be a Reshape dropping size-1 axes
+    squeeze.attrs.clear();
     squeeze.inputs = {x, add_ints(g, g.values[u].name + "/axes", m->axes, &uses)};
     squeeze.outputs = {u};
     transpose.inputs = {u};
