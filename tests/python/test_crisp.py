@@ -96,6 +96,22 @@ def test_exact_gelu_below_opset_20_is_the_form_onnxruntime_fuses(opset, tmp_path
     assert [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node] == ["Gelu"]
 
 
+@pytest.mark.parametrize("opset", [13, 17, 19])
+def test_tanh_gelu_below_opset_20_is_x_times_a_sigmoid(opset):
+    # 0.5 (1 + tanh z) = sigmoid(2 z): six ops for JAX's nine, within rounding
+    # of JAX's (check() compares at every optimization level; wide inputs
+    # reach the tail where 1 + tanh cancels and overflow in x^3).
+    fn = lambda x: jax.nn.gelu(x, approximate=True)  # noqa: E731
+    model = check(fn, [("B", 8)], opset=opset, make_inputs=wide_inputs)
+    assert op_types(model) == ["Mul", "Mul", "Add", "Mul", "Sigmoid", "Mul"]
+
+    def extremes(shape, dtype, rng):  # x^3 overflows; 1 + tanh cancels; Sigmoid's tail
+        x = rng.standard_normal(size=shape) * 4
+        x[..., :] = [-1e20, 1e20, -1e13, 1e13, -30.0, -10.0, -6.0, 0.0]
+        return x.astype(dtype)
+    check(fn, [("B", 8)], opset=opset, make_inputs=extremes)
+
+
 def test_gelu_float64_lowers_the_reference():
     model = check(lambda x: jax.nn.gelu(x), [("B", 8)], x64=True)
     assert "Gelu" not in op_types(model)  # onnxruntime has no float64 Gelu
