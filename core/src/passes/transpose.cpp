@@ -430,7 +430,7 @@ class TransposeFolding : public Pass {
       if (!std::binary_search(m->axes.begin(), m->axes.end(), static_cast<int64_t>(a)))
         dims.push_back(g.values[x].type.dims[a]);
     ir::Node squeeze = g.nodes[m->squeeze], transpose = g.nodes[t];
-    squeeze.op_type = "Squeeze";  // the reader may be a Reshape dropping size-1 axes
+    squeeze.op_type = onnx_ops::op_name(Op::Squeeze);  // the reader may be a Reshape dropping size-1 axes
     squeeze.attrs.clear();
     squeeze.inputs = {x, add_ints(g, g.values[u].name + "/axes", m->axes, &uses)};
     squeeze.outputs = {u};
