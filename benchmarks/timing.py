@@ -26,8 +26,8 @@ IDLE = 0.05  # seconds before each block: another session's intra-op threads par
 def block_latency(sessions, feed_of, runs, block=5, warmup=3, idle=IDLE):
     """Median seconds per run of each of `sessions` (a list), over `runs` kept
     runs each, in alternating blocks of `block` + 1 runs (the first dropped),
-    each block after `idle` seconds without a run. feed_of(session) gives the
-    session's input dict."""
+    each block (of more than one session) after `idle` seconds without a run.
+    feed_of(session) gives the session's input dict."""
     for s in sessions:
         feed = feed_of(s)
         for _ in range(warmup):
@@ -36,7 +36,8 @@ def block_latency(sessions, feed_of, runs, block=5, warmup=3, idle=IDLE):
     while min(len(t) for t in times) < runs:
         for s, t in zip(sessions, times):
             feed = feed_of(s)
-            time.sleep(idle)
+            if len(sessions) > 1:  # alone, no other session's pool to wait for
+                time.sleep(idle)
             s.run(None, feed)  # the block's first run: the previous session's threads may still spin
             for _ in range(block):
                 start = time.perf_counter()

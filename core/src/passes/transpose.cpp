@@ -16,10 +16,11 @@
 //      readers, so no node is added.
 //   6. Squeeze(Transpose(x, p), axes), or a Reshape that only drops size-1
 //      axes: Transpose(Squeeze(x, axes'), p') of lower rank (nothing when p'
-//      is the identity), which 1 and 2 may then fold into a Transpose after it. onnxruntime's Transpose walks a size-1
-//      axis element by element, and lax_dot's swapped plans leave one there
-//      (the decode step's attention: [B, 2, 4, 1, 64] by (0, 1, 4, 2, 3), then
-//      squeezed and transposed back).
+//      is the identity), which 1 and 2 may then fold into a Transpose after
+//      it. onnxruntime's Transpose walks a size-1 axis element by element,
+//      and lax_dot's swapped plans leave one there (the decode step's
+//      attention: [B, 2, 4, 1, 64] by (0, 1, 4, 2, 3), then squeezed and
+//      transposed back).
 // Refuses: any hop whose value has another reader or is a graph output (a
 // branching consumer would still see the permuted layout), a
 // non-elementwise op in the chain, permutations that do not cancel (1), a
@@ -27,7 +28,7 @@
 // Needs: topologically sorted, typed values.
 // Guarantees: none of these patterns remains: no cancelling Transposes
 // (1, 2, 5), no elementwise op of two equal Transposes (3), no Cast of a bool
-// Transpose (4), no Transpose read only by a Squeeze (6).
+// Transpose (4), no Transpose read only by a squeeze (6).
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -42,6 +43,12 @@ namespace {
 
 using onnx_ops::Op;
 using Perm = std::vector<int64_t>;
+
+// A Transpose of a present input to one output (what every pattern starts from).
+bool is_transpose(const ir::Node& n) {
+  return onnx_ops::kind(n) == Op::Transpose && !n.inputs.empty() && n.inputs[0] != ir::kNoValue &&
+         n.outputs.size() == 1;
+}
 
 bool perm_of(const ir::Graph& g, const ir::Node& n, Perm* perm) {
   if (const ir::Attribute* a = attribute(n, "perm")) {
@@ -143,9 +150,7 @@ std::optional<PairMatch> find_pair(const ir::Graph& g, const Uses& uses, size_t 
   PairMatch m;
   m.first = first;
   const ir::Node& t = g.nodes[first];
-  if (onnx_ops::kind(t) != Op::Transpose || t.inputs.empty() || t.inputs[0] == ir::kNoValue ||
-      t.outputs.size() != 1 || !perm_of(g, t, &m.p) || !valid_perm(m.p))
-    return std::nullopt;
+  if (!is_transpose(t) || !perm_of(g, t, &m.p) || !valid_perm(m.p)) return std::nullopt;
   const ir::ValueId x = t.inputs[0];
   for (ir::ValueId v = t.outputs[0];;) {
     if (!uses.single_consumer(v)) return std::nullopt;
@@ -218,9 +223,7 @@ std::optional<SinkMatch> find_sink(const ir::Graph& g, const Uses& uses, size_t 
 // Pattern 4 at the Transpose `t`: the Cast reading it, or -1.
 int64_t find_cast(const ir::Graph& g, const Uses& uses, size_t t) {
   const ir::Node& tr = g.nodes[t];
-  if (onnx_ops::kind(tr) != Op::Transpose || tr.inputs.empty() || tr.inputs[0] == ir::kNoValue ||
-      tr.outputs.size() != 1)
-    return -1;
+  if (!is_transpose(tr)) return -1;
   ir::ValueId x = tr.inputs[0], u = tr.outputs[0];
   const ir::Value& in = g.values[x];
   if (!in.has_type || !in.type.known_rank || in.type.dtype != JXO_DTYPE_BOOL ||
@@ -239,9 +242,7 @@ int64_t find_cast(const ir::Graph& g, const Uses& uses, size_t t) {
 // value) does not count.
 int64_t find_shortcut(const ir::Graph& g, const Uses& uses, size_t k) {
   const ir::Node& t = g.nodes[k];
-  if (onnx_ops::kind(t) != Op::Transpose || t.inputs.empty() || t.inputs[0] == ir::kNoValue ||
-      t.outputs.size() != 1)
-    return -1;
+  if (!is_transpose(t)) return -1;
   const int64_t inner = uses.producer[t.inputs[0]];
   if (inner < 0 || onnx_ops::kind(g.nodes[inner]) != Op::Transpose || uses.single_consumer(t.inputs[0]) ||
       g.nodes[inner].inputs.empty() || g.nodes[inner].inputs[0] == ir::kNoValue)
@@ -254,8 +255,9 @@ int64_t find_shortcut(const ir::Graph& g, const Uses& uses, size_t k) {
   return inner;
 }
 
-// Pattern 6 at the Transpose `t`: the Squeeze reading it, the axes of x it
-// drops (sorted) and the permutation of what is left; nullopt if none.
+// Pattern 6 at the Transpose `t`: the Squeeze (or size-1-dropping Reshape)
+// reading it, the axes of x it drops (sorted) and the permutation of what is
+// left; nullopt if none.
 struct SqueezeMatch {
   size_t squeeze;
   Perm axes, perm;
@@ -282,8 +284,7 @@ std::optional<std::vector<int64_t>> dropped_unit_axes(const ir::Value& from, con
 std::optional<SqueezeMatch> find_squeeze(const ir::Graph& g, const Uses& uses, size_t t) {
   const ir::Node& tr = g.nodes[t];
   Perm p;
-  if (onnx_ops::kind(tr) != Op::Transpose || tr.inputs.empty() || tr.inputs[0] == ir::kNoValue ||
-      tr.outputs.size() != 1 || !perm_of(g, tr, &p) || !valid_perm(p) || !uses.single_consumer(tr.outputs[0]))
+  if (!is_transpose(tr) || !perm_of(g, tr, &p) || !valid_perm(p) || !uses.single_consumer(tr.outputs[0]))
     return std::nullopt;
   const ir::Value& x = g.values[tr.inputs[0]];
   if (!x.has_type || !x.type.known_rank || x.type.dims.size() != p.size()) return std::nullopt;
@@ -512,7 +513,7 @@ Property no_transposes_to_sink() {
 }
 
 Property no_transpose_before_squeeze() {
-  return {"no Transpose read only by a Squeeze", [](const ir::Graph& g) -> std::string {
+  return {"no Transpose read only by a squeeze", [](const ir::Graph& g) -> std::string {
             Uses uses(g);
             for (size_t k = 0; k < g.nodes.size(); ++k)
               if (std::optional<SqueezeMatch> m = find_squeeze(g, uses, k))

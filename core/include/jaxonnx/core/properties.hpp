@@ -56,7 +56,7 @@ Property no_reshape_of_reshape();      // Reshape (constant shape: no 0, or one 
 Property no_cancelling_transposes();   // Transpose pairs (across elementwise ops) to merge
 Property no_transposes_to_sink();      // elementwise binary op of two equal Transposes
 Property no_cast_of_bool_transpose();  // Cast reading a Transpose of bool
-Property no_transpose_before_squeeze();  // Squeeze reading a Transpose only it reads
+Property no_transpose_before_squeeze();  // Squeeze, or Reshape dropping 1s, of a Transpose only it reads
 
 // Constant folding's (fold_constants.cpp).
 Property no_foldable_constants();      // within the pass's size caps
