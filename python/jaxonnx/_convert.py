@@ -12,6 +12,7 @@ import onnx
 from jaxonnx import (_callbacks, _core, _fusion, _input_specs, _layout, _output, _pipeline,
                      _plugins, _progress, _result, _source, _targets, _verify)
 from jaxonnx._core import ConversionError
+from jaxonnx._version import __version__
 
 EXPORT_MODES = ("standard", "web")
 NORMALIZATION_MODES = ("auto", "prefer_native", "force_decomposed")
@@ -227,7 +228,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
         _callbacks.warn_dropped(program)
         options = _core.ConvertOptions(
             opset=int(opset), model_name=model_name, input_names=names_in + list(params),
-            output_names=names_out, describe_source=_source.describe, producer_version=_version(),
+            output_names=names_out, describe_source=_source.describe, producer_version=__version__,
             optimize=bool(optimize), dump_ir_dir=os.environ.get("JAXONNX_DUMP_IR", ""),
             inline_functions=bool(inline_functions), provenance=_source.provenance_from_env(),
             external_data=external, fusion=rule_level, target=target)
@@ -256,7 +257,3 @@ def _verified(plan, data, data_files, external):
         _output.write_model(path, data, data_files, folder)
         _verify.verify_conversion(plan, path)
 
-
-def _version():
-    from jaxonnx import __version__
-    return __version__
