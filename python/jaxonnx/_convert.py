@@ -12,6 +12,7 @@ import onnx
 from jaxonnx import (_callbacks, _core, _fusion, _input_specs, _layout, _output, _pipeline,
                      _plugins, _progress, _result, _source, _targets, _verify)
 from jaxonnx._core import ConversionError
+from jaxonnx._version import __version__
 
 EXPORT_MODES = ("standard", "web")
 NORMALIZATION_MODES = ("auto", "prefer_native", "force_decomposed")
@@ -95,105 +96,115 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     plus plugin_dirs, optimize, plugin_overrides, inline_functions,
     external_data, fusion, target, verify and return_mode="bytes".
 
-    fn: a callable (a function, a flax nnx module or a bound method of one)
-        taking one positional argument per entry of `inputs`. An nnx module is
-        traced from a private copy: Rngs counts, BatchNorm statistics and caches
-        it updates while tracing stay as they were on yours. Each call traces
-        afresh, so a module whose weights changed converts with the new ones.
-    inputs: per positional argument, a shape tuple (ints, and strings such as "B" for
-        symbolic dims; float32, or float64 with enable_double_precision), a
-        jax.ShapeDtypeStruct (its shape may hold strings too: ("B", 3)), or an
-        array. A typed PRNG key (jax.random.key(0), or a ShapeDtypeStruct of its
-        dtype) becomes a uint32[..., 2] model input that takes its key data
-        (jax.random.key_data(key)).
-    input_params: {name: example value}: extra keyword arguments of fn that become
-        runtime inputs of the model, named after their keys (a Python scalar
-        takes JAX's default dtype). Dropout's flag works so (`deterministic` of
-        flax nnx and linen Dropout, `inference` of equinox's): the model selects
-        at run time between the input and its dropout. Code that needs the
-        flag's Python value (`if train:`) fails with a ConversionError naming it.
-    model_name: the ONNX graph's name.
-    opset: the default-domain opset (default: the target's, 23 for onnxruntime
-        and 17 for portable). From 13 up the model is
-        lowered at this opset: an op the opset lacks (LayerNormalization below
-        17, Attention below 23, ...) is decomposed, one whose form changed takes
-        the older form, and what has no form there fails with a ConversionError
-        naming it (docs/api.md lists what each opset gives up). Below 13 a model
-        converts when every operator it uses has the same form there as at 13,
-        else the ConversionError names which operators need which opset.
-    enable_double_precision: trace with 64-bit types enabled.
-    record_primitive_calls_file: a path; every equation of the traced program
-        (primitive, params, input and output types, plugin, source line) is
-        written there as JSON.
-    return_mode: "proto" (an onnx.ModelProto), "ir" (an onnx_ir.Model; needs the
-        onnx-ir package), "bytes" (the serialization), or "file" (writes
-        output_path and returns it: a regular file is replaced atomically and
-        keeps its mode, a symlink's target is written, /dev/null or a FIFO is
-        written through).
-    inputs_as_nchw: indices of 4-D inputs the model takes in NCHW while fn takes
-        NHWC (give their NHWC shape in `inputs`); named in_<i>_nchw by default.
-    outputs_as_nchw: indices of (flattened) 4-D outputs the model gives in NCHW.
-        The optimizer cancels these transposes against the first and last conv.
-    input_names, output_names: names of the positional inputs and of the
-        outputs, in order (input_params keep their keys).
-    export_mode: "standard" or "web" (one self-contained file that
-        onnxruntime-web loads: never external data).
-    normalization_mode: "auto" or "prefer_native" (native LayerNormalization
-        and the like where a plugin offers them and the opset has them), or
-        "force_decomposed" (an alias of fusion="none").
-    plugin_dirs: folders searched for plugins after the bundled folder, installed
-        plugin packages (entry-point group "jaxonnx.plugins") and $JAXONNX_PLUGIN_PATH.
-    optimize: run the structure-only IR passes (dead code, no-ops, transpose
-        pairs, duplicates, shape arithmetic on constants; see docs/optimizer.md).
-        False keeps the raw lowering, with only dead nodes removed.
-        With $JAXONNX_DUMP_IR set to a folder, the graph is written there as
-        text before and after every pass run.
-    plugin_overrides: {primitive name: plugin name or file} choosing the plugin that
-        lowers a primitive several plugins claim (a bundled one included); on top of
-        $JAXONNX_PLUGIN_OVERRIDES ("prim=plugin,..."). Without a choice a double
-        claim is an error naming both plugins.
-    inline_functions: replace every @onnx_function call by its body before the
-        passes (no model.functions), for whole-graph optimization.
-    external_data: where large weights go (ONNX external data, needed past
-        protobuf's 2 GB). None: for "file", into output_path + ".data" only when
-        the model would not fit in one file, else nowhere; True: always, with the
-        defaults of jaxonnx.ExternalData (one file, tensors from 1 KiB); an
-        ExternalData sets threshold, layout and file name, and for "proto"/"bytes"
-        the folder the data is written to (the model then references it there);
-        False: never. A model over 2 GB without external data raises ConversionError.
-    fusion: which fused ONNX ops the model may use, for both stages that make
-        them: the binding specs while tracing (flax.nnx.LayerNorm or jax.nn.gelu
-        as one op; docs/crisp_ops.md) and, with optimize, the rewrite rules
-        after lowering (MatMul+Add -> Gemm, the softmax chain -> Softmax, ...;
-        docs/optimizer.md). "fast" (the default): all of them, which agree with
-        JAX within float rounding on finite inputs (docs/coverage.md lists where
-        they differ on NaN/inf); "exact": only those that agree on NaN and
-        infinity too; "none": JAX's own decompositions.
-    crisp, fuse: older switches, kept as aliases: crisp="exact" is
-        fusion="exact"; crisp=False turns off the binding specs only, fuse=False
-        the rewrite rules only (to tell which stage a difference comes from).
-    target: the runtime the model is for (docs/targets.md). "onnxruntime" (the
-        default): standard ONNX, the fastest graph in onnxruntime. "portable":
-        what onnxruntime, OpenVINO, tract, the ONNX reference evaluator and
-        onnxruntime's symbolic shape inference all run (opset 17 unless given,
-        no guard If, no op a tool misreads), at some cost in onnxruntime.
-        "onnxruntime-contrib" (opt-in): the onnxruntime graph plus onnxruntime's
-        com.microsoft ops where they are measurably faster (GroupQueryAttention
-        for causal self-attention); it runs on onnxruntime only.
-    verify: after converting, run the model in onnxruntime on random inputs,
-        with every symbolic dim at 1 and at two larger sizes, and compare each
-        output with fn's (float rounding: rtol 1e-4 for float32, 1e-9 for
-        float64, atol scaled by the output's magnitude; integers exact). A
-        mismatch raises ConversionError naming the output, the error and,
-        through first_divergence, the first equation that diverges; nothing
-        is written. Off by default (it runs fn three times).
+    Args:
+        fn: a callable (a function, a flax nnx module or a bound method of one)
+            taking one positional argument per entry of `inputs`. An nnx module is
+            traced from a private copy: Rngs counts, BatchNorm statistics and caches
+            it updates while tracing stay as they were on yours. Each call traces
+            afresh, so a module whose weights changed converts with the new ones.
+        inputs: per positional argument, a shape tuple (ints, and strings such as "B" for
+            symbolic dims; float32, or float64 with enable_double_precision), a
+            jax.ShapeDtypeStruct (its shape may hold strings too: ("B", 3)), or an
+            array. A typed PRNG key (jax.random.key(0), or a ShapeDtypeStruct of its
+            dtype) becomes a uint32[..., 2] model input that takes its key data
+            (jax.random.key_data(key)).
+        input_params: {name: example value}: extra keyword arguments of fn that become
+            runtime inputs of the model, named after their keys (a Python scalar
+            takes JAX's default dtype). Dropout's flag works so (`deterministic` of
+            flax nnx and linen Dropout, `inference` of equinox's): the model selects
+            at run time between the input and its dropout. Code that needs the
+            flag's Python value (`if train:`) fails with a ConversionError naming it.
+        model_name: the ONNX graph's name.
+        opset: the default-domain opset (default: the target's, 23 for onnxruntime
+            and 17 for portable). From 13 up the model is
+            lowered at this opset: an op the opset lacks (LayerNormalization below
+            17, Attention below 23, ...) is decomposed, one whose form changed takes
+            the older form, and what has no form there fails with a ConversionError
+            naming it (docs/api.md lists what each opset gives up). Below 13 a model
+            converts when every operator it uses has the same form there as at 13,
+            else the ConversionError names which operators need which opset.
+        enable_double_precision: trace with 64-bit types enabled.
+        record_primitive_calls_file: a path; every equation of the traced program
+            (primitive, params, input and output types, plugin, source line) is
+            written there as JSON.
+        return_mode: "proto" (an onnx.ModelProto), "ir" (an onnx_ir.Model; needs the
+            onnx-ir package), "bytes" (the serialization), or "file" (writes
+            output_path and returns it: a regular file is replaced atomically and
+            keeps its mode, a symlink's target is written, /dev/null or a FIFO is
+            written through).
+        inputs_as_nchw: indices of 4-D inputs the model takes in NCHW while fn takes
+            NHWC (give their NHWC shape in `inputs`); named in_<i>_nchw by default.
+        outputs_as_nchw: indices of (flattened) 4-D outputs the model gives in NCHW.
+            The optimizer cancels these transposes against the first and last conv.
+        input_names: names of the positional inputs and of the
+            outputs, in order (input_params keep their keys).
+        output_names: names of the positional inputs and of the
+            outputs, in order (input_params keep their keys).
+        export_mode: "standard" or "web" (one self-contained file that
+            onnxruntime-web loads: never external data).
+        normalization_mode: "auto" or "prefer_native" (native LayerNormalization
+            and the like where a plugin offers them and the opset has them), or
+            "force_decomposed" (an alias of fusion="none").
+        plugin_dirs: folders searched for plugins after the bundled folder, installed
+            plugin packages (entry-point group "jaxonnx.plugins") and $JAXONNX_PLUGIN_PATH.
+        optimize: run the structure-only IR passes (dead code, no-ops, transpose
+            pairs, duplicates, shape arithmetic on constants; see docs/optimizer.md).
+            False keeps the raw lowering, with only dead nodes removed.
+            With $JAXONNX_DUMP_IR set to a folder, the graph is written there as
+            text before and after every pass run.
+        plugin_overrides: {primitive name: plugin name or file} choosing the plugin that
+            lowers a primitive several plugins claim (a bundled one included); on top of
+            $JAXONNX_PLUGIN_OVERRIDES ("prim=plugin,..."). Without a choice a double
+            claim is an error naming both plugins.
+        inline_functions: replace every @onnx_function call by its body before the
+            passes (no model.functions), for whole-graph optimization.
+        external_data: where large weights go (ONNX external data, needed past
+            protobuf's 2 GB). None: for "file", into output_path + ".data" only when
+            the model would not fit in one file, else nowhere; True: always, with the
+            defaults of jaxonnx.ExternalData (one file, tensors from 1 KiB); an
+            ExternalData sets threshold, layout and file name, and for "proto"/"bytes"
+            the folder the data is written to (the model then references it there);
+            False: never. A model over 2 GB without external data raises ConversionError.
+        fusion: which fused ONNX ops the model may use, for both stages that make
+            them: the binding specs while tracing (flax.nnx.LayerNorm or jax.nn.gelu
+            as one op; docs/crisp_ops.md) and, with optimize, the rewrite rules
+            after lowering (MatMul+Add -> Gemm, the softmax chain -> Softmax, ...;
+            docs/optimizer.md). "fast" (the default): all of them, which agree with
+            JAX within float rounding on finite inputs (docs/coverage.md lists where
+            they differ on NaN/inf); "exact": only those that agree on NaN and
+            infinity too; "none": JAX's own decompositions.
+        crisp: an older switch, kept as an alias: crisp="exact" is
+            fusion="exact"; crisp=False turns off the binding specs only (to tell
+            which stage a difference comes from).
+        fuse: an older switch, kept as an alias: fuse=False turns off the rewrite
+            rules only.
+        target: the runtime the model is for (docs/targets.md). "onnxruntime" (the
+            default): standard ONNX, the fastest graph in onnxruntime. "portable":
+            what onnxruntime, OpenVINO, tract, the ONNX reference evaluator and
+            onnxruntime's symbolic shape inference all run (opset 17 unless given,
+            no guard If, no op a tool misreads), at some cost in onnxruntime.
+            "onnxruntime-contrib" (opt-in): the onnxruntime graph plus onnxruntime's
+            com.microsoft ops where they are measurably faster (GroupQueryAttention
+            for causal self-attention); it runs on onnxruntime only.
+        verify: after converting, run the model in onnxruntime on random inputs,
+            with every symbolic dim at 1 and at two larger sizes, and compare each
+            output with fn's (float rounding: rtol 1e-4 for float32, 1e-9 for
+            float64, atol scaled by the output's magnitude; integers exact). A
+            mismatch raises ConversionError naming the output, the error and,
+            through first_divergence, the first equation that diverges; nothing
+            is written. Off by default (it runs fn three times).
 
     With $JAXONNX_ENABLE_STACKTRACE_METADATA=1 (or jax2onnx's variable) every
     node carries its provenance as metadata_props: pkg.jaxonnx.primitive,
     pkg.jaxonnx.plugin, pkg.jaxonnx.callsite (the user's file:line), and with
     $JAXONNX_STACKTRACE_DETAIL=full also pkg.jaxonnx.stacktrace (docs/api.md).
 
-    Raises ConversionError (a ValueError) with a message naming what went wrong.
+    Returns:
+        The model, as return_mode asks: an onnx.ModelProto, an onnx_ir.Model,
+        its bytes, or output_path.
+
+    Raises:
+        ConversionError: (a ValueError) with a message naming what went wrong.
     """
     external_data, params = _checked(fn, input_params, return_mode, export_mode, normalization_mode,
                                      external_data, output_path)
@@ -227,7 +238,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
         _callbacks.warn_dropped(program)
         options = _core.ConvertOptions(
             opset=int(opset), model_name=model_name, input_names=names_in + list(params),
-            output_names=names_out, describe_source=_source.describe, producer_version=_version(),
+            output_names=names_out, describe_source=_source.describe, producer_version=__version__,
             optimize=bool(optimize), dump_ir_dir=os.environ.get("JAXONNX_DUMP_IR", ""),
             inline_functions=bool(inline_functions), provenance=_source.provenance_from_env(),
             external_data=external, fusion=rule_level, target=target)
@@ -256,7 +267,3 @@ def _verified(plan, data, data_files, external):
         _output.write_model(path, data, data_files, folder)
         _verify.verify_conversion(plan, path)
 
-
-def _version():
-    from jaxonnx import __version__
-    return __version__

@@ -91,11 +91,16 @@ def allclose(fn, onnx_model_path, inputs, input_params=None, rtol=1e-3, atol=1e-
     compares every output: (True, message) when all are close, else (False,
     what differs). jax2onnx's allclose, same arguments and answers.
 
-    onnx_model_path: a file (or an onnx.ModelProto, or its bytes).
-    inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
-    input_params: keyword arguments of fn, fed to the model's inputs of those names.
-    inputs_as_nchw / outputs_as_nchw: as given to to_onnx; inputs are given in
-        NHWC (as fn takes them) and transposed for the model.
+    Args:
+        onnx_model_path: a file (or an onnx.ModelProto, or its bytes).
+        inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
+        input_params: keyword arguments of fn, fed to the model's inputs of those names.
+        inputs_as_nchw: as given to to_onnx; inputs are given in
+            NHWC (as fn takes them) and transposed for the model.
+        outputs_as_nchw: as given to to_onnx.
+
+    Returns:
+        (True, message) when every output is close, else (False, what differs).
     """
     xs = _arrays(inputs)
     params = dict(input_params or {})
@@ -171,10 +176,16 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
     line, the difference), or None when all agree. An equation holding a
     sub-program (jit, scan, cond) counts as one.
 
-    inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
-    crisp, fusion, target: as in to_onnx, so the equations are the ones
-        to_onnx lowers (a crisp op such as jaxonnx.nn.layer_norm is one
-        equation) with the lowerings it picks for the target.
+    Args:
+        inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
+        crisp: as in to_onnx, so the equations are the ones
+            to_onnx lowers (a crisp op such as jaxonnx.nn.layer_norm is one
+            equation) with the lowerings it picks for the target.
+        fusion: as in to_onnx (see crisp).
+        target: as in to_onnx (see crisp).
+
+    Returns:
+        The first Divergence, or None when every equation agrees.
     """
     binding_level, _ = _fusion.levels(fusion, crisp)
     target, opset = _targets.resolve(target, opset)
