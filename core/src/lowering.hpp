@@ -99,6 +99,8 @@ class Lowering {
   ir::Model model;
   std::map<std::string, std::pair<ir::ValueId, int64_t>> symbol_origins;
   const sdk::targets::Profile& target;  // options.target's profile
+  // Where the conversion report's facts go (ConvertOptions::facts), or null.
+  ConversionFacts* facts() const { return options_.facts; }
 
  private:
   void lower_eqn(const Eqn& eqn, Scope& scope);  // throws EquationError

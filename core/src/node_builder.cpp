@@ -29,6 +29,8 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const std
 #endif
       return "";
     }
+    if (ConversionFacts* facts = lowering.facts())
+      ++facts->refused_nodes[{prim.plugin->name, prim.name, domain + "." + op}];
     std::string allowing;
     for (const sdk::targets::Profile& p : sdk::targets::kProfiles)
       if (sdk::targets::allows_domain(p, domain))
@@ -37,10 +39,12 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const std
            " of domain " + domain + " (its profile runs no operator of that domain; targets that do: " +
            allowing + "); lower it another way where target_supports(\"" + domain + "\") is false";
   }
-  if (const sdk::targets::Lack* lack = sdk::targets::lack(lowering.target, op); lack && lack->refused)
+  if (const sdk::targets::Lack* lack = sdk::targets::lack(lowering.target, op); lack && lack->refused) {
+    if (ConversionFacts* facts = lowering.facts()) ++facts->refused_nodes[{prim.plugin->name, prim.name, op}];
     return "emit_node: the target \"" + std::string(lowering.target.name) + "\" refuses " + op +
            " (" + std::string(lack->why) + "); lower it another way where "
            "target_supports(\"" + op + "\") is false";
+  }
 #ifdef JAXONNX_CHECK_EMITS
   if (std::find(prim.onnx_ops.begin(), prim.onnx_ops.end(), op) == prim.onnx_ops.end())
     return "emit_node: op '" + op + "' is not among the ops '" + prim.name + "' declares (.emits)";

@@ -34,6 +34,15 @@ std::string violation_everywhere(const Properties& properties, const ir::Graph& 
   return v.empty() ? v : "graph '" + g.name + "': " + v;
 }
 
+// Nodes in `g` and every graph nested in its nodes.
+int64_t node_count(const ir::Graph& g) {
+  int64_t n = static_cast<int64_t>(g.nodes.size());
+  for (const ir::Node& node : g.nodes)
+    for (const ir::Attribute& a : node.attrs)
+      if (a.graph) n += node_count(*a.graph);
+  return n;
+}
+
 }  // namespace
 
 PassManager::PassManager(Pipeline pipeline, ManagerOptions options)
@@ -55,6 +64,15 @@ int PassManager::run(ir::Graph& graph) {
   std::vector<std::pair<std::string, double>>* seconds = options_.pass_seconds;
   if (seconds)
     for (const std::unique_ptr<Pass>& pass : pipeline_) seconds->emplace_back(pass->name(), 0.0);
+  // Nodes each pass removed, one entry per pass however many graphs run.
+  std::vector<size_t> removed;  // index into facts->pass_nodes_removed, per pipeline pass
+  if (options_.facts)
+    for (const std::unique_ptr<Pass>& pass : pipeline_) {
+      auto& all = options_.facts->pass_nodes_removed;
+      auto it = std::find_if(all.begin(), all.end(), [&](const auto& e) { return e.first == pass->name(); });
+      removed.push_back(static_cast<size_t>(it - all.begin()));
+      if (it == all.end()) all.emplace_back(pass->name(), 0);
+    }
   for (int round = 1; round <= options_.max_rounds; ++round) {
     bool changed = false;
     for (size_t k = 0; k < pipeline_.size(); ++k) {
@@ -69,7 +87,10 @@ int PassManager::run(ir::Graph& graph) {
                                 "runs: " + unmet + " (a jaxonnx bug; please report it)");
       dump(round, "before", pass);
       auto start = std::chrono::steady_clock::now();
+      const int64_t nodes_before = removed.empty() ? 0 : node_count(graph);
       changed = run_everywhere(*pipeline_[k], graph) || changed;
+      if (!removed.empty())
+        options_.facts->pass_nodes_removed[removed[k]].second += nodes_before - node_count(graph);
       if (checked) {
         verify(graph, "after " + which);
         if (std::string unmet = violation_everywhere(pass.guarantees(), graph); !unmet.empty())
@@ -121,7 +142,8 @@ Pipeline all_passes() {
 void optimize(ir::Model& model, const ManagerOptions& options) {
   Pipeline pipeline = default_pipeline(model.opset);
   if (!options.rules.empty())
-    pipeline.insert(before_rows(pipeline), fuse(options.rules, model.opset, options.target));
+    pipeline.insert(before_rows(pipeline),
+                    fuse(options.rules, model.opset, options.target, options.facts));
   PassManager manager(std::move(pipeline), options);
   for (ir::Function& f : model.functions) manager.run(*f.body);
   manager.run(model.graph);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "jaxonnx/core/conversion_facts.hpp"
 #include "jaxonnx/core/onnx_export.hpp"
 
 namespace jaxonnx {
@@ -52,6 +53,9 @@ struct ConvertOptions {
   std::string dump_ir_dir;
   // When set, convert() fills it.
   PhaseTimes* times = nullptr;
+  // When set, convert() records there what it did (conversion_facts.hpp),
+  // for the conversion report; the model is the same either way.
+  ConversionFacts* facts = nullptr;
   // Replace every function call by its body before the passes
   // (passes::inline_functions), for whole-graph optimization.
   bool inline_functions = false;
