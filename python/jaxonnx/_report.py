@@ -110,7 +110,7 @@ def _numerics(d):
 def _header(f):
     return [f"# Conversion report: {f.model_name}", "",
             "What jaxonnx did to convert this program (docs/report.md explains each section).", "",
-            *_table(["", ""], [
+            *_table(["setting", "value"], [
                 ("target", f.target), ("opset", f.opset),
                 ("fusion", f"binding specs {f.binding_level}, rewrite rules "
                            f"{f.rule_level if f.optimize else 'off (optimize=False)'}"),
@@ -208,7 +208,8 @@ def _optimizer_section(f):
         b, a = before.get(op, 0), after.get(op, 0)
         rows.append((op, b, a, f"{a - b:+d}" if a != b else "0"))
     total_b, total_a = sum(before.values()), sum(after.values())
-    rows.append(("**total**", total_b, total_a, f"{total_a - total_b:+d}"))
+    rows.append(("**total**", total_b, total_a,
+                 f"{total_a - total_b:+d}" if total_a != total_b else "0"))
     passes = [(name, removed, f"{f.times.get('pass:' + name, 0.0) * 1e3:.2f}")
               for name, removed in f.core["pass_nodes_removed"]]
     return ["## Nodes before and after the optimizer", "",

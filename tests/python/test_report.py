@@ -209,3 +209,21 @@ def test_cli_writes_the_report(tmp_path):
     help_text = subprocess.run([sys.executable, "-m", "jaxonnx", "convert", "--help"],
                                capture_output=True, text=True).stdout
     assert "--report PATH" in help_text
+
+
+def test_onnx_function_call_sites_and_body_lowered_once(tmp_path):
+    @jaxonnx.onnx_function
+    def block(x):
+        return jnp.tanh(x) * 2.0
+
+    def fn(x):
+        return block(block(x))
+
+    path = tmp_path / "r.md"
+    jaxonnx.to_onnx(fn, [("B", 4)], report=path)
+    table = {r[0]: r for r in rows(section(path.read_text(),
+                                           "Primitives and the plugins that lowered them"))}
+    calls = [r for name, r in table.items() if name.startswith("`onnx_fn::")]
+    assert len(calls) == 1 and calls[0][1:4] == ["2", "2", "jaxonnx core (onnx_function call site)"]
+    # The body's tanh is in the program twice (once per call) and lowered once (one body).
+    assert table["`tanh`"][1:4] == ["2", "1", "lax_elementwise"]
