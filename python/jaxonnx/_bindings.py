@@ -217,11 +217,15 @@ def _bind(spec: _Binding, registry, original, args, kwargs, env):
         tree, avals = known
         reference = Reference(avals, call=(original, args, kwargs, operands, source))
     else:
+        # Specs that fire inside the reference's trace are not in the program.
+        quiet = _FIRED.set(None)
         try:
             closed, shape = _reference.trace(original, args, kwargs, operands, source,
                                              return_shape=True)
         except Exception:  # noqa: BLE001  (non-array results, or the call's own error: the
             return None    # original then runs, and raises that error itself)
+        finally:
+            _FIRED.reset(quiet)
         if closed is None:
             return None
         reference = Reference.traced(closed)
