@@ -500,10 +500,12 @@ TEST_CASE("the manager stops at a fixed point or at the round cap, and dumps eve
   CHECK(runs == 3);
 }
 
-TEST_CASE("the manager counts the nodes each pass removed, once per pass over many graphs") {
+TEST_CASE("the manager counts each pass's nodes removed and seconds once per pass over many graphs") {
   ConversionFacts facts;
+  std::vector<std::pair<std::string, double>> seconds;
   passes::ManagerOptions options;
   options.facts = &facts;
+  options.pass_seconds = &seconds;
   passes::PassManager manager(passes::default_pipeline(), options);
   for (int k = 0; k < 2; ++k) {  // two graphs: one function body and the main graph, say
     GraphBuilder b;
@@ -520,6 +522,7 @@ TEST_CASE("the manager counts the nodes each pass removed, once per pass over ma
     if (name == "noop") noop = n;
   }
   CHECK(names.size() == passes::default_pipeline().size());  // one entry per pass
+  CHECK(seconds.size() == names.size());
   CHECK(noop == 4);
   CHECK(removed == 4);
 }

@@ -61,18 +61,21 @@ int PassManager::run(ir::Graph& graph) {
         << ir::to_text(graph);
     if (!out) throw ConversionError("cannot write the IR dump " + path.string());
   };
-  std::vector<std::pair<std::string, double>>* seconds = options_.pass_seconds;
-  if (seconds)
-    for (const std::unique_ptr<Pass>& pass : pipeline_) seconds->emplace_back(pass->name(), 0.0);
-  // Nodes each pass removed, one entry per pass however many graphs run.
-  std::vector<size_t> removed;  // index into facts->pass_nodes_removed, per pipeline pass
-  if (options_.facts)
+  // Each pass's seconds and the nodes it removed: one entry per pass however
+  // many graphs this manager runs over (function bodies, then the main graph).
+  auto entries = [&](auto& all, auto zero) {
+    std::vector<size_t> at;  // per pipeline pass, its index in `all`
     for (const std::unique_ptr<Pass>& pass : pipeline_) {
-      auto& all = options_.facts->pass_nodes_removed;
       auto it = std::find_if(all.begin(), all.end(), [&](const auto& e) { return e.first == pass->name(); });
-      removed.push_back(static_cast<size_t>(it - all.begin()));
-      if (it == all.end()) all.emplace_back(pass->name(), 0);
+      at.push_back(static_cast<size_t>(it - all.begin()));
+      if (it == all.end()) all.emplace_back(pass->name(), zero);
     }
+    return at;
+  };
+  std::vector<std::pair<std::string, double>>* seconds = options_.pass_seconds;
+  std::vector<size_t> timed, removed;
+  if (seconds) timed = entries(*seconds, 0.0);
+  if (options_.facts) removed = entries(options_.facts->pass_nodes_removed, int64_t{0});
   for (int round = 1; round <= options_.max_rounds; ++round) {
     bool changed = false;
     for (size_t k = 0; k < pipeline_.size(); ++k) {
@@ -98,7 +101,7 @@ int PassManager::run(ir::Graph& graph) {
                                 " (a jaxonnx bug; please report it)");
       }
       if (seconds)
-        (*seconds)[seconds->size() - pipeline_.size() + k].second +=
+        (*seconds)[timed[k]].second +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       dump(round, "after", pass);
     }

@@ -19,7 +19,7 @@ struct PhaseTimes {
   double lower = 0;   // lower_to_ir: every equation through its plugin
   double passes = 0;  // the optimizer (or prune)
   double export_onnx = 0;
-  std::vector<std::pair<std::string, double>> per_pass;  // summed over rounds, pipeline order
+  std::vector<std::pair<std::string, double>> per_pass;  // summed over rounds and graphs, pipeline order
 };
 
 struct ConvertOptions {
