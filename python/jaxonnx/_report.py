@@ -18,7 +18,7 @@ import collections
 import dataclasses
 import os
 
-from jaxonnx import _report_chart
+from jaxonnx import _report_chart, _targets
 from jaxonnx._core import ConversionError
 
 
@@ -167,7 +167,6 @@ def _rules_section(f, rules):
 
 
 def _target_section(f):
-    from jaxonnx import _targets
     profile = _targets.profiles()[f.target]
     lacks = [(w, "refused" if refused else "avoided", why) for w, refused, why in profile["lacks"]]
     changed, extra = [], []
