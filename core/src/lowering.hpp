@@ -103,6 +103,8 @@ class Lowering {
   // wide value it was cast from, which a next widened node reads instead of
   // casting the narrow value up again.
   std::map<ir::ValueId, ir::ValueId> narrowed;
+  // Where the conversion report's facts go (ConvertOptions::facts), or null.
+  ConversionFacts* facts() const { return options_.facts; }
 
  private:
   void lower_eqn(const Eqn& eqn, Scope& scope);  // throws EquationError

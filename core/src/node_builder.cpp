@@ -30,6 +30,8 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const std
 #endif
       return "";
     }
+    if (ConversionFacts* facts = lowering.facts())
+      ++facts->refused_nodes[{prim.plugin->name, prim.name, domain + "." + op}];
     std::string allowing;
     for (const sdk::targets::Profile& p : sdk::targets::kProfiles)
       if (sdk::targets::allows_domain(p, domain))
@@ -38,10 +40,12 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const std
            " of domain " + domain + " (its profile runs no operator of that domain; targets that do: " +
            allowing + "); lower it another way where target_supports(\"" + domain + "\") is false";
   }
-  if (const sdk::targets::Lack* lack = sdk::targets::lack(lowering.target, op); lack && lack->refused)
+  if (const sdk::targets::Lack* lack = sdk::targets::lack(lowering.target, op); lack && lack->refused) {
+    if (ConversionFacts* facts = lowering.facts()) ++facts->refused_nodes[{prim.plugin->name, prim.name, op}];
     return "emit_node: the target \"" + std::string(lowering.target.name) + "\" refuses " + op +
            " (" + std::string(lack->why) + "); lower it another way where "
            "target_supports(\"" + op + "\") is false";
+  }
 #ifdef JAXONNX_CHECK_EMITS
   if (std::find(prim.onnx_ops.begin(), prim.onnx_ops.end(), op) == prim.onnx_ops.end())
     return "emit_node: op '" + op + "' is not among the ops '" + prim.name + "' declares (.emits)";
@@ -72,7 +76,7 @@ struct Widening {
   }
 };
 
-Widening plan_widening(Lowering& lowering, const abi::NodeRequest& req) {
+Widening plan_widening(Lowering& lowering, const PrimitiveInfo& prim, const abi::NodeRequest& req) {
   Widening w;
   if (!req.domain.empty() && req.domain != "ai.onnx") return w;
   w.form = sdk::kernels::form(req.op_type, lowering.model.opset);
@@ -100,6 +104,8 @@ Widening plan_widening(Lowering& lowering, const abi::NodeRequest& req) {
     }
     w.from[c] = dtype;
     w.to[c] = to;
+    if (ConversionFacts* facts = lowering.facts())
+      ++facts->widened[{prim.plugin->name, prim.name, req.op_type, dtype_name(dtype), dtype_name(to)}];
   }
   return w;
 }
@@ -183,7 +189,7 @@ std::vector<ir::ValueId> build_node(Lowering& lowering, const Eqn& eqn, const Pr
     if (v != JXO_NO_VALUE && !lowering.valid(v))
       throw InvalidArgument(where + ": input " + std::to_string(k) + " is not a valid value handle");
   }
-  const Widening widening = plan_widening(lowering, req);
+  const Widening widening = plan_widening(lowering, prim, req);
   for (size_t k = 0; k < req.inputs.size(); ++k) {
     jxo_value v = req.inputs[k];
     try {

@@ -1,6 +1,6 @@
 """python -m jaxonnx: convert models, inspect ONNX files and the installation.
 
-    python -m jaxonnx convert MODULE:FACTORY --input B,3,224,224 [--dtype ...] [--opset N] [--verify] -o model.onnx
+    python -m jaxonnx convert MODULE:FACTORY --input B,3,224,224 [--dtype ...] [--opset N] [--verify] [--report PATH] -o model.onnx
     python -m jaxonnx inspect model.onnx [--json]
     python -m jaxonnx plugins [--json] [--plugin-dir DIR ...]
     python -m jaxonnx plugins --check [DIR ...] [--json]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -9,8 +10,8 @@ import jax
 import numpy as np
 import onnx
 
-from jaxonnx import (_callbacks, _core, _fusion, _input_specs, _layout, _output, _pipeline,
-                     _plugins, _progress, _result, _source, _targets, _verify)
+from jaxonnx import (_bindings, _callbacks, _core, _fusion, _input_specs, _layout, _output,
+                     _pipeline, _plugins, _progress, _report, _result, _source, _targets, _verify)
 from jaxonnx._core import ConversionError
 from jaxonnx._version import __version__
 
@@ -91,10 +92,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             input_names=None, output_names=None, export_mode="standard",
             normalization_mode="auto", plugin_dirs=None, optimize=True, plugin_overrides=None,
             inline_functions=False, external_data=None, crisp=True, fuse=True, verify=False,
-            fusion=None, target="onnxruntime"):
+            fusion=None, target="onnxruntime", report=None):
     """Converts `fn` to an ONNX model. jax2onnx 0.17.1's signature and meanings,
     plus plugin_dirs, optimize, plugin_overrides, inline_functions,
-    external_data, fusion, target, verify and return_mode="bytes".
+    external_data, fusion, target, verify, report and return_mode="bytes".
 
     Args:
         fn: a callable (a function, a flax nnx module or a bound method of one)
@@ -193,6 +194,17 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             mismatch raises ConversionError naming the output, the error and,
             through first_divergence, the first equation that diverges; nothing
             is written. Off by default (it runs fn three times).
+        report: a path (str or os.PathLike): writes there a markdown conversion
+            report (docs/report.md): the primitives and the plugin (name, version,
+            file) that lowered each, the binding specs and rewrite rules that
+            fired with their declared numerics, what the target profile changed
+            or refused, nodes per op type before and after the optimizer (and per
+            pass), verify's results when asked, and onnxruntime's time per op
+            type (its profiler, on random inputs made from `inputs`), charted in
+            a PNG beside it (the path without its extension + "_profile.png";
+            needs matplotlib). The model is the same with or without a report. A
+            path that cannot be written raises ConversionError before converting;
+            the files are written whole after converting, or not at all.
 
     With $JAXONNX_ENABLE_STACKTRACE_METADATA=1 (or jax2onnx's variable) every
     node carries its provenance as metadata_props: pkg.jaxonnx.primitive,
@@ -208,6 +220,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     """
     external_data, params = _checked(fn, input_params, return_mode, export_mode, normalization_mode,
                                      external_data, output_path)
+    report_to = _report.check(report)
     # jax2onnx's switch for native normalization ops maps onto the binding-spec
     # window: "force_decomposed" traces through every high-level call.
     binding_level, rule_level = _fusion.levels(fusion, crisp, fuse, normalization_mode)
@@ -230,8 +243,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             raise ConversionError(f"input_names {sorted(set(names_in) & set(params))} are "
                                   f"input_params keys too")
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
-        program = _pipeline.trace(fn, _layout.input_specs(specs, nchw_in), param_specs, params,
-                                  registry, binding_level, wrap=_layout.bridge(nchw_in, nchw_out))
+        with _bindings.recording() if report_to else contextlib.nullcontext() as fired:
+            program = _pipeline.trace(fn, _layout.input_specs(specs, nchw_in), param_specs, params,
+                                      registry, binding_level,
+                                      wrap=_layout.bridge(nchw_in, nchw_out))
         names_out = _names("output_names", output_names, len(program.closed.jaxpr.outvars)) or []
         if clash := sorted(set(names_out) & (set(names_in) | set(params))):
             raise ConversionError(f"output_names {clash} are input names too")
@@ -241,29 +256,67 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             output_names=names_out, describe_source=_source.describe, producer_version=__version__,
             optimize=bool(optimize), dump_ir_dir=os.environ.get("JAXONNX_DUMP_IR", ""),
             inline_functions=bool(inline_functions), provenance=_source.provenance_from_env(),
-            external_data=external, fusion=rule_level, target=target)
+            external_data=external, fusion=rule_level, target=target, facts=bool(report_to))
         converted = _pipeline.lower(program, registry, options,
                                     record_file=record_primitive_calls_file, progress=progress)
         data, data_files = converted.model, converted.data_files
     progress.converted(data, data_files, inline=external is _output.INLINE)
+    verified = None
     if verify:
         plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),
                                   bool(enable_double_precision), int(opset), plugin_dirs,
                                   plugin_overrides, binding_level, target)
-        _verified(plan, data, data_files, external)
+        with _runnable(data, data_files, external) as model:
+            verified = _verify.verify_conversion(plan, model)
+    if report_to:
+        facts = _report.Facts(
+            model_name=model_name, target=target, opset=int(opset), binding_level=binding_level,
+            rule_level=rule_level, optimize=bool(optimize),
+            inputs=[(n, _report_input(s)) for n, s in zip(names_in, specs)]
+            + [(n, _report_input(s)) for n, s in zip(params, param_specs)],
+            program=program, registry=registry, fired=fired, core=converted.facts,
+            times=converted.times, model_bytes=len(data), verify=verified)
+        _profiled(facts, data, data_files, external, specs, params, nchw_in,
+                  bool(enable_double_precision))
 
-    return _result.deliver(return_mode, data, data_files, external, data_folder, output_path,
-                           progress)
+    result = _result.deliver(return_mode, data, data_files, external, data_folder, output_path,
+                             progress)
+    if report_to:
+        _report.write(report_to, facts)
+    return result
 
 
-def _verified(plan, data, data_files, external):
-    """verify_conversion on the model as converted, its external data included."""
+@contextlib.contextmanager
+def _runnable(data, data_files, external):
+    """The model as converted, its external data included, as onnxruntime
+    loads it: the bytes, or a path in a temporary folder."""
     if not data_files:
-        return _verify.verify_conversion(plan, data)
-    if external is _output.INLINE:
-        return _verify.verify_conversion(plan, _output.model_proto(data, data_files).SerializeToString())
-    with tempfile.TemporaryDirectory() as folder:  # onnxruntime reads external data from files
-        path = os.path.join(folder, "model.onnx")
-        _output.write_model(path, data, data_files, folder)
-        _verify.verify_conversion(plan, path)
+        yield data
+    elif external is _output.INLINE:
+        yield _output.model_proto(data, data_files).SerializeToString()
+    else:
+        with tempfile.TemporaryDirectory() as folder:  # onnxruntime reads external data from files
+            path = os.path.join(folder, "model.onnx")
+            _output.write_model(path, data, data_files, folder)
+            yield path
+
+
+def _report_input(spec):
+    return f"{spec.dtype}[{', '.join(str(d) for d in spec.shape)}]"
+
+
+def _profiled(facts, data, data_files, external, specs, params, nchw_in, x64):
+    """onnxruntime's per-op-type profile into `facts`, or why there is none
+    (the report says so; the conversion stands)."""
+    from jaxonnx import _ort_profile
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        facts.profile_error = "onnxruntime is not installed (pip install onnxruntime)."
+        return
+    try:
+        with _runnable(data, data_files, external) as model:
+            facts.profile = _ort_profile.profile(model, specs, params, nchw_in, x64)
+    except Exception as e:  # onnxruntime's own error types: the report carries them
+        facts.profile_error = f"onnxruntime could not run the model: {type(e).__name__}: {e}"
 
