@@ -1,6 +1,7 @@
 """Small decoder language models in plain JAX, written as public JAX LLM code
 writes them, for the onnxruntime-genai export tests (random weights, tiny
-widths): Llama (grouped-query attention, rotary embeddings), Qwen3 (RMSNorm on
+widths): Llama (grouped-query attention, rotary embeddings; einsum/softmax
+attention, or jax.nn.dot_product_attention), Qwen3 (RMSNorm on
 the query and key heads), Gemma (embeddings scaled by sqrt(width), (1 + w)
 norms, GeGLU, attention and final logit soft-capping, a sliding-window layer)
 and a mixture-of-experts feed-forward (top-k routing, every expert computed
@@ -40,6 +41,7 @@ class Spec:
     windows: tuple = ()            # per layer: None (global) or a sliding window
     experts: int = 0               # > 0: a mixture-of-experts feed-forward
     top_k: int = 2
+    sdpa: bool = False             # attention through jax.nn.dot_product_attention
     context: int = 128
     pad: int = 0
     bos: int = 1
@@ -60,7 +62,8 @@ QWEN3 = Spec("qwen3", qk_norm=True, layers=3, kv_heads=1)
 GEMMA = Spec("gemma", gemma=True, attn_softcap=50.0, final_softcap=30.0, windows=(4, None),
              heads=2, kv_heads=1, head_dim=16)
 MOE = Spec("moe", experts=4, top_k=2, hidden=32)
-MODELS = {s.name: s for s in (LLAMA, QWEN3, GEMMA, MOE)}
+LLAMA_SDPA = Spec("llama_sdpa", sdpa=True)
+MODELS = {s.name: s for s in (LLAMA, QWEN3, GEMMA, MOE, LLAMA_SDPA)}
 
 
 def init(spec, seed=0):
@@ -141,12 +144,16 @@ def attention(spec, layer, p, h, attention_mask, position_ids, past):
     q, k = rope(q, position_ids, spec.rope_base), rope(k, position_ids, spec.rope_base)
     keys = jnp.concatenate([past[0], k.transpose(0, 2, 1, 3)], axis=2)    # [B, kv, P + S, hd]
     values = jnp.concatenate([past[1], v.transpose(0, 2, 1, 3)], axis=2)
+    ok = visible(attention_mask, position_ids, spec.window(layer))
+    if spec.sdpa:
+        out = jax.nn.dot_product_attention(q, keys.transpose(0, 2, 1, 3), values.transpose(0, 2, 1, 3),
+                                           mask=ok[:, None])
+        return out.reshape(b, s, spec.heads * hd) @ p["wo"], (keys, values)
     q = q.reshape(b, s, kv, group, hd)
     scores = jnp.einsum("bskgd,bktd->bkgst", q, keys) / np.float32(np.sqrt(hd))
     if spec.attn_softcap:
         scores = spec.attn_softcap * jnp.tanh(scores / spec.attn_softcap)
-    ok = visible(attention_mask, position_ids, spec.window(layer))[:, None, None]
-    scores = jnp.where(ok, scores, jnp.finfo(jnp.float32).min)
+    scores = jnp.where(ok[:, None, None], scores, jnp.finfo(jnp.float32).min)
     out = jnp.einsum("bkgst,bktd->bskgd", jax.nn.softmax(scores, axis=-1), values)
     return out.reshape(b, s, spec.heads * hd) @ p["wo"], (keys, values)
 
