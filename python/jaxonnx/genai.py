@@ -73,6 +73,17 @@ def _fail(msg):
     raise ConversionError(f"jaxonnx.genai.export: {msg}")
 
 
+def _where(fn):
+    """' (step at file:line)' for a message, or '' when Python cannot tell."""
+    fn = inspect.unwrap(fn)  # through functools.wraps (jax.jit keeps __wrapped__)
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn)):
+        fn = getattr(fn, "__call__", fn)  # an nnx module or another callable object
+    try:
+        return f" (step at {inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]})"
+    except (TypeError, OSError):
+        return ""
+
+
 def _int(config, key, minimum):
     value = config[key]
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -137,7 +148,7 @@ def _check_signature(step):
               f"position_ids, past): {e}")
 
 
-def _specs(cfg, layout, kv_dtype):
+def _specs(cfg, kv_dtype):
     """(input specs, their names, output names) in genai's layout."""
     scope = jax.export.SymbolicScope()
     b, s, p = jax.export.symbolic_shape(f"{BATCH}, {SEQUENCE}, {PAST}", scope=scope)
@@ -161,12 +172,12 @@ def _flat(step, n, layout):
         past = [(to_user(cache[2 * i]), to_user(cache[2 * i + 1])) for i in range(n)]
         out = step(input_ids, attention_mask, position_ids, past)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            _fail(f"step must return (logits, present); it returned {_describe(out)}")
+            _fail(f"step must return (logits, present); it returned {_describe(out)}{_where(step)}")
         logits, present = out
         if not isinstance(present, (tuple, list)) or len(present) != n or not all(
                 isinstance(kv, (tuple, list)) and len(kv) == 2 for kv in present):
             _fail(f"step's present must be a list of {n} (key, value) pairs (num_hidden_layers); "
-                  f"it returned {_describe(present)}")
+                  f"it returned {_describe(present)}{_where(step)}")
         return (logits, *[to_user(a) for kv in present for a in kv])
 
     return flat
@@ -182,9 +193,10 @@ def _shape_text(shape):
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def _check_outputs(flat, specs, cfg, dims, layout):
+def _check_outputs(step, flat, specs, cfg, dims, layout):
     """Traces flat abstractly and checks logits and present against genai's contract."""
     b, s, p = dims
+    where = _where(step)
     try:
         outs = jax.eval_shape(flat, *specs)
     except ConversionError:
@@ -193,17 +205,18 @@ def _check_outputs(flat, specs, cfg, dims, layout):
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         _fail(f"step failed on symbolic inputs (input_ids [{BATCH}, {SEQUENCE}], attention_mask "
               f"[{BATCH}, {PAST} + {SEQUENCE}], position_ids [{BATCH}, {SEQUENCE}], past "
-              f"{cfg['num_hidden_layers']} x (key, value) {_shape_text(specs[3].shape)} in layout "
-              f"{layout}): {type(e).__name__}: {first}" + (
+              f"{cfg['num_hidden_layers']} x (key, value) in layout {layout}){where}: "
+              f"{type(e).__name__}: {first}" + (
                   " (a step whose cache is [B, L, kv_heads, head_size] needs cache_layout=\"BLKH\")"
                   if layout == "BKLH" else ""))
     logits = outs[0]
     want = (b, s, cfg["vocab_size"])
     if tuple(logits.shape) != want:
         _fail(f"logits must be [{BATCH}, {SEQUENCE}, vocab_size={cfg['vocab_size']}]; the step "
-              f"returned {_shape_text(logits.shape)}")
+              f"returned {_shape_text(logits.shape)}{where}")
     if logits.dtype not in (np.float32, np.float16):
-        _fail(f"logits must be float32 or float16 (genai's types); the step returned {logits.dtype}")
+        _fail(f"logits must be float32 or float16 (genai's types); the step returned "
+              f"{logits.dtype}{where}")
     kv, hd = cfg["num_key_value_heads"], cfg["head_size"]
     want = (b, kv, p + s, hd)
     for i, a in enumerate(outs[1:]):
@@ -221,9 +234,9 @@ def _check_outputs(flat, specs, cfg, dims, layout):
                     "dynamic_update_slice into a fixed-size cache).")
         elif a.dtype != specs[3].dtype:
             hint = f" Cast it, or pass kv_dtype={a.dtype.name!r}."
-        _fail(f"{name} must be {_shape_text(want)} {specs[3].dtype} in layout {layout} "
-              f"(genai's [B, kv_heads, P + S, head_size]); the step returned "
-              f"{_shape_text(shape)} {a.dtype}.{hint}")
+        _fail(f"{name} must be {_shape_text(want)} {specs[3].dtype} (genai's [B, kv_heads, "
+              f"P + S, head_size], after cache_layout {layout}); the step returned "
+              f"{_shape_text(shape)} {a.dtype}{where}.{hint}")
 
 
 def genai_config(cfg, filename, share_buffer):
@@ -288,9 +301,9 @@ def export(step, config, folder, *, target="onnxruntime", cache_layout="BKLH",
         _fail(f"filename must be a file name (no folder); got {filename!r}")
     _check_signature(step)
     n = cfg["num_hidden_layers"]
-    specs, in_names, out_names, dims = _specs(cfg, cache_layout, kv_dtype)
+    specs, in_names, out_names, dims = _specs(cfg, kv_dtype)
     flat = _flat(step, n, cache_layout)
-    _check_outputs(flat, specs, cfg, dims, cache_layout)
+    _check_outputs(step, flat, specs, cfg, dims, cache_layout)
 
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, filename)

@@ -183,7 +183,8 @@ TINY = dict(num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, h
 
 @pytest.mark.parametrize("step,config,message", [
     (fixed_cache_step, TINY, r"present\[0\]\[0\] \(key\) must be \[batch_size, 1, "
-                             r"sequence_length \+ past_sequence_length, 4\].*does not grow"),
+                             r"sequence_length \+ past_sequence_length, 4\].*"
+                             r"\(step at .*test_genai.py:\d+\).*does not grow"),
     (fixed_cache_step, {**TINY, "num_key_value_heads": 3}, "multiple of num_key_value_heads"),
     (fixed_cache_step, {k: v for k, v in TINY.items() if k != "vocab_size"},
      r"config lacks \['vocab_size'\]"),
