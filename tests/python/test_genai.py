@@ -6,6 +6,7 @@ tokens JAX's own greedy loop generates, with the logits agreeing at every step
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -105,6 +106,22 @@ def test_folder_is_what_genai_reads(tmp_path):
     # Deterministic: the same step exports to the same bytes.
     genai.export(lm.decoder_step(spec, lm.init(spec)), spec.config(eos=[2, 3]), tmp_path / "again")
     assert (tmp_path / "again" / "model.onnx").read_bytes() == (tmp_path / "model.onnx").read_bytes()
+
+
+def test_nnx_module_example(tmp_path, monkeypatch):
+    """examples/genai_llm.py's flax nnx Decoder, exported as the module itself,
+    at batch 2 with padding."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples"))
+    import genai_llm as ex
+    from flax import nnx
+
+    model = ex.Decoder(rngs=nnx.Rngs(0))
+    spec = lm.Spec("nnx", vocab=ex.VOCAB, layers=ex.LAYERS, kv_heads=ex.KV_HEADS, head_dim=ex.HEAD)
+    prompts = [[1, 17, 42, 99, 7], [1, 5]]
+    want, _ = lm.greedy(model, spec, prompts, 16)
+    genai.export(model, {**ex.CONFIG, "eos_token_id": unused_token(spec, want, prompts)}, tmp_path)
+    tokens, _ = generate(tmp_path, prompts, spec.pad, 16)
+    np.testing.assert_array_equal(tokens, want)
 
 
 def probe_step(vocab):
