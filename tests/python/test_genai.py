@@ -185,6 +185,27 @@ def test_cache_layout_blkh(tmp_path):
     np.testing.assert_array_equal(tokens, want)
 
 
+def test_float16_cache(tmp_path):
+    """kv_dtype=float16: genai allocates a float16 cache the step reads and writes."""
+    spec = lm.LLAMA
+    inner = lm.decoder_step(spec, lm.init(spec))
+
+    def step(input_ids, attention_mask, position_ids, past):
+        logits, present = inner(input_ids, attention_mask, position_ids,
+                                [(k.astype(jnp.float32), v.astype(jnp.float32)) for k, v in past])
+        return logits, [(k.astype(jnp.float16), v.astype(jnp.float16)) for k, v in present]
+
+    prompts = PROMPTS[2]
+    want, want_logits = lm.greedy(inner, spec, prompts, 16)
+    genai.export(step, spec.config(unused_token(spec, want, prompts)), tmp_path, kv_dtype=np.float16)
+    model = onnx.load(tmp_path / "model.onnx")
+    assert model.graph.input[3].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
+    tokens, logits = generate(tmp_path, prompts, spec.pad, 16)
+    np.testing.assert_array_equal(tokens, want)
+    # float16 rounding of the cached keys and values, against the float32 loop
+    np.testing.assert_allclose(logits, want_logits, atol=1e-2)
+
+
 def fixed_cache_step(input_ids, attention_mask, position_ids, past):
     """Writes into a cache of a fixed size (examples/decode.py's way), which
     genai's growing cache cannot take."""
