@@ -257,9 +257,10 @@ def test_cli(tmp_path, monkeypatch, capsys):
     config = json.loads((tmp_path / "out" / "genai_config.json").read_text())
     assert config["model"]["eos_token_id"] == 2
     (tmp_path / "over.json").write_text(json.dumps({"eos_token_id": 7}))
-    assert main(["genai", "cli_llm:make", "--config", "over.json", "-o", "out2"]) == 0
+    assert main(["genai", "cli_llm:make", "--config", "over.json", "--external-data", "-o", "out2"]) == 0
     assert json.loads((tmp_path / "out2" / "genai_config.json").read_text())["model"]["eos_token_id"] == 7
-    og.Model(str(tmp_path / "out2"))
+    assert (tmp_path / "out2" / "model.onnx.data").exists()
+    og.Model(str(tmp_path / "out2"))  # genai reads the external data beside the model
     capsys.readouterr()
     (tmp_path / "bad.json").write_text(json.dumps({"num_key_value_heads": 3}))
     assert main(["genai", "cli_llm:make", "--config", "bad.json", "-o", "out3"]) == 1
