@@ -52,7 +52,8 @@ SEARCH_DEFAULTS = {"diversity_penalty": 0.0, "do_sample": False, "early_stopping
                    "num_beams": 1, "num_return_sequences": 1, "repetition_penalty": 1.0,
                    "temperature": 1.0, "top_k": 50, "top_p": 1.0}
 SEARCH_KEYS = tuple(SEARCH_DEFAULTS) + ("max_length",)
-# Decoder-only text types genai 0.18 runs through its plain decoder pipeline.
+# Decoder-only text types genai 0.18 runs through its plain decoder pipeline (each
+# checked to load and generate with a folder export writes).
 MODEL_TYPES = ("decoder", "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
                "phi", "phi3", "granite", "olmo", "smollm3", "nemotron", "chatglm", "ernie4_5")
 CACHE_LAYOUTS = ("BKLH", "BLKH")
@@ -254,15 +255,21 @@ def genai_config(cfg, filename, share_buffer):
 
 
 def _shares_buffer(model, n):
-    """True when every layer's past key and value reach only GroupQueryAttention
-    nodes (read in place through a shared [B, kv, max_length, H] buffer)."""
+    """True when every layer's past key and value feed only GroupQueryAttention
+    nodes and every present is a GroupQueryAttention output: the graph then
+    reads and writes one [B, kv, max_length, H] buffer in place."""
+    gqa = ("com.microsoft", "GroupQueryAttention")
     past = {INPUTS[f"past_{w}_names"] % i for i in range(n) for w in ("key", "value")}
+    present = {OUTPUTS[f"present_{w}_names"] % i for i in range(n) for w in ("key", "value")}
     users = {name: set() for name in past}
+    made_by_gqa = set()
     for node in model.graph.node:
         for x in node.input:
             if x in users:
                 users[x].add((node.domain, node.op_type))
-    return all(u == {("com.microsoft", "GroupQueryAttention")} for u in users.values())
+        if (node.domain, node.op_type) == gqa:
+            made_by_gqa.update(node.output)
+    return all(u == {gqa} for u in users.values()) and present <= made_by_gqa
 
 
 def export(step, config, folder, *, target="onnxruntime", cache_layout="BKLH",
