@@ -14,3 +14,11 @@ from jaxonnx._verify import Divergence, allclose, first_divergence
 __version__ = "0.1.0"
 __all__ = ["ConversionError", "ExternalData", "to_onnx", "onnx_function", "allclose",
            "first_divergence", "Divergence", "primitive", "plugin_folders", "__version__"]
+
+
+def __getattr__(name):
+    # jaxonnx.keras after a plain `import jaxonnx`, without importing keras before it is used
+    if name == "keras":
+        import importlib
+        return importlib.import_module("jaxonnx.keras")
+    raise AttributeError(f"module 'jaxonnx' has no attribute {name!r}")

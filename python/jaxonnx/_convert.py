@@ -90,10 +90,10 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             input_names=None, output_names=None, export_mode="standard",
             normalization_mode="auto", plugin_dirs=None, optimize=True, plugin_overrides=None,
             inline_functions=False, external_data=None, crisp=True, fuse=True, verify=False,
-            fusion=None, target="onnxruntime"):
+            fusion=None, target="onnxruntime", constraints=None):
     """Converts `fn` to an ONNX model. jax2onnx 0.17.1's signature and meanings,
     plus plugin_dirs, optimize, plugin_overrides, inline_functions,
-    external_data, fusion, target, verify and return_mode="bytes".
+    external_data, fusion, target, verify, constraints and return_mode="bytes".
 
     fn: a callable (a function, a flax nnx module or a bound method of one)
         taking one positional argument per entry of `inputs`. An nnx module is
@@ -187,6 +187,14 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
         mismatch raises ConversionError naming the output, the error and,
         through first_divergence, the first equation that diverges; nothing
         is written. Off by default (it runs fn three times).
+    constraints: what the symbolic dims of `inputs` are known to satisfy, as
+        jax.export.symbolic_shape reads them: a list of strings such as
+        ["T <= 512"] or ["T >= 1", "B <= 64"] (">=", "<=", and "==" rewriting
+        the left side). JAX's shape polymorphism stops on a comparison it
+        cannot decide for every size (slicing a 512-long position table to the
+        input's length T); a constraint decides it, and the model is then
+        valid for the sizes the constraints allow. All inputs share one
+        symbolic scope, which the constraints belong to.
 
     With $JAXONNX_ENABLE_STACKTRACE_METADATA=1 (or jax2onnx's variable) every
     node carries its provenance as metadata_props: pkg.jaxonnx.primitive,
@@ -209,7 +217,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     progress = _progress.Progress()
 
     with jax.enable_x64(bool(enable_double_precision)):
-        specs = _input_specs.normalize_inputs(inputs, enable_double_precision)
+        specs = _input_specs.normalize_inputs(inputs, enable_double_precision, constraints)
         param_specs = _input_specs.normalize_params(params, enable_double_precision)
         nchw_in = _layout.indices(inputs_as_nchw, "inputs_as_nchw", len(specs))
         nchw_out = _layout.indices(outputs_as_nchw, "outputs_as_nchw")

@@ -42,6 +42,29 @@ def user_line(tb) -> str:
     return found
 
 
+def _package_dir(name):
+    try:
+        return os.path.dirname(os.path.abspath(__import__(name).__file__)) + os.sep
+    except ImportError:
+        return None
+
+
+def library_line(tb) -> str:
+    """'file:line (function)' of the innermost frame of a traceback in code that
+    calls JAX (a model library such as keras or flax, or the user's own), not in
+    JAX or jaxonnx; "" when there is none."""
+    skip = tuple(d for d in (_package_dir("jax"), _package_dir("jaxlib"), _OWN_DIR + os.sep) if d)
+    found = ""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.abspath(code.co_filename)
+        if not path.startswith(skip) and not code.co_filename.startswith("<frozen") \
+                and f"{os.sep}contextlib.py" not in path:
+            found = f"{code.co_filename}:{tb.tb_lineno} ({code.co_name})"
+        tb = tb.tb_next
+    return found
+
+
 _SWITCHES = ("JAXONNX_ENABLE_STACKTRACE_METADATA", "JAX2ONNX_ENABLE_STACKTRACE_METADATA")
 _DETAIL = ("JAXONNX_STACKTRACE_DETAIL", "JAX2ONNX_STACKTRACE_DETAIL")
 
