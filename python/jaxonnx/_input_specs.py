@@ -155,7 +155,7 @@ def constraint_hint(error) -> str:
                 f"with to_onnx(..., {example}) (or the bound the model has), and the model is "
                 f"valid for those")
     m = _MIN_OF.search(text)
-    if m and "incompatible shapes" in text:
+    if m and "incompatible shapes" in text.lower():
         num, sym = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         return (f"; {m.group(0)} is a slice of a {num}-long table to the length {sym}: with "
                 f"to_onnx(..., constraints=['{sym} <= {num}']) JAX knows the slice is {sym} long")

@@ -155,37 +155,6 @@ def _tied(message, ours):
 
 
 @contextlib.contextmanager
-def _symbolic_min_max():
-    """Keras's ops.minimum/ops.maximum of two sizes (Python ints or symbolic dims,
-    one symbolic) give a symbolic dim while tracing, as JAX's core.min_dim/max_dim
-    do, instead of a traced scalar that cannot then be a shape (JAX's TypeError
-    "Shapes must be 1D sequences of concrete values"). The value is the same: the
-    symbolic dim is the size, and used as a number it becomes that number."""
-    from jax import export
-    from jax._src import core
-    from keras.src.backend.jax import numpy as knp
-
-    def is_size(x):
-        return (isinstance(x, (int, np.integer)) and not isinstance(x, bool)) or \
-            export.is_symbolic_dim(x)
-
-    def sized(original, pick):
-        def op(x1, x2):
-            if is_size(x1) and is_size(x2) and (export.is_symbolic_dim(x1) or
-                                                 export.is_symbolic_dim(x2)):
-                return pick(x1, x2)
-            return original(x1, x2)
-        return op
-
-    saved = knp.minimum, knp.maximum
-    knp.minimum, knp.maximum = sized(saved[0], core.min_dim), sized(saved[1], core.max_dim)
-    try:
-        yield
-    finally:
-        knp.minimum, knp.maximum = saved
-
-
-@contextlib.contextmanager
 def _raw_tracebacks(keras):
     """Keras's traceback filtering off while tracing: it drops the frames that name
     the failing line and rewrites the message of JAX's errors."""
@@ -258,7 +227,7 @@ def export(model, path, input_signature=None, **to_onnx_options):
         derived = _length_constraints(shapes, ours - named, bound)
         specs = [jax.ShapeDtypeStruct(s, dt) for s, (_, dt, _) in zip(shapes, leaves)]
         try:
-            with _symbolic_min_max(), _raw_tracebacks(keras):
+            with _raw_tracebacks(keras):
                 return to_onnx(fn, specs, return_mode="file", output_path=str(path),
                                constraints=given + derived or None, **options)
         except ConversionError as e:
