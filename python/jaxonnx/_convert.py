@@ -181,7 +181,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
         com.microsoft ops where they are measurably faster (GroupQueryAttention
         for causal self-attention); it runs on onnxruntime only.
     verify: after converting, run the model in onnxruntime on random inputs,
-        with every symbolic dim at 1 and at two larger sizes, and compare each
+        with every symbolic dim at 1 and at two larger sizes (moved up to
+        sizes the constraints allow), and compare each
         output with fn's (float rounding: rtol 1e-4 for float32, 1e-9 for
         float64, atol scaled by the output's magnitude; integers exact). A
         mismatch raises ConversionError naming the output, the error and,
@@ -246,7 +247,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     if verify:
         plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),
                                   bool(enable_double_precision), int(opset), plugin_dirs,
-                                  plugin_overrides, binding_level, target)
+                                  plugin_overrides, binding_level, target,
+                                  _input_specs.constraints_of(constraints))
         _verified(plan, data, data_files, external)
 
     return _result.deliver(return_mode, data, data_files, external, data_folder, output_path,

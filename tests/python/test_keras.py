@@ -287,7 +287,8 @@ def test_to_onnx_constraints_decide_a_comparison():
         return x * 2.0 if x.shape[0] > 4 else x
     with pytest.raises(jaxonnx.ConversionError, match=r"'T > 4'.*constraints="):
         jaxonnx.to_onnx(pad_short, [("T",)])
-    model = jaxonnx.to_onnx(pad_short, [("T",)], constraints="T >= 5", verify=False)
+    # verify runs it at sizes the constraint allows (9, 10, 13: not 1)
+    model = jaxonnx.to_onnx(pad_short, [("T",)], constraints="T >= 5", verify=True)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     x = _floats(9)
     np.testing.assert_allclose(session.run(None, {"in_0": x})[0], 2 * x)
@@ -337,3 +338,10 @@ def test_keras_own_onnx_export_tests_pass_through_jaxonnx(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
     assert calls.read_text().count("call") >= 10  # every export went through jaxonnx
+
+
+def test_jaxonnx_imports_without_keras():
+    """keras is imported when jaxonnx.keras.export is called, not before."""
+    code = ("import sys, jaxonnx, jaxonnx.keras; assert 'keras' not in sys.modules; "
+            "assert callable(jaxonnx.keras.export)")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, KERAS_BACKEND="jax"))
