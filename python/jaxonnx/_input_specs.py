@@ -152,13 +152,14 @@ def constraint_hint(error) -> str:
         sym, num = (m.group(1), m.group(3)) if m and m.group(3).isdigit() else (None, None)
         example = f"constraints=['{sym} <= {num}']" if sym else "constraints=['T <= 512']"
         return (f"; JAX cannot decide {what} for every size: state the sizes the model takes "
-                f"with to_onnx(..., {example}) (or the bound the model has), and the model is "
-                f"valid for those")
+                f"with {example} (or the bound the model has; an option of to_onnx and "
+                f"jaxonnx.keras.export), and the model is valid for those")
     m = _MIN_OF.search(text)
     if m and "incompatible shapes" in text.lower():
         num, sym = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         return (f"; {m.group(0)} is a slice of a {num}-long table to the length {sym}: with "
-                f"to_onnx(..., constraints=['{sym} <= {num}']) JAX knows the slice is {sym} long")
+                f"constraints=['{sym} <= {num}'] (an option of to_onnx and jaxonnx.keras.export) "
+                f"JAX knows the slice is {sym} long")
     if "Shapes must be 1D sequences of concrete values" in text:
         return ("; a size computed as an array from a symbolic dim (jnp.minimum(T, n), say) was "
                 "used as a shape: compute it on the dims themselves (Python's min(T, n), which "

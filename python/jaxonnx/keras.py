@@ -181,7 +181,7 @@ def export(model, path, input_signature=None, **to_onnx_options):
         defaults to True when an input is 64-bit. The model's maximum sequence
         length (the smallest sequence_length / max_sequence_length of its
         layers), when it has one, adds "S <= length" for each symbolic dim at
-        axis 1 that constraints= does not already name.
+        axis 1 of a 2-D or 3-D input that constraints= does not already name.
 
     Symbolic dims the model needs equal (a token-id and a padding-mask input of
     one length) are found while tracing and shared, so the model traces; the
