@@ -79,13 +79,13 @@ def _feeds(model, length, rng):
     """Inputs of one batch of 2 at `length`: ids below the vocabulary, masks of ones."""
     out = {}
     for t in model.inputs:
-        name = t.name
+        name, dtype = t.name, np.dtype(t.dtype)
         if "mask" in name:
-            out[name] = np.ones((2, length), "int32")
+            out[name] = np.ones((2, length), dtype)
         elif "segment" in name or "type" in name:
-            out[name] = np.zeros((2, length), "int32")
+            out[name] = np.zeros((2, length), dtype)
         else:
-            out[name] = rng.integers(1, 60, (2, length)).astype("int32")
+            out[name] = rng.integers(1, 60, (2, length)).astype(dtype)
     return out
 
 
