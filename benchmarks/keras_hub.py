@@ -107,8 +107,9 @@ def _keras_semantics(model, path):
     def fn(*args):
         packed = keras.tree.pack_sequence_as(signature, list(args))
         return model(*packed, training=False)
-    jaxonnx.to_onnx(fn, specs, input_names=[s.name or f"input_{i}" for i, s in enumerate(flat)],
-                    return_mode="file", output_path=path)
+    with jk._raw_tracebacks(keras):  # JAX's own message, not Keras's wrapper of it
+        jaxonnx.to_onnx(fn, specs, input_names=[s.name or f"input_{i}" for i, s in enumerate(flat)],
+                        return_mode="file", output_path=path)
 
 
 def _category(message):

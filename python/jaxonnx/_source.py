@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import sysconfig
 
 from jax._src import source_info_util
@@ -51,9 +52,13 @@ def _package_dir(name):
 
 def library_line(tb) -> str:
     """'file:line (function)' of the innermost frame of a traceback in code that
-    calls JAX (a model library such as keras or flax, or the user's own), not in
-    JAX or jaxonnx; "" when there is none."""
-    skip = tuple(d for d in (_package_dir("jax"), _package_dir("jaxlib"), _OWN_DIR + os.sep) if d)
+    calls JAX (a model library such as keras-hub or flax, or the user's own), not in
+    JAX, jaxonnx or Keras's layer of ops over JAX; "" when there is none."""
+    keras = _package_dir("keras") if "keras" in sys.modules else None
+    plumbing = [os.path.join(keras, "src", d) + os.sep for d in ("backend", "ops", "utils")] \
+        if keras else []
+    skip = tuple(d for d in (_package_dir("jax"), _package_dir("jaxlib"), _OWN_DIR + os.sep,
+                             *plumbing) if d)
     found = ""
     while tb is not None:
         code = tb.tb_frame.f_code

@@ -138,20 +138,52 @@ def _length_constraints(shapes, ours, bound):
     return [f"{s} <= {bound}" for s in found]
 
 
-_SHAPE = re.compile(r"\(([^()]*)\)")
+_SHAPE = re.compile(r"\(([^()]*)\)|\[([^\[\]]*)\]")  # (batch, T) or f32[batch,T]
 
 
 def _tied(message, ours):
     """Pairs of our symbols that an error message shows where the model needs them
     equal: two shapes the message prints side by side, compared from the right (as
     broadcasting does), that differ only where both hold one of our symbols."""
-    shapes = [[d.strip() for d in m.split(",") if d.strip()] for m in _SHAPE.findall(message)]
+    shapes = [[d.strip() for d in (a or b).split(",") if d.strip()]
+              for a, b in _SHAPE.findall(message)]
     pairs = []
     for a, b in zip(shapes, shapes[1:]):
         for x, y in zip(reversed(a), reversed(b)):
             if x != y and x in ours and y in ours and {x, y} not in pairs:
                 pairs.append({x, y})
     return [tuple(sorted(p, key=lambda s: (s != "batch", s))) for p in pairs]
+
+
+@contextlib.contextmanager
+def _integral_arange():
+    """Keras's ops.arange over a symbolic length with a float step that is a whole
+    number (keras-hub's XLNet: arange(klen, -qlen, -1.0, dtype="float32")): JAX's
+    arange takes symbolic bounds only with integer arguments, so the range is made
+    in integers and cast. The values are the same: whole numbers, which float
+    arange gives exactly too."""
+    from jax import export
+    from keras.src.backend.jax import numpy as knp
+
+    original = knp.arange
+
+    def whole(x):
+        return x is None or isinstance(x, (int, np.integer)) or export.is_symbolic_dim(x) or \
+            (isinstance(x, (float, np.floating)) and float(x).is_integer())
+
+    def arange(start, stop=None, step=None, dtype=None):
+        args = (start, stop, step)
+        if dtype is not None and any(export.is_symbolic_dim(a) for a in args) and \
+                all(whole(a) for a in args):
+            ints = [a if a is None or export.is_symbolic_dim(a) else int(a) for a in args]
+            return knp.cast(original(*ints, dtype="int32"), dtype)
+        return original(start, stop, step, dtype)
+
+    knp.arange = arange
+    try:
+        yield
+    finally:
+        knp.arange = original
 
 
 @contextlib.contextmanager
@@ -227,7 +259,7 @@ def export(model, path, input_signature=None, **to_onnx_options):
         derived = _length_constraints(shapes, ours - named, bound)
         specs = [jax.ShapeDtypeStruct(s, dt) for s, (_, dt, _) in zip(shapes, leaves)]
         try:
-            with _raw_tracebacks(keras):
+            with _raw_tracebacks(keras), _integral_arange():
                 return to_onnx(fn, specs, return_mode="file", output_path=str(path),
                                constraints=given + derived or None, **options)
         except ConversionError as e:

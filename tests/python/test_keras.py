@@ -222,6 +222,28 @@ def test_tied_dims_of_two_inputs_are_shared(tmp_path):
         _agree(session, model, {"ids": x[0], "mask": x[1]}, x)
 
 
+def test_float_arange_over_a_symbolic_length(tmp_path):
+    """ops.arange(T, -T, -1.0, dtype="float32") (keras-hub's XLNet relative positions):
+    JAX's arange takes a symbolic bound only with integer arguments; the export makes
+    the same whole numbers in integers."""
+    class RelativePositions(layers.Layer):
+        def call(self, x):
+            t = ops.shape(x)[1]
+            pos = ops.arange(t, -t, -1.0, dtype="float32")
+            return ops.mean(x, axis=-1, keepdims=True) + ops.sum(pos) + pos[: t][None, :, None]
+
+        def compute_output_shape(self, shape):
+            return (*shape[:2], 1)
+
+    inputs = keras.Input((None, 3))
+    model = keras.Model(inputs, RelativePositions()(inputs))
+    proto, session = _load(jaxonnx.keras.export(model, tmp_path / "arange.onnx"))
+    name = session.get_inputs()[0].name
+    for n, t in ((2, 3), (1, 8)):
+        x = _floats(n, t, 3)
+        _agree(session, model, {name: x}, x)
+
+
 def test_options_pass_through(tmp_path):
     """to_onnx's options: opset, target, verify (against Keras), external data."""
     model = keras.Sequential([keras.Input((300,)), layers.Dense(4)])
