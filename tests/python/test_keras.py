@@ -176,7 +176,8 @@ def test_transformer_block_with_a_symbolic_sequence_length(tmp_path):
     so slicing it to the input's length traces; valid at any length up to it."""
     model = _transformer()
     assert jaxonnx.keras.max_sequence_length(model) == 16
-    proto, session = _load(jaxonnx.keras.export(model, tmp_path / "t.onnx"))
+    # verify: onnxruntime against Keras at lengths within the bound, before writing
+    proto, session = _load(jaxonnx.keras.export(model, tmp_path / "t.onnx", verify=True))
     assert _dims(proto) == {"token_ids": ["batch", "dim_0_1"]}
     for n, t in ((2, 5), (3, 16)):
         x = RNG.integers(0, 20, (n, t)).astype(np.int32)
