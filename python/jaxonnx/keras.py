@@ -9,9 +9,10 @@ own input specs when no signature is given, nested inputs flattened in Keras's
 tree order, input names from the specs, every None dim symbolic ("batch" for
 axis 0, "dim_<input>_<axis>" for the others), the model called with
 training=False. On top: every option of jaxonnx.to_onnx (target, verify,
-external_data, opset, constraints, ...), symbolic dims that the model adds
-together shared, and a bound on the sequence length taken from the model's
-position tables. keras is imported only when export is called.
+external_data, opset, constraints, ...), symbolic dims that the model combines
+shared, a bound on the sequence length taken from the model's position tables,
+and float ranges over a symbolic length made in integers. keras is imported only
+when export is called (docs/keras.md).
 """
 
 from __future__ import annotations
