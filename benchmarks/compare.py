@@ -8,8 +8,8 @@ jax2onnx and matplotlib come from benchmarks/requirements.txt (install with the
 project pins as constraints, see that file). Without jax2onnx its columns say
 "not installed"; a jax2onnx failure on a model is shown in its cells.
 
---write-docs rewrites the generated part of docs/performance.md (machine,
-table, chart docs/performance.png); the analysis below it is kept.
+--write-docs rewrites the generated part of docs/benchmarks/compare.md (machine,
+table, chart docs/benchmarks/performance.png); the analysis below it is kept.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ VARIANTS = {
               lambda m: m.GPT(256, 32, 128, 4, 24, rngs=m.nnx.Rngs(0))),
 }
 LATENCY_BATCH = 8
-DOC = ROOT / "docs" / "performance.md"
-CHART = ROOT / "docs" / "performance.png"
+DOC = ROOT / "docs" / "benchmarks" / "compare.md"
+CHART = ROOT / "docs" / "benchmarks" / "performance.png"
 BEGIN, END = "<!-- compare.py: begin -->", "<!-- compare.py: end -->"
 
 
@@ -339,7 +339,7 @@ def machine(load_before):
 
 
 def write_docs(text):
-    doc_section.write_section(DOC, BEGIN, END, text, "# Performance")
+    doc_section.write_section(DOC, BEGIN, END, text, "# Comparison with jax2onnx (benchmarks/compare.py)")
 
 
 def main():
@@ -350,7 +350,7 @@ def main():
     parser.add_argument("--chart", type=Path, default=CHART)
     parser.add_argument("--json", type=Path, help="also write the raw measurements here")
     parser.add_argument("--write-docs", action="store_true",
-                        help="rewrite the generated block of docs/performance.md")
+                        help="rewrite the generated block of docs/benchmarks/compare.md")
     args = parser.parse_args()
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else None

@@ -20,7 +20,7 @@ symbolic batch) is not counted.
 
 Candidates run in worker processes (--jobs of them), so a crash costs one
 variant; the report is in candidate order whatever the scheduling.
---write-docs rewrites the generated part of docs/corpus.md.
+--write-docs rewrites the generated part of docs/benchmarks/corpus.md.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from pathlib import Path
 import doc_section
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "corpus.md"
+DOC = ROOT / "docs" / "benchmarks" / "corpus.md"
 BEGIN, END = "<!-- corpus.py: begin -->", "<!-- corpus.py: end -->"
 MARK = "@@corpus "  # prefixes the worker's protocol lines (anything else on stdout is noise)
 VARIANTS = ("f32-static", "f32-symbolic", "f64-static", "f64-symbolic")
@@ -462,9 +462,11 @@ def report(s, top, elapsed, jobs):
               "| # | kind | group | example (variant) |", "|---:|---|---|---|"]
     for g in s["groups"][:top]:
         ex = g["example"]
-        text = g["group"].replace("|", "\\|")
+        text = g["group"]
         if g["kind"] == "mismatch":
-            text = f"{text}: {group_of(ex['detail'])}".replace("|", "\\|")
+            text = f"{text}: {group_of(ex['detail'])}"
+        # Escaped for the table and for the docs site, which reads [x][y] as a link.
+        text = text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
         lines.append(f"| {g['count']} | {g['kind']} | {text} | `{ex['program']}` ({ex['variant']}) |")
     return "\n".join(lines)
 
@@ -481,7 +483,7 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=25, help="failure groups shown (default 25)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds a variant may take")
     parser.add_argument("--json", type=Path, help="also write every record and the summary here")
-    parser.add_argument("--write-docs", action="store_true", help="rewrite the generated block of docs/corpus.md")
+    parser.add_argument("--write-docs", action="store_true", help="rewrite the generated block of docs/benchmarks/corpus.md")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -28,7 +28,7 @@ position at the middle of the cache (the mean over a generation that fills
 it). --profile prints where the time goes (onnxruntime's profiler, per op).
 
 --write-docs rewrites the generated part of the "LLM decode step" section of
-docs/performance.md. jax2onnx: benchmarks/requirements.txt.
+docs/benchmarks/decode_step.md. jax2onnx: benchmarks/requirements.txt.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ import jaxonnx  # noqa: E402
 import roofline  # noqa: E402
 import timing  # noqa: E402
 
+DOC = ROOT / "docs" / "benchmarks" / "decode_step.md"
 BEGIN, END = "<!-- decode_step.py: begin -->", "<!-- decode_step.py: end -->"
 COPY_MIB = 512  # past this machine's 300 MiB L3, where a step's weights and caches cannot stay
 
@@ -340,7 +341,7 @@ def profile_table(cells, top=8):
 
 
 def write_docs(text):
-    doc_section.write_section(compare.DOC, BEGIN, END, text, "## LLM decode step (benchmarks/decode_step.py)")
+    doc_section.write_section(DOC, BEGIN, END, text, "# LLM decode step (benchmarks/decode_step.py)")
 
 
 def main(argv=None):

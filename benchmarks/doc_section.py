@@ -1,7 +1,7 @@
 """A benchmark's generated section of a doc: the text between its two markers.
 
 Each benchmark with --write-docs owns a begin/end marker pair in a doc
-(docs/performance.md, docs/corpus.md); the text between them is rewritten, the
+(a page of docs/benchmarks/); the text between them is rewritten, the
 hand-written notes around them are kept.
 """
 

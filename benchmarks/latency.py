@@ -11,8 +11,7 @@ alternating blocks (benchmarks/timing.py) per batch and thread setting, in --rou
 rounds over the four settings (a cell is the median of the rounds). The peaks
 are measured before and after the models (the better of the two is kept: the
 roofline is the best the machine does). --write-docs rewrites the generated block
-of docs/performance.md's "Batch 1, one thread and the roofline" section and draws
-docs/roofline.png.
+of docs/benchmarks/latency.md and draws docs/benchmarks/roofline.png.
 """
 
 from __future__ import annotations
@@ -43,7 +42,8 @@ TRANSFORMERS = ("vit", "gpt", "gpt24")
 BATCHES = (8, 1)
 THREADS = (None, 1)   # onnxruntime's default, one intra-op thread
 SETTINGS = [(b, t) for b in BATCHES for t in THREADS]
-CHART = ROOT / "docs" / "roofline.png"
+DOC = ROOT / "docs" / "benchmarks" / "latency.md"
+CHART = ROOT / "docs" / "benchmarks" / "roofline.png"
 BEGIN, END = "<!-- latency.py: begin -->", "<!-- latency.py: end -->"
 
 
@@ -223,7 +223,7 @@ def chart(rows, peaks, path):
 
 
 def write_docs(text):
-    doc_section.write_section(compare.DOC, BEGIN, END, text, "## Batch 1, one thread and the roofline (benchmarks/latency.py)")
+    doc_section.write_section(DOC, BEGIN, END, text, "# Batch 1, one thread and the roofline (benchmarks/latency.py)")
 
 
 def best_peaks(a, b):
@@ -298,7 +298,7 @@ def main(argv=None):
                  for r in rows]}, indent=1))
     if args.write_docs:
         write_docs(text)
-        print(f"updated {compare.DOC}", file=sys.stderr)
+        print(f"updated {DOC}", file=sys.stderr)
     return 0 if all("failure" not in r for r in rows) else 1
 
 

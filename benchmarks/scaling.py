@@ -15,8 +15,8 @@ tool converts a one-op
 function first, so its one-time start-up is not counted. A failure (e.g. jax2onnx past
 protobuf's 2 GB) is shown in its cell.
 
---write-docs rewrites the scaling section of docs/performance.md (between its
-scaling.py markers) and the chart docs/scaling.png (matplotlib).
+--write-docs rewrites the scaling section of docs/benchmarks/scaling.md (between its
+scaling.py markers) and the chart docs/benchmarks/scaling.png (matplotlib).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from pathlib import Path
 import doc_section
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "performance.md"
-CHART = ROOT / "docs" / "scaling.png"
+DOC = ROOT / "docs" / "benchmarks" / "scaling.md"
+CHART = ROOT / "docs" / "benchmarks" / "scaling.png"
 BEGIN, END = "<!-- scaling.py: begin -->", "<!-- scaling.py: end -->"
 TOOLS = ("make_jaxpr", "jaxonnx", "jax2onnx")
 VOCAB, CONTEXT = 256, 32
@@ -133,7 +133,7 @@ def chart(rows, tools):
 
 
 def write_docs(text):
-    doc_section.write_section(DOC, BEGIN, END, text, "## Scaling")
+    doc_section.write_section(DOC, BEGIN, END, text, "# Scaling (benchmarks/scaling.py)")
 
 
 def main(argv=None):

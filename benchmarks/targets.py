@@ -6,8 +6,8 @@ benchmarks/timing.py), as ratios to the default.
 
     python benchmarks/targets.py [--models vit gpt] [--runs 40] [--write-docs]
 
---write-docs rewrites the generated part of the "Target profiles" section of
-docs/performance.md.
+--write-docs rewrites the generated part of the "Target profiles" page,
+docs/benchmarks/targets.md.
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def table(rows):
 
 
 def write_docs(text):
-    doc_section.write_section(compare.DOC, BEGIN, END, text, "## Target profiles (benchmarks/targets.py)")
+    doc_section.write_section(ROOT / "docs" / "benchmarks" / "targets.md", BEGIN, END, text,
+                              "# Target profiles (benchmarks/targets.py)")
 
 
 def main(argv=None):

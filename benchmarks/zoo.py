@@ -11,7 +11,7 @@ the first run of the block is dropped (it pays for the switch between sessions);
 the median over all blocks is reported. jax2onnx comes from
 benchmarks/requirements.txt; a peer failure is a cell, not a crash.
 
---write-docs rewrites the zoo block of docs/performance.md (between its markers).
+--write-docs rewrites the zoo block of docs/benchmarks/zoo.md (between its markers).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from compare import peer  # noqa: E402
 from portability_models import sample  # noqa: E402
 from zoo_models import MODELS  # noqa: E402
 
-DOC = ROOT.parent / "docs" / "performance.md"
+DOC = ROOT.parent / "docs" / "benchmarks" / "zoo.md"
 BEGIN, END = "<!-- zoo.py: begin -->", "<!-- zoo.py: end -->"
 CHECK_BATCHES = (1, 4)
 LATENCY_BATCH = 8
@@ -150,7 +150,7 @@ def table(rows, blocks, runs, peer_note):
 
 
 def write_docs(text):
-    doc_section.write_section(DOC, BEGIN, END, text, "## Zoo-style models (benchmarks/zoo.py)")
+    doc_section.write_section(DOC, BEGIN, END, text, "# Zoo-style models (benchmarks/zoo.py)")
 
 
 def main():

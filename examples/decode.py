@@ -45,7 +45,7 @@ def rotary(x, position, base=10000.0):
     half = x.shape[-1] // 2
     freqs = base ** (-jnp.arange(half, dtype=jnp.float32) / half)
     angles = position.astype(jnp.float32) * freqs
-    cos, sin = jnp.cos(angles), jnp.sin(angles)
+    cos, sin = jnp.cos(angles).astype(x.dtype), jnp.sin(angles).astype(x.dtype)
     x1, x2 = x[..., :half], x[..., half:]
     return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
@@ -75,7 +75,7 @@ class Block(nnx.Module):
         v_cache = jax.lax.dynamic_update_slice(v_cache, v.transpose(0, 2, 1, 3), (0, 0, position, 0))
         # Query head i uses key/value head i // group.
         q = q.reshape(b, t, kv, group, hd)
-        scores = jnp.einsum("btkgd,bksd->bkgts", q, k_cache) / np.sqrt(hd).astype(np.float32)
+        scores = jnp.einsum("btkgd,bksd->bkgts", q, k_cache) / np.sqrt(hd).astype(q.dtype)
         # Slots 0..position hold this sequence; the rest is stale.
         visible = jnp.arange(k_cache.shape[2]) <= position
         scores = jnp.where(visible, scores, jnp.finfo(scores.dtype).min)

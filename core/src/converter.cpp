@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 
 #include "jaxonnx/core/passes.hpp"
@@ -17,7 +18,8 @@ namespace {
 // none that may emit an op the target refuses or an op of a domain it does
 // not run.
 std::vector<const RuleInfo*> selected_rules(const Registry& registry, const ConvertOptions& options,
-                                           const sdk::targets::Profile& profile) {
+                                           const sdk::targets::Profile& profile,
+                                           ConversionFacts* facts) {
   std::vector<const RuleInfo*> out;
   if (options.fusion == ConvertOptions::Fusion::kNone) return out;
   for (const RuleInfo* r : registry.rules()) {
@@ -25,15 +27,31 @@ std::vector<const RuleInfo*> selected_rules(const Registry& registry, const Conv
     bool refused = false;
     for (const std::string& op : r->onnx_ops) {
       const sdk::targets::Lack* lack = sdk::targets::lack(profile, op);
-      refused = refused || (lack && lack->refused);
       // A domain-qualified op ("com.microsoft.X") of a domain the target does not run.
       const size_t dot = op.rfind('.');
-      refused = refused || (dot != std::string::npos &&
+      const bool refuses = (lack && lack->refused) ||
+                           (dot != std::string::npos &&
                             sdk::targets::refuses_domain(profile, std::string_view(op).substr(0, dot)));
+      if (refuses && !refused && facts) facts->rules_skipped.emplace_back(r->plugin->name, r->name, op);
+      refused = refused || refuses;
     }
     if (!refused) out.push_back(r);
   }
   return out;
+}
+
+// Nodes per op type ("domain:op" outside the default domain) of `g` and its subgraphs.
+void count_ops(const ir::Graph& g, std::map<std::string, int64_t>& out) {
+  for (const ir::Node& n : g.nodes) {
+    ++out[n.domain.empty() || n.domain == "ai.onnx" ? n.op_type : n.domain + ":" + n.op_type];
+    for (const ir::Attribute& a : n.attrs)
+      if (a.graph) count_ops(*a.graph, out);
+  }
+}
+
+void count_ops(const ir::Model& model, std::map<std::string, int64_t>& out) {
+  count_ops(model.graph, out);
+  for (const ir::Function& f : model.functions) count_ops(*f.body, out);
 }
 
 void default_domain_ops(const ir::Graph& g, std::set<std::string>& out) {
@@ -114,6 +132,7 @@ SerializedModel convert_serialized(const ClosedJaxpr& program, const Registry& r
     model = lower_to_ir(program, registry, options);
   }
   if (passes::verify_enabled()) passes::verify(model.graph, "after lowering");
+  if (options.facts) count_ops(model, options.facts->nodes_lowered);
   times.lower = since(start);
   start = Clock::now();
   if (options.inline_functions) passes::inline_functions(model);
@@ -123,13 +142,15 @@ SerializedModel convert_serialized(const ClosedJaxpr& program, const Registry& r
     passes_options.pass_seconds = &times.per_pass;
     passes_options.poll = options.poll;
     passes_options.target = &target_profile(options.target);
-    passes_options.rules = selected_rules(registry, options, *passes_options.target);
+    passes_options.rules = selected_rules(registry, options, *passes_options.target, options.facts);
+    passes_options.facts = options.facts;
     passes::optimize(model, passes_options);
   } else {
     prune(model);
   }
   times.passes = since(start);
   if (options.opset < kMinOpset) declare_older_opset(model, options.opset);
+  if (options.facts) count_ops(model, options.facts->nodes_final);
   start = Clock::now();
   SerializedModel bytes = serialize_onnx(model, options.external_data, options.data_files);
   times.export_onnx = since(start);

@@ -164,7 +164,11 @@ jxo_str target(const jxo_lowering* ctx) noexcept {
 }
 int32_t target_supports(const jxo_lowering* ctx, jxo_str feature) noexcept {
   if (feature.size && !feature.data) return 1;
-  return sdk::targets::supports(ctx->lowering->target, std::string_view(feature.data, feature.size)) ? 1 : 0;
+  const std::string_view asked(feature.data, feature.size);
+  const bool yes = sdk::targets::supports(ctx->lowering->target, asked);
+  if (ConversionFacts* facts = ctx->lowering->facts())  // the conversion report's
+    ++facts->target_asked[{"lower", ctx->prim->plugin->name, ctx->prim->name, std::string(asked), yes}];
+  return yes ? 1 : 0;
 }
 
 // -- subgraphs (minor 1)

@@ -340,7 +340,10 @@ void Lowering::lower_eqn(const Eqn& eqn, Scope& scope) {
 }
 
 void Lowering::lower_eqn_unchecked(const Eqn& eqn, Scope& scope) {
-  if (eqn.primitive.rfind(kFunctionPrefix, 0) == 0) return lower_function_call(eqn, scope);
+  if (eqn.primitive.rfind(kFunctionPrefix, 0) == 0) {
+    if (options_.facts) ++options_.facts->lowered[{eqn.primitive, ""}];  // the core's own
+    return lower_function_call(eqn, scope);
+  }
   const PrimitiveInfo* prim = registry_.find(eqn.primitive);
   if (!prim) {
     std::string dirs;
@@ -385,6 +388,7 @@ void Lowering::lower_eqn_unchecked(const Eqn& eqn, Scope& scope) {
                           describe(eqn) + ": " + failure->message + hint);
   }
   if (options_.provenance) stamp_provenance(eqn, plugin, *graph, nodes_before);
+  if (options_.facts) ++options_.facts->lowered[{eqn.primitive, plugin.name}];
   for (size_t i = 0; i < eqn.outputs.size(); ++i) {
     const Atom& out = eqn.outputs[i];
     bool used = !out.dropped && (!scope.reads || scope.reads->count(out.var));

@@ -99,6 +99,12 @@ class Lowering {
   ir::Model model;
   std::map<std::string, std::pair<ir::ValueId, int64_t>> symbol_origins;
   const sdk::targets::Profile& target;  // options.target's profile
+  // Each output a widened node cast back (node_builder.cpp), by handle: the
+  // wide value it was cast from, which a next widened node reads instead of
+  // casting the narrow value up again.
+  std::map<ir::ValueId, ir::ValueId> narrowed;
+  // Where the conversion report's facts go (ConvertOptions::facts), or null.
+  ConversionFacts* facts() const { return options_.facts; }
 
  private:
   void lower_eqn(const Eqn& eqn, Scope& scope);  // throws EquationError

@@ -1,22 +1,23 @@
 #include "node_builder.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "abi_read.hpp"
 #include "jaxonnx/kernels.hpp"
 #include "lowering.hpp"
 #include "onnx_schema.hpp"
+#include "passes/onnx_ops.hpp"
 
 namespace jaxonnx {
 namespace {
 
-// The node's op against onnxruntime's kernel table (kernels.hpp), and, in test
-// builds, against the ops the primitive declares (.emits): a model that
-// onnxruntime cannot load, or undocumented coverage, fails here instead.
-// `out0` is the declared dtype of output 0 (undefined when not declared).
+// The node's op against the target profile and, in test builds, against the
+// ops the primitive declares (.emits): a model its target cannot run, or
+// undocumented coverage, fails here instead.
 std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const std::string& domain,
-                        const std::vector<jxo_value>& inputs, const std::string& op, int32_t out0) {
+                        const std::string& op) {
   if (!domain.empty() && domain != "ai.onnx") {
     // A model for another target must not need onnxruntime's contrib ops; a
     // third-party plugin's own domain passes (targets.hpp, refuses_domain).
@@ -29,6 +30,8 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const std
 #endif
       return "";
     }
+    if (ConversionFacts* facts = lowering.facts())
+      ++facts->refused_nodes[{prim.plugin->name, prim.name, domain + "." + op}];
     std::string allowing;
     for (const sdk::targets::Profile& p : sdk::targets::kProfiles)
       if (sdk::targets::allows_domain(p, domain))
@@ -37,29 +40,99 @@ std::string unsupported(Lowering& lowering, const PrimitiveInfo& prim, const std
            " of domain " + domain + " (its profile runs no operator of that domain; targets that do: " +
            allowing + "); lower it another way where target_supports(\"" + domain + "\") is false";
   }
-  if (const sdk::targets::Lack* lack = sdk::targets::lack(lowering.target, op); lack && lack->refused)
+  if (const sdk::targets::Lack* lack = sdk::targets::lack(lowering.target, op); lack && lack->refused) {
+    if (ConversionFacts* facts = lowering.facts()) ++facts->refused_nodes[{prim.plugin->name, prim.name, op}];
     return "emit_node: the target \"" + std::string(lowering.target.name) + "\" refuses " + op +
            " (" + std::string(lack->why) + "); lower it another way where "
            "target_supports(\"" + op + "\") is false";
+  }
 #ifdef JAXONNX_CHECK_EMITS
   if (std::find(prim.onnx_ops.begin(), prim.onnx_ops.end(), op) == prim.onnx_ops.end())
     return "emit_node: op '" + op + "' is not among the ops '" + prim.name + "' declares (.emits)";
 #else
   (void)prim;
 #endif
-  const sdk::kernels::Entry* entry = sdk::kernels::find(op);
-  if (!entry) return "";
-  int32_t dtype = JXO_DTYPE_UNDEFINED;
-  if (entry->data_input < inputs.size()) {
-    jxo_value v = inputs[entry->data_input];
-    if (v != JXO_NO_VALUE && lowering.valid(v) && lowering.value(v).has_type)
-      dtype = lowering.value(v).type.dtype;
+  return "";
+}
+
+// Widening: where the node's dtype for a type constraint has no onnxruntime CPU
+// kernel (bfloat16 MatMul) or is not one ONNX allows (int16 ReduceMax), the
+// node computes in the narrowest exact widening that runs (kernels.hpp): each
+// input bound to that constraint is cast up, each such output is computed
+// wide and cast back. Exact but for the one rounding back, as JAX itself rounds
+// a bfloat16 dot's float32 accumulation. Only constraints some input carries
+// are widened: an output typed by an attribute alone (Cast's `to`) keeps it.
+struct Widening {
+  const sdk::kernels::Form* form = nullptr;
+  int32_t from[4] = {}, to[4] = {};
+  bool any() const { return to[0] || to[1] || to[2] || to[3]; }
+  int32_t input(size_t k) const { return wide(form->inputs, k); }
+  int32_t output(size_t k) const { return wide(form->outputs, k); }
+
+ private:
+  int32_t wide(std::string_view binding, size_t k) const {
+    int c = sdk::kernels::constraint_of(binding, k);
+    return c < 0 ? 0 : to[c];
   }
-  if (dtype == JXO_DTYPE_UNDEFINED) dtype = out0;
-  if (dtype == JXO_DTYPE_UNDEFINED || sdk::kernels::has(op, dtype)) return "";
-  return "emit_node: onnxruntime's CPU provider has no " + op + " kernel for " +
-         dtype_name(dtype) + " (jaxonnx/kernels.hpp); compute it in a supported type "
-         "(kernels::compute_type) and cast around";
+};
+
+Widening plan_widening(Lowering& lowering, const PrimitiveInfo& prim, const abi::NodeRequest& req) {
+  Widening w;
+  if (!req.domain.empty() && req.domain != "ai.onnx") return w;
+  w.form = sdk::kernels::form(req.op_type, lowering.model.opset);
+  if (!w.form) return w;
+  for (int c = 0; c < 4; ++c) {
+    int32_t dtype = JXO_DTYPE_UNDEFINED;
+    bool carried = false;
+    for (size_t k = 0; k < req.inputs.size(); ++k) {
+      jxo_value v = req.inputs[k];
+      if (v == JXO_NO_VALUE || sdk::kernels::constraint_of(w.form->inputs, k) != c) continue;
+      carried = true;
+      if (!dtype && lowering.valid(v) && lowering.value(v).has_type) dtype = lowering.value(v).type.dtype;
+    }
+    for (size_t k = 0; !dtype && k < req.outputs.size(); ++k)
+      if (req.outputs[k] && sdk::kernels::constraint_of(w.form->outputs, k) == c) dtype = req.outputs[k]->dtype;
+    if (!dtype || sdk::kernels::runs(*w.form, c, dtype)) continue;
+    const int32_t to = carried ? sdk::kernels::widening(*w.form, c, dtype) : JXO_DTYPE_UNDEFINED;
+    if (!to) {
+      const bool valid = w.form->onnx[c] & sdk::kernels::bit(dtype);
+      throw HostError(JXO_ERROR, "emit_node: " + req.op_type + " (opset " +
+                                     std::to_string(lowering.model.opset) + ") on " + dtype_name(dtype) +
+                                     (valid ? " has no onnxruntime CPU kernel" : " is not valid ONNX") +
+                                     " and no exact wider type has one (jaxonnx/kernels.hpp); compute "
+                                     "it in another type and cast around");
+    }
+    w.from[c] = dtype;
+    w.to[c] = to;
+    if (ConversionFacts* facts = lowering.facts())
+      ++facts->widened[{prim.plugin->name, prim.name, req.op_type, dtype_name(dtype), dtype_name(to)}];
+  }
+  return w;
+}
+
+// A value like `like` (its type, if it has one) but of `dtype`.
+ir::ValueId retyped(Lowering& lowering, const std::string& hint, const ir::Value* like, int32_t dtype) {
+  std::optional<Aval> type;
+  if (like && like->has_type) {
+    type = like->type;
+    type->dtype = dtype;
+  }
+  return lowering.new_value(hint, type ? &*type : nullptr);
+}
+
+// Emits out = Cast(in) to `dtype` in the current scope.
+void emit_cast(Lowering& lowering, ir::ValueId in, ir::ValueId out, int32_t dtype) {
+  ir::Node n;
+  n.op_type = passes::onnx_ops::op_name(passes::onnx_ops::Op::Cast);
+  n.name = lowering.unique_name(n.op_type);
+  n.inputs.push_back(lowering.use(in));
+  n.outputs.push_back(lowering.use(out));
+  ir::Attribute to;
+  to.name = "to";
+  to.type = JXO_ATTR_INT;
+  to.i = dtype;
+  n.attrs.push_back(std::move(to));
+  lowering.current()->graph->nodes.push_back(std::move(n));
 }
 
 }  // namespace
@@ -109,14 +182,31 @@ std::vector<ir::ValueId> build_node(Lowering& lowering, const Eqn& eqn, const Pr
                             req.outputs[k]->str() + ", but complex values are carried as " +
                             packed(*req.outputs[k]).str() +
                             " (jaxonnx/complex.hpp); this lowering does not handle complex operands");
-  int32_t out0 = !req.outputs.empty() && req.outputs[0] ? req.outputs[0]->dtype : JXO_DTYPE_UNDEFINED;
-  if (std::string why = unsupported(lowering, prim, n.domain, req.inputs, n.op_type, out0); !why.empty())
+  if (std::string why = unsupported(lowering, prim, n.domain, n.op_type); !why.empty())
     throw HostError(JXO_ERROR, why);
   for (size_t k = 0; k < req.inputs.size(); ++k) {
     jxo_value v = req.inputs[k];
     if (v != JXO_NO_VALUE && !lowering.valid(v))
       throw InvalidArgument(where + ": input " + std::to_string(k) + " is not a valid value handle");
+  }
+  const Widening widening = plan_widening(lowering, prim, req);
+  for (size_t k = 0; k < req.inputs.size(); ++k) {
+    jxo_value v = req.inputs[k];
     try {
+      if (v != JXO_NO_VALUE && widening.any() && widening.input(k)) {
+        // A value a widened node computed wide and rounded: read the wide one
+        // (one rounding fewer, as XLA keeps excess precision on CPU).
+        auto it = lowering.narrowed.find(v);
+        const ir::Value* wide_value = it != lowering.narrowed.end() ? &lowering.value(it->second) : nullptr;
+        if (wide_value && lowering.visible(it->second) && wide_value->has_type &&
+            wide_value->type.dtype == widening.input(k)) {
+          v = it->second;
+        } else {
+          ir::ValueId wide = retyped(lowering, eqn.primitive, &lowering.value(v), widening.input(k));
+          emit_cast(lowering, v, wide, widening.input(k));
+          v = wide;
+        }
+      }
       n.inputs.push_back(v == JXO_NO_VALUE ? ir::kNoValue : lowering.use(v));
     } catch (const ConversionError& e) {
       throw InvalidArgument(where + ": input " + std::to_string(k) + ": " + e.what());
@@ -126,10 +216,16 @@ std::vector<ir::ValueId> build_node(Lowering& lowering, const Eqn& eqn, const Pr
   // Only now, with every check passed, are the subgraphs consumed.
   for (GraphScope* g : graphs) g->used = true;
   std::vector<ir::ValueId> made;
+  std::vector<std::pair<ir::ValueId, size_t>> narrow;  // (wide value, output index) to cast back
   for (size_t k = 0; k < req.outputs.size(); ++k) {
-    ir::ValueId v = lowering.new_value(eqn.primitive, req.outputs[k] ? &*req.outputs[k] : nullptr);
-    n.outputs.push_back(lowering.use(v));
+    const Aval* declared = req.outputs[k] ? &*req.outputs[k] : nullptr;
+    ir::ValueId v = lowering.new_value(eqn.primitive, declared);
     made.push_back(v);
+    if (widening.any() && widening.output(k)) {
+      v = retyped(lowering, eqn.primitive, &lowering.value(v), widening.output(k));
+      narrow.emplace_back(v, k);
+    }
+    n.outputs.push_back(lowering.use(v));
   }
   n.name = lowering.unique_name(n.op_type);
   if (!n.domain.empty()) {
@@ -137,6 +233,10 @@ std::vector<ir::ValueId> build_node(Lowering& lowering, const Eqn& eqn, const Pr
     version = std::max<int64_t>(version, req.domain_version > 0 ? req.domain_version : 1);
   }
   lowering.current()->graph->nodes.push_back(std::move(n));
+  for (const auto& [wide, k] : narrow) {
+    emit_cast(lowering, wide, made[k], widening.from[sdk::kernels::constraint_of(widening.form->outputs, k)]);
+    lowering.narrowed[made[k]] = wide;
+  }
   return made;
 }
 

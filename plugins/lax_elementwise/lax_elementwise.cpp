@@ -46,7 +46,9 @@ using namespace jaxonnx::sdk;
 // keeps every value, and the Cast back wraps as XLA does.
 int32_t compute_type(std::string_view op, int32_t t, int64_t opset = 23) {
   if (op == "Cast" || op == "Identity") return t;
-  if (t == dtype::bf16) return dtype::f32;  // bfloat16: Cast is the only kernel
+  // bfloat16: the host computes a node without a kernel in float32 and reads a
+  // chain of such nodes wide (kernels.hpp), so emit it as it is.
+  if (t == dtype::bf16) return t;
   if (opset < 14 && (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") &&
       (t == dtype::i8 || t == dtype::i16 || t == dtype::u8 || t == dtype::u16))
     return dtype::i32;

@@ -7,7 +7,7 @@
 // its com.microsoft rule to it; quantize_dynamic turns a top-level one into an
 // invalid QAttention; targets.hpp). "onnxruntime-contrib", the opt-in target for
 // an onnxruntime session alone, gets one ONNX Attention (opset 23), 1.05-1.2x
-// faster on the transformer examples (docs/performance.md, "Target profiles").
+// faster on the transformer examples (docs/benchmarks/targets.md).
 //
 // JAX's layout is (batch, seq, heads, head_dim); Attention's 3-D form takes
 // (batch, seq, heads * head_dim) with q_num_heads/kv_num_heads, so the
@@ -39,7 +39,7 @@
 // causal self-attention (is_causal, no mask or bias, as many keys as queries,
 // float32) is onnxruntime's GroupQueryAttention instead, at any opset (its
 // domain is not the default one): 0.4-0.95x the time of Attention(is_causal=1)
-// (docs/performance.md, "onnxruntime-contrib target"). It takes the key count
+// (docs/benchmarks/contrib_ops.md). It takes the key count
 // per row (seqlens_k = T - 1) and the total length (T) as int32 inputs, made
 // from the symbolic T; it too fails on an empty size (onnxruntime aborts the
 // process), so it stays inside the guard.

@@ -10,8 +10,9 @@ from jaxonnx._output import ExternalData
 from jaxonnx._plugins import plugin_folders
 from jaxonnx._primitives import primitive
 from jaxonnx._verify import Divergence, allclose, first_divergence
+from jaxonnx._version import __version__
+from jaxonnx import genai  # jaxonnx.genai.export: an onnxruntime-genai model folder
 
-__version__ = "0.1.0"
 __all__ = ["ConversionError", "ExternalData", "to_onnx", "onnx_function", "allclose",
            "first_divergence", "Divergence", "primitive", "plugin_folders", "__version__"]
 

@@ -22,7 +22,9 @@ trace as its reference) and later ones reuse its avals without tracing.
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
+import contextvars
 import inspect
 import sys
 import threading
@@ -94,6 +96,7 @@ class _Binding:
 
     def __init__(self, primitive, has_abstract_eval, plugin, d):
         self.primitive = primitive
+        self.plugin = plugin
         self.has_abstract_eval = has_abstract_eval
         self.target = d["target"]
         where = f"plugin {plugin!r}, primitive {primitive!r}, target {self.target!r}"
@@ -214,11 +217,15 @@ def _bind(spec: _Binding, registry, original, args, kwargs, env):
         tree, avals = known
         reference = Reference(avals, call=(original, args, kwargs, operands, source))
     else:
+        # Specs that fire inside the reference's trace are not in the program.
+        quiet = _FIRED.set(None)
         try:
             closed, shape = _reference.trace(original, args, kwargs, operands, source,
                                              return_shape=True)
         except Exception:  # noqa: BLE001  (non-array results, or the call's own error: the
             return None    # original then runs, and raises that error itself)
+        finally:
+            _FIRED.reset(quiet)
         if closed is None:
             return None
         reference = Reference.traced(closed)
@@ -227,11 +234,31 @@ def _bind(spec: _Binding, registry, original, args, kwargs, env):
             _outputs.clear()
         _outputs[key] = (tree, reference.out_avals)
     prim = _primitive(spec, registry)
+    fired = _FIRED.get()
+    if fired is not None:
+        fired[(spec.plugin, spec.primitive, spec.target, spec.numerics)] += 1
     outs = prim.bind(*operands, **params, **{REFERENCE: reference, LEADING: spec.leading})
     return jax.tree_util.tree_unflatten(tree, outs)
 
 
 # ------------------------------------------------------------ the window
+
+# The binding specs that routed a call while recording() is open (the
+# conversion report): a Counter of (plugin, primitive, target, numerics).
+_FIRED: contextvars.ContextVar = contextvars.ContextVar("jaxonnx_bindings_fired", default=None)
+
+
+@contextlib.contextmanager
+def recording():
+    """Counts, in the Counter it yields, each call a binding spec routes to its
+    primitive while open: (plugin, primitive, target, numerics) -> calls."""
+    fired = collections.Counter()
+    token = _FIRED.set(fired)
+    try:
+        yield fired
+    finally:
+        _FIRED.reset(token)
+
 
 def _resolve(target):
     """(owner, attribute name) for a dotted target whose module is already

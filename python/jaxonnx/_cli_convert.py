@@ -47,6 +47,12 @@ def add_parser(sub) -> None:
                    help="run the model in onnxruntime on random inputs (symbolic dims at 1 and "
                         "two larger sizes) and compare with JAX; a mismatch is an error naming "
                         "the first equation that diverges, and nothing is written")
+    p.add_argument("--report", metavar="PATH", default=None,
+                   help="also write a markdown conversion report to PATH (docs/report.md): the "
+                        "plugins that lowered each primitive, the binding specs and rewrite rules "
+                        "that fired, what the target changed or refused, nodes before and after "
+                        "the optimizer, --verify's results, and onnxruntime's time per op type, "
+                        "charted in PATH's stem + _profile.png")
     p.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the .onnx file written")
     p.set_defaults(run=run)
 
@@ -108,7 +114,8 @@ def run(args) -> int:
                         enable_double_precision=x64, return_mode="file", output_path=args.output,
                         plugin_dirs=args.plugin_dir or None, optimize=not args.no_optimize,
                         external_data=True if args.external_data else None,
-                        verify=args.verify, target=args.target, fusion=args.fusion)
+                        verify=args.verify, target=args.target, fusion=args.fusion,
+                        report=args.report)
     except jaxonnx.ConversionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -117,4 +124,6 @@ def run(args) -> int:
         print(f"error: {args.factory} failed: {type(e).__name__}: {first}", file=sys.stderr)
         return 1
     print(args.output)
+    if args.report:
+        print(args.report)
     return 0

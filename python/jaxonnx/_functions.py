@@ -261,14 +261,17 @@ def onnx_function(target=None, *, unique=False, namespace=None, name=None, type=
     Usable bare (@onnx_function) or with arguments (@onnx_function(...)); the
     signature and meanings are jax2onnx 0.17.1's.
 
-    unique: share one definition among all calls of equal blocks (same
-        computation and parameter values) instead of one per instance.
-    namespace: the functions' ONNX domain (default "custom").
-    name / type: the function's name (the call node's op_type) instead of the
-        class or function name; `type` wins when both are given.
+    Args:
+        unique: share one definition among all calls of equal blocks (same
+            computation and parameter values) instead of one per instance.
+        namespace: the functions' ONNX domain (default "custom").
+        name: the function's name (the call node's op_type) instead of the
+            class or function name.
+        type: as name; `type` wins when both are given.
 
-    Raises ConversionError (a ValueError) when the same target is decorated
-    again with another namespace or name.
+    Raises:
+        ConversionError: (a ValueError) when the same target is decorated
+            again with another namespace or name.
     """
     display = type if isinstance(type, str) and type else name
 

@@ -87,17 +87,9 @@ def _makes_keys(jaxpr, seen):
     return False
 
 
-def physical_keys(program):
-    """`program` (a _trace.TracedProgram) with keys replaced by key data (itself
-    without keys)."""
-    if not program.has_keys:
-        return program
-    from jaxonnx import _trace
-    return _trace.TracedProgram.of(_physical(program.closed))
-
-
-def _physical(closed):
-    """`closed` re-traced with keys as key data (itself without keys)."""
+def physical(closed):
+    """`closed` (a ClosedJaxpr) re-traced with keys as key data (itself without
+    keys). _trace.TracedProgram.with_key_data applies it to a whole program."""
     if not _has_keys(closed):
         return closed
     from jax._src import core
@@ -153,9 +145,9 @@ def _eval_eqn_physical(eqn, ins):
         for k, v in params.items():
             if isinstance(v, (tuple, list)) and v and all(hasattr(x, "eqns") for x in map(
                     lambda x: getattr(x, "jaxpr", x), v)):
-                params[k] = type(v)(_physical(x) for x in v)
+                params[k] = type(v)(physical(x) for x in v)
             elif hasattr(getattr(v, "jaxpr", v), "eqns") and hasattr(v, "consts"):
-                params[k] = _physical(v)
+                params[k] = physical(v)
         return prim.bind(*ins, **params)
     if not any(in_keys):
         raise ConversionError(f"cannot convert '{name}' producing PRNG keys from non-key operands")

@@ -29,14 +29,15 @@ LAYOUTS = ("single", "per_tensor")
 class ExternalData:
     """Where to_onnx puts large weights instead of inside the model (ONNX external data).
 
-    threshold: main-graph initializers of at least this many bytes go to the data
-        file(s); smaller ones stay in the model.
-    layout: "single" (one data file, the default) or "per_tensor" (one file per
-        tensor, named location + "." + the tensor's name).
-    location: the data file's name, relative to the model's folder (default: the
-        model file's name + ".data"; for "proto"/"bytes", model_name + ".data").
-    folder: for return_mode "proto"/"bytes", the folder the data files are written
-        to; save the model in that folder. Ignored for "file" (the model's folder).
+    Attributes:
+        threshold: main-graph initializers of at least this many bytes go to the data
+            file(s); smaller ones stay in the model.
+        layout: "single" (one data file, the default) or "per_tensor" (one file per
+            tensor, named location + "." + the tensor's name).
+        location: the data file's name, relative to the model's folder (default: the
+            model file's name + ".data"; for "proto"/"bytes", model_name + ".data").
+        folder: for return_mode "proto"/"bytes", the folder the data files are written
+            to; save the model in that folder. Ignored for "file" (the model's folder).
     """
 
     threshold: int = 1024

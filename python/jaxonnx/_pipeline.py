@@ -16,7 +16,7 @@ def trace(fn, specs, param_specs, param_names, registry, binding_level,
     that binding_level (_fusion.levels) allows; typed PRNG keys become key data."""
     with _functions.tracing(), _bindings.window(registry, binding_level):
         program = _trace.trace(fn, specs, param_specs, list(param_names), wrap=wrap)
-    return _keys.physical_keys(program)
+    return program.with_key_data()
 
 
 def lower(program, registry, options, record_file=None, progress=None):

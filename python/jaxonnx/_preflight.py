@@ -95,7 +95,8 @@ def _sha256(path: str) -> str:
 
 def _host_key() -> str:
     """The jaxonnx build a preflight outcome holds for: its version, ABI and _core binary."""
-    from jaxonnx import __version__, _core
+    from jaxonnx import _core
+    from jaxonnx._version import __version__
 
     st = os.stat(_core.__file__)
     return f"{__version__}|abi{_core.ABI_MAJOR}.{_core.ABI_MINOR}|{st.st_size}:{st.st_mtime_ns}"

@@ -85,19 +85,20 @@ def primitive(name: str, plugin_dirs=None, *, impl=None, multiple_results=False,
     the plugin's C callback; `bind` it inside code you convert with to_onnx (give
     to_onnx the same plugin_dirs).
 
-    impl: a reference implementation in JAX, impl(*operands, **params), returning
-        one array (a tuple/list with multiple_results). It runs the primitive
-        eagerly and under jit, and differentiation goes through it (the primal
-        stays the plugin primitive, so a differentiated program still converts
-        it). Without impl the primitive can only be traced.
-    multiple_results: the plugin's abstract eval gives several outputs; bind
-        returns a list.
-    batching: how jax.vmap treats it: a JAX batching rule
-        rule(operands, batch_dims, **params) -> (out, out_batch_dims); "leading"
-        (the op maps over leading axes: batch axes move to the front and the
-        primitive is bound on the batched operands, so it stays in the graph);
-        or "reference"/None (vmap of impl; the default when impl is given).
-    plugin_overrides: as for to_onnx, when the name is claimed by several plugins.
+    Args:
+        impl: a reference implementation in JAX, impl(*operands, **params), returning
+            one array (a tuple/list with multiple_results). It runs the primitive
+            eagerly and under jit, and differentiation goes through it (the primal
+            stays the plugin primitive, so a differentiated program still converts
+            it). Without impl the primitive can only be traced.
+        multiple_results: the plugin's abstract eval gives several outputs; bind
+            returns a list.
+        batching: how jax.vmap treats it: a JAX batching rule
+            rule(operands, batch_dims, **params) -> (out, out_batch_dims); "leading"
+            (the op maps over leading axes: batch axes move to the front and the
+            primitive is bound on the batched operands, so it stays in the graph);
+            or "reference"/None (vmap of impl; the default when impl is given).
+        plugin_overrides: as for to_onnx, when the name is claimed by several plugins.
     """
     if isinstance(batching, str) and batching not in BATCHING_MODES:
         raise ConversionError(f"batching must be a callable or one of {BATCHING_MODES}; "

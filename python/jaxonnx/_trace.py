@@ -15,7 +15,7 @@ import dataclasses
 import jax
 from jax._src.interpreters import partial_eval as pe
 
-from jaxonnx import _input_specs, _nnx, _runtime_flags, _source
+from jaxonnx import _callbacks, _input_specs, _keys, _nnx, _runtime_flags, _source, _supported
 from jaxonnx._core import ConversionError
 
 
@@ -115,8 +115,6 @@ class TracedProgram:
 
     @classmethod
     def of(cls, closed):
-        from jaxonnx import _callbacks, _keys, _supported
-
         facts = cls(closed, False, False, [], None, [])
         jaxpr = closed.jaxpr
         facts.has_keys = any(_keys.is_key(getattr(v.aval, "dtype", None))
@@ -152,6 +150,11 @@ class TracedProgram:
 
         walk(jaxpr, "")
         return facts
+
+    def with_key_data(self):
+        """This program with typed PRNG keys replaced by their key data (_keys's
+        policy), walked again; itself when it has no keys."""
+        return TracedProgram.of(_keys.physical(self.closed)) if self.has_keys else self
 
     def equations(self):
         """(eqn, context) of every equation in the order the lowering meets

@@ -92,11 +92,16 @@ def allclose(fn, onnx_model_path, inputs, input_params=None, rtol=1e-3, atol=1e-
     compares every output: (True, message) when all are close, else (False,
     what differs). jax2onnx's allclose, same arguments and answers.
 
-    onnx_model_path: a file (or an onnx.ModelProto, or its bytes).
-    inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
-    input_params: keyword arguments of fn, fed to the model's inputs of those names.
-    inputs_as_nchw / outputs_as_nchw: as given to to_onnx; inputs are given in
-        NHWC (as fn takes them) and transposed for the model.
+    Args:
+        onnx_model_path: a file (or an onnx.ModelProto, or its bytes).
+        inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
+        input_params: keyword arguments of fn, fed to the model's inputs of those names.
+        inputs_as_nchw: as given to to_onnx; inputs are given in
+            NHWC (as fn takes them) and transposed for the model.
+        outputs_as_nchw: as given to to_onnx.
+
+    Returns:
+        (True, message) when every output is close, else (False, what differs).
     """
     xs = _arrays(inputs)
     params = dict(input_params or {})
@@ -172,10 +177,16 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
     line, the difference), or None when all agree. An equation holding a
     sub-program (jit, scan, cond) counts as one.
 
-    inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
-    crisp, fusion, target: as in to_onnx, so the equations are the ones
-        to_onnx lowers (a crisp op such as jaxonnx.nn.layer_norm is one
-        equation) with the lowerings it picks for the target.
+    Args:
+        inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
+        crisp: as in to_onnx, so the equations are the ones
+            to_onnx lowers (a crisp op such as jaxonnx.nn.layer_norm is one
+            equation) with the lowerings it picks for the target.
+        fusion: as in to_onnx (see crisp).
+        target: as in to_onnx (see crisp).
+
+    Returns:
+        The first Divergence, or None when every equation agrees.
     """
     binding_level, _ = _fusion.levels(fusion, crisp)
     target, opset = _targets.resolve(target, opset)
@@ -324,11 +335,13 @@ class VerifyPlan(NamedTuple):
     constraints: tuple = ()      # to_onnx's constraints on the symbolic dims
 
 
-def verify_conversion(plan: VerifyPlan, model) -> None:
+def verify_conversion(plan: VerifyPlan, model) -> list:
     """Runs `model` (bytes or a path) in onnxruntime on random inputs at each
     assignment of the symbolic dims (all 1, then two more) and compares every
     output with fn's; a mismatch raises ConversionError naming the output, the
-    error and the first equation that diverges (first_divergence)."""
+    error and the first equation that diverges (first_divergence). Returns what
+    was checked, for the conversion report: [{at, output, max_abs_diff,
+    tolerance}] per size tried and output."""
     from jaxonnx import _nnx
 
     try:
@@ -337,7 +350,7 @@ def verify_conversion(plan: VerifyPlan, model) -> None:
         raise ConversionError(f"verify: onnxruntime cannot load the model: {e}") from None
     symbols = _symbols(plan.specs)
     out_names = [o.name for o in session.get_outputs()]
-    checked = 0
+    checked, results = 0, []
     for k, env in enumerate(_within(_assignments(symbols), plan.constraints)):
         shapes = [_concrete_shape(s.shape, env) for s in plan.specs]
         if any(s is None for s in shapes):
@@ -371,9 +384,22 @@ def verify_conversion(plan: VerifyPlan, model) -> None:
                 raise ConversionError(
                     f"verify: output {i} ({out_names[i]!r}) differs from JAX at {where}: {why}; "
                     f"{_cause(plan, xs)}")
+            results.append(_checked(where, out_names[i], e, g, rtol, atol))
     if not checked:
         raise ConversionError("verify: fn could not be evaluated in JAX at any size tried "
                               f"({', '.join(symbols)} = 1, 2 and 5)")
+    return results
+
+
+def _checked(where, name, expected, got, rtol, atol):
+    """One output's comparison that passed, as verify_conversion returns it."""
+    if expected.dtype.kind != "f":  # the kinds verify compares exactly
+        return {"at": where, "output": name, "max_abs_diff": "equal", "tolerance": "exact"}
+    expected, got = expected.astype(np.float64), np.asarray(got).astype(np.float64)
+    both = np.isfinite(expected) & np.isfinite(got)
+    diff = float(np.abs(expected[both] - got[both]).max()) if both.any() else 0.0
+    return {"at": where, "output": name, "max_abs_diff": f"{diff:.3g}",
+            "tolerance": f"rtol {rtol:g}, atol {atol:.3g}"}
 
 
 def _cause(plan, xs):

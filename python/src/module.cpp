@@ -92,6 +92,7 @@ struct PyConvertOptions {
   ConvertOptions core;
   pb::object describe_source = pb::none();
   pb::object provenance = pb::none();
+  bool facts = false;  // gather the ConversionFacts (Converted.facts)
 };
 
 // What one conversion gives back (jaxonnx._core.Converted).
@@ -99,7 +100,40 @@ struct Converted {
   pb::bytes model;
   pb::list data_files;  // DataFile objects, when external data was asked for
   pb::dict times;       // phase -> seconds
+  pb::object facts = pb::none();  // the ConversionFacts as a dict, when asked
 };
+
+// ConversionFacts (conversion_facts.hpp) as plain Python data: lists of tuples.
+pb::dict facts_dict(const ConversionFacts& f) {
+  pb::dict d;
+  pb::list lowered, fired, asked, refused, widened, skipped, passes;
+  for (const auto& [key, n] : f.lowered) lowered.append(pb::make_tuple(key.first, key.second, n));
+  for (const auto& [key, n] : f.rules_fired) fired.append(pb::make_tuple(key.first, key.second, n));
+  for (const auto& [key, n] : f.target_asked) {
+    const auto& [asker, plugin, name, feature, answer] = key;
+    asked.append(pb::make_tuple(asker, plugin, name, feature, answer, n));
+  }
+  for (const auto& [key, n] : f.refused_nodes) {
+    const auto& [plugin, primitive, op] = key;
+    refused.append(pb::make_tuple(plugin, primitive, op, n));
+  }
+  for (const auto& [key, n] : f.widened) {
+    const auto& [plugin, primitive, op, from, to] = key;
+    widened.append(pb::make_tuple(plugin, primitive, op, from, to, n));
+  }
+  for (const auto& [plugin, rule, op] : f.rules_skipped) skipped.append(pb::make_tuple(plugin, rule, op));
+  for (const auto& [name, n] : f.pass_nodes_removed) passes.append(pb::make_tuple(name, n));
+  d["lowered"] = lowered;
+  d["rules_fired"] = fired;
+  d["target_asked"] = asked;
+  d["refused_nodes"] = refused;
+  d["widened"] = widened;
+  d["rules_skipped"] = skipped;
+  d["nodes_lowered"] = f.nodes_lowered;
+  d["nodes_final"] = f.nodes_final;
+  d["pass_nodes_removed"] = passes;
+  return d;
+}
 
 ConvertOptions::Fusion fusion_from(const std::string& fusion) {
   if (fusion == "fast") return ConvertOptions::Fusion::kFast;
@@ -151,6 +185,8 @@ Converted convert_program(const Registry& registry, pb::handle closed_jaxpr,
   options.times = &phases;
   std::vector<DataFile> files;
   options.data_files = &files;
+  ConversionFacts facts;
+  if (given.facts) options.facts = &facts;
   // Source hooks: an Eqn::source handle is the index of its source_info in the importer.
   if (!given.describe_source.is_none())
     options.describe_source = [&](int64_t source) {
@@ -195,6 +231,7 @@ Converted convert_program(const Registry& registry, pb::handle closed_jaxpr,
     model.copy_to(PyBytes_AS_STRING(bytes.ptr()));
   }
   Converted out{std::move(bytes), pb::list(), pb::dict()};
+  if (given.facts) out.facts = facts_dict(facts);
   for (DataFile& f : files) out.data_files.append(pb::cast(std::move(f)));
   out.times["import"] = import_seconds;
   out.times["lower"] = phases.lower;
@@ -364,6 +401,9 @@ PYBIND11_MODULE(_core, m) {
           "\"never\"; jaxonnx/_output.py makes them.")
       .def_readwrite("describe_source", &PyConvertOptions::describe_source,
                      "None, or source_info -> \"file:line (function)\", for error messages.")
+      .def_readwrite("facts", &PyConvertOptions::facts,
+                     "Gather what the conversion did (Converted.facts) for the conversion report; "
+                     "the model is the same either way.")
       .def_readwrite("provenance", &PyConvertOptions::provenance,
                      "None, or source_info -> [(key, value)]: metadata_props for the nodes of "
                      "each equation (with pkg.jaxonnx.primitive and pkg.jaxonnx.plugin).");
@@ -373,7 +413,14 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("data_files", &Converted::data_files,
                     "The DataFile objects of the weights kept outside (external_data), else [].")
       .def_readonly("times", &Converted::times,
-                    "Seconds per phase: import, lower, passes, export and pass:<name>.");
+                    "Seconds per phase: import, lower, passes, export and pass:<name>.")
+      .def_readonly("facts", &Converted::facts,
+                    "None, or (options.facts) {lowered: [(primitive, plugin, equations)], "
+                    "rules_fired: [(plugin, rule, times)], target_asked: [(\"lower\" or \"rule\", "
+                    "plugin, primitive or rule, feature, answer, times)], refused_nodes: [(plugin, "
+                    "primitive, op, times)], rules_skipped: [(plugin, rule, op)], nodes_lowered and "
+                    "nodes_final: {op type: nodes}, pass_nodes_removed: [(pass, nodes)]} "
+                    "(core/include/jaxonnx/core/conversion_facts.hpp).");
 
   m.def("convert", &convert_program, pb::arg("registry"), pb::arg("closed_jaxpr"),
         pb::arg("options"),

@@ -500,6 +500,33 @@ TEST_CASE("the manager stops at a fixed point or at the round cap, and dumps eve
   CHECK(runs == 3);
 }
 
+TEST_CASE("the manager counts each pass's nodes removed and seconds once per pass over many graphs") {
+  ConversionFacts facts;
+  std::vector<std::pair<std::string, double>> seconds;
+  passes::ManagerOptions options;
+  options.facts = &facts;
+  options.pass_seconds = &seconds;
+  passes::PassManager manager(passes::default_pipeline(), options);
+  for (int k = 0; k < 2; ++k) {  // two graphs: one function body and the main graph, say
+    GraphBuilder b;
+    ir::ValueId x = b.input(kB3, "x");
+    b.output(b.op("Relu", {b.op("Identity", {b.op("Identity", {x}, kB3)}, kB3)}, kB3), "out");
+    manager.run(b.g);
+    REQUIRE(b.g.nodes.size() == 1);
+  }
+  std::vector<std::string> names;
+  int64_t removed = 0, noop = 0;
+  for (const auto& [name, n] : facts.pass_nodes_removed) {
+    names.push_back(name);
+    removed += n;
+    if (name == "noop") noop = n;
+  }
+  CHECK(names.size() == passes::default_pipeline().size());  // one entry per pass
+  CHECK(seconds.size() == names.size());
+  CHECK(noop == 4);
+  CHECK(removed == 4);
+}
+
 TEST_CASE("optimizing twice gives the same graph") {
   auto build = [] {
     GraphBuilder b;

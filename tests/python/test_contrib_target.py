@@ -1,5 +1,5 @@
 """target="onnxruntime-contrib": onnxruntime's com.microsoft ops where they are
-measurably faster (docs/performance.md), nowhere else.
+measurably faster (docs/benchmarks/contrib_ops.md), nowhere else.
 
 Causal self-attention becomes GroupQueryAttention for that target and stays the
 standard Attention for every other; the host refusing a com.microsoft node for

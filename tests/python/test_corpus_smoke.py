@@ -1,5 +1,5 @@
 """benchmarks/corpus.py runs end to end on a few candidates and reports a sane summary.
-(The benchmark itself is not a test: docs/corpus.md has its results.)"""
+(The benchmark itself is not a test: docs/benchmarks/corpus.md has its results.)"""
 
 import json
 import subprocess

@@ -1,5 +1,7 @@
-"""Generated docs stay in step with the plugins' metadata and the passes' contracts."""
+"""Generated docs stay in step with the plugins' metadata, the passes' contracts and the
+CLI's parsers, and the docs site builds with warnings as errors."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,3 +33,23 @@ def test_every_bundled_primitive_declares_its_onnx_ops():
                   and plugin["name"] not in ("call", "lax_sharding")
                   and not p["summary"].startswith("unsupported")]
     assert undeclared == []
+
+
+def test_the_docs_site_builds_with_warnings_as_errors(tmp_path):
+    # mkdocs --strict fails on a broken link or anchor and on griffe's docstring warnings.
+    site = tmp_path / "site"
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
+                             "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+                            capture_output=True, text=True, env=env, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    # The API reference is rendered from the docstrings, parameters included.
+    api = (site / "reference" / "python" / "index.html").read_text()
+    for name in ("to_onnx", "allclose", "first_divergence", "onnx_function", "external_data"):
+        assert name in api, name
+    assert "check_plugin" in (site / "reference" / "testing" / "index.html").read_text()
+    # Each benchmark page keeps its chart.
+    for page, chart in (("compare", "performance.png"), ("latency", "roofline.png"),
+                        ("scaling", "scaling.png")):
+        assert chart in (site / "benchmarks" / page / "index.html").read_text()
+        assert (site / "benchmarks" / chart).is_file()

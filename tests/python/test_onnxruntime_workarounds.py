@@ -136,3 +136,23 @@ def test_float64_attention_keeps_float64_precision_at_every_level(level):
         expected = np.asarray(_scaled_attention_logits(q, k))
     got = _session(model, level).run(None, {"in_0": q, "in_1": k})[0]
     np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+def test_onnxruntime_int64_max_min_compare_low_words_as_signed(op):
+    # kernels.hpp, kFaulty: from 4 elements on, int64 values with equal high words
+    # compare their low words as signed, so a uint32 widened to int64 would lose.
+    x = np.array([[2**31, 1, 2, 3]] if op == "ReduceMax" else [[0, 0, 2**31, 2**31]], np.int64)
+    node = helper.make_node(op, ["x", "axes"], ["y"], keepdims=0)
+    model = _model([node], [helper.make_tensor_value_info("x", TensorProto.INT64, None)],
+                   [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+                   [numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    got = _session(model).run(None, {"x": x})[0]
+    want = x.max(axis=1) if op == "ReduceMax" else x.min(axis=1)
+    assert not np.array_equal(got, want)
+
+
+def test_uint32_max_min_are_not_widened_to_int64():
+    x = np.array([[2**31, 1, 2, 3, 4], [7, 2**32 - 1, 2**31 + 5, 0, 2**31]], np.uint32)
+    check(lambda v: (jnp.max(v, axis=1), jnp.min(v, axis=1)), [(2, 5)], dtypes=[np.uint32],
+          make_inputs=lambda s, d, rng: x)

@@ -72,7 +72,11 @@ int32_t rw_target_supports(const jxo_rewrite* rw, jxo_str feature) noexcept {
   if (!rw || (feature.size && !feature.data)) return 1;
   // No profile: onnxruntime's (the first), which lacks nothing but other domains.
   const sdk::targets::Profile& target = rw->target ? *rw->target : sdk::targets::kProfiles[0];
-  return sdk::targets::supports(target, std::string_view(feature.data, feature.size)) ? 1 : 0;
+  const std::string_view asked(feature.data, feature.size);
+  const bool yes = sdk::targets::supports(target, asked);
+  if (rw->facts)
+    ++rw->facts->target_asked[{"rule", rw->rule_plugin, rw->rule_name, std::string(asked), yes}];
+  return yes ? 1 : 0;
 }
 int64_t rw_producer(const jxo_rewrite* rw, jxo_value v) noexcept {
   return existing(rw, v) ? rw->uses->producer[v] : -1;
@@ -257,8 +261,9 @@ namespace {
 
 class Fuse : public Pass {
  public:
-  Fuse(std::vector<const RuleInfo*> rules, int64_t opset, const sdk::targets::Profile* target)
-      : rules_(rules), opset_(opset), target_(target) {
+  Fuse(std::vector<const RuleInfo*> rules, int64_t opset, const sdk::targets::Profile* target,
+       ConversionFacts* facts = nullptr)
+      : rules_(rules), opset_(opset), target_(target), facts_(facts) {
     for (const RuleInfo* r : rules)
       if (r->min_opset <= opset) by_root_[r->root_op].push_back(r);
   }
@@ -321,6 +326,7 @@ class Fuse : public Pass {
       for (const RuleInfo* rule : it->second)
         if ((applied = attempt(g, uses, order, k, *rule))) {
           rule->applied->fetch_add(1, std::memory_order_relaxed);
+          if (facts_) ++facts_->rules_fired[{rule->plugin->name, rule->name}];
           break;
         }
       if (!applied) {
@@ -392,6 +398,11 @@ class Fuse : public Pass {
     rw.target = target_;
     rw.allowed_ops = &rule.onnx_ops;
     rw.rule = "'" + rule.name + "' of plugin '" + rule.plugin->name + "'";
+    if (facts_) {
+      rw.facts = facts_;
+      rw.rule_plugin = rule.plugin->name;
+      rw.rule_name = rule.name;
+    }
     rw.values_before = g.values.size();
     std::optional<Failure> failure = call_plugin("rule", rule.plugin->name, rule.name, [&] {
       return rule.rewrite(host_api(), &rw, rule.user_data);
@@ -468,14 +479,15 @@ class Fuse : public Pass {
   std::vector<const RuleInfo*> rules_;
   int64_t opset_;
   const sdk::targets::Profile* target_;
+  ConversionFacts* facts_;  // null: record nothing (the guarantee's scratch runs)
   std::map<std::string, std::vector<const RuleInfo*>> by_root_;
 };
 
 }  // namespace
 
 std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset,
-                           const sdk::targets::Profile* target) {
-  return std::make_unique<Fuse>(std::move(rules), opset, target);
+                           const sdk::targets::Profile* target, ConversionFacts* facts) {
+  return std::make_unique<Fuse>(std::move(rules), opset, target, facts);
 }
 
 // The pass's own attempts, on a scratch copy.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "jaxonnx/core/conversion_facts.hpp"
 #include "jaxonnx/core/ir.hpp"
 #include "jaxonnx/plugin_abi.h"
 #include "jaxonnx/targets.hpp"
@@ -25,6 +26,10 @@ struct jxo_rewrite {
   const jaxonnx::sdk::targets::Profile* target = nullptr;  // null: onnxruntime's
   const std::vector<std::string>* allowed_ops = nullptr;  // the rule's declared ops
   std::string rule;  // "plugin/rule", for messages
+  // When set, the rule's questions to the target are recorded there (the
+  // conversion report), under rule_plugin and rule_name.
+  jaxonnx::ConversionFacts* facts = nullptr;
+  std::string rule_plugin, rule_name;
   // The attempt's work: nodes to insert before the root, initializers to add,
   // root outputs to redirect. Their values are appended to graph->values and
   // popped again if the attempt is dropped.

@@ -34,6 +34,15 @@ std::string violation_everywhere(const Properties& properties, const ir::Graph& 
   return v.empty() ? v : "graph '" + g.name + "': " + v;
 }
 
+// Nodes in `g` and every graph nested in its nodes.
+int64_t node_count(const ir::Graph& g) {
+  int64_t n = static_cast<int64_t>(g.nodes.size());
+  for (const ir::Node& node : g.nodes)
+    for (const ir::Attribute& a : node.attrs)
+      if (a.graph) n += node_count(*a.graph);
+  return n;
+}
+
 }  // namespace
 
 PassManager::PassManager(Pipeline pipeline, ManagerOptions options)
@@ -52,9 +61,21 @@ int PassManager::run(ir::Graph& graph) {
         << ir::to_text(graph);
     if (!out) throw ConversionError("cannot write the IR dump " + path.string());
   };
+  // Each pass's seconds and the nodes it removed: one entry per pass however
+  // many graphs this manager runs over (function bodies, then the main graph).
+  auto entries = [&](auto& all, auto zero) {
+    std::vector<size_t> at;  // per pipeline pass, its index in `all`
+    for (const std::unique_ptr<Pass>& pass : pipeline_) {
+      auto it = std::find_if(all.begin(), all.end(), [&](const auto& e) { return e.first == pass->name(); });
+      at.push_back(static_cast<size_t>(it - all.begin()));
+      if (it == all.end()) all.emplace_back(pass->name(), zero);
+    }
+    return at;
+  };
   std::vector<std::pair<std::string, double>>* seconds = options_.pass_seconds;
-  if (seconds)
-    for (const std::unique_ptr<Pass>& pass : pipeline_) seconds->emplace_back(pass->name(), 0.0);
+  std::vector<size_t> timed, removed;
+  if (seconds) timed = entries(*seconds, 0.0);
+  if (options_.facts) removed = entries(options_.facts->pass_nodes_removed, int64_t{0});
   for (int round = 1; round <= options_.max_rounds; ++round) {
     bool changed = false;
     for (size_t k = 0; k < pipeline_.size(); ++k) {
@@ -69,7 +90,10 @@ int PassManager::run(ir::Graph& graph) {
                                 "runs: " + unmet + " (a jaxonnx bug; please report it)");
       dump(round, "before", pass);
       auto start = std::chrono::steady_clock::now();
+      const int64_t nodes_before = removed.empty() ? 0 : node_count(graph);
       changed = run_everywhere(*pipeline_[k], graph) || changed;
+      if (!removed.empty())
+        options_.facts->pass_nodes_removed[removed[k]].second += nodes_before - node_count(graph);
       if (checked) {
         verify(graph, "after " + which);
         if (std::string unmet = violation_everywhere(pass.guarantees(), graph); !unmet.empty())
@@ -77,7 +101,7 @@ int PassManager::run(ir::Graph& graph) {
                                 " (a jaxonnx bug; please report it)");
       }
       if (seconds)
-        (*seconds)[seconds->size() - pipeline_.size() + k].second +=
+        (*seconds)[timed[k]].second +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       dump(round, "after", pass);
     }
@@ -121,7 +145,8 @@ Pipeline all_passes() {
 void optimize(ir::Model& model, const ManagerOptions& options) {
   Pipeline pipeline = default_pipeline(model.opset);
   if (!options.rules.empty())
-    pipeline.insert(before_rows(pipeline), fuse(options.rules, model.opset, options.target));
+    pipeline.insert(before_rows(pipeline),
+                    fuse(options.rules, model.opset, options.target, options.facts));
   PassManager manager(std::move(pipeline), options);
   for (ir::Function& f : model.functions) manager.run(*f.body);
   manager.run(model.graph);

@@ -2,7 +2,7 @@
 // compute and read is computed as [d0*...*dk, X] instead, so that every MatMul
 // by a 2-D weight in it is a 2-D MatMul, which onnxruntime fuses with its bias
 // Add into one Gemm when it loads the model (a 3-D one it runs as MatMul then
-// Add: 0.91-0.94x the transformers' latency, docs/performance.md).
+// Add: 0.91-0.94x the transformers' latency, docs/benchmarks/graph_variants.md).
 // Needs: topologically sorted; typed values (the leading dims decide which
 // values belong together).
 // Row-wise ops (onnx_ops.cpp): MatMul(a, w) with w 2-D; elementwise unary

@@ -70,7 +70,7 @@ inline constexpr Lack kPortableLacks[] = {
 
 // onnxruntime's contrib ops: only those measured faster than what
 // onnxruntime's session optimizer makes of the standard graph
-// (benchmarks/contrib_ops.py; docs/performance.md, "onnxruntime-contrib target").
+// (tools/contrib_ops.py; docs/benchmarks/contrib_ops.md).
 inline constexpr std::string_view kContribDomains[] = {"com.microsoft"};
 
 inline constexpr Profile kProfiles[] = {

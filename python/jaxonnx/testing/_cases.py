@@ -27,11 +27,12 @@ from jaxonnx.testing._check import check
 class Testcase:
     """A program using the plugin, declared as data.
 
-    callable: the function to convert (positional inputs).
-    input_specs: as for check(): shapes with symbols, or (shape, dtype).
-    expected_ops: expect_graph paths (e.g. ["Softsign"] or ["Mul -> Softsign"]) the
-        optimized model must contain; expect_options passes match=, counts=, ...
-    variants: restrict the expansion (default: every applicable Variant).
+    Attributes:
+        callable: the function to convert (positional inputs).
+        input_specs: as for check(): shapes with symbols, or (shape, dtype).
+        expected_ops: expect_graph paths (e.g. ["Softsign"] or ["Mul -> Softsign"]) the
+            optimized model must contain; expect_options passes match=, counts=, ...
+        variants: restrict the expansion (default: every applicable Variant).
     """
     __test__ = False  # not a pytest class
 

@@ -32,15 +32,19 @@ def check(fn: Callable, input_specs: Sequence, *, plugin_dirs=None, plugin_overr
     - the optimized model gives the raw lowering's (optimize=False) results;
     - converting twice gives byte-identical models.
 
-    input_specs: one per positional argument of fn: a shape tuple of ints and
-        symbol strings ("B"), float in the variant's dtype; or (shape, dtype) for
-        a fixed dtype.
-    variants: default every float32/float64 x static/symbolic combination (the
-        symbolic ones only when a spec has a symbol).
-    make_inputs(shape, dtype, rng): custom input data (default random_input).
-    expect: expect_graph paths every optimized model must match
-        (expect_options: its keyword arguments).
-    Returns {Variant: the optimized onnx.ModelProto}.
+    Args:
+        input_specs: one per positional argument of fn: a shape tuple of ints and
+            symbol strings ("B"), float in the variant's dtype; or (shape, dtype) for
+            a fixed dtype.
+        variants: default every float32/float64 x static/symbolic combination (the
+            symbolic ones only when a spec has a symbol).
+        make_inputs: custom input data, make_inputs(shape, dtype, rng) (default
+            random_input).
+        expect: expect_graph paths every optimized model must match.
+        expect_options: expect_graph's keyword arguments for `expect`.
+
+    Returns:
+        {Variant: the optimized onnx.ModelProto}.
     """
     if variants is None:
         variants = [v for v in VARIANTS if not v.symbolic or _has_symbol(input_specs)]

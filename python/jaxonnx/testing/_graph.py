@@ -66,18 +66,22 @@ def expect_graph(model, paths: Sequence[str] = (), *, match: str = "contains",
                  no_unused_inputs: bool = False) -> None:
     """Asserts the structure of a model's main graph.
 
-    paths: "A -> B -> C" strings: a chain of nodes, each reading an output of the
-        one before (other inputs may come from anywhere).
-    match: "contains": each path occurs somewhere (distinct paths for repeated
-        strings); "exact": moreover each runs from a node reading a graph input
-        to one writing a graph output, and together they cover every node (paths
-        may share nodes: ["Slice -> Add", "Slice -> Add"] is two Slices into one Add).
-    counts: {op_type: exact number of nodes}.
-    absent: op types that must not occur.
-    inputs / outputs: per graph input/output, its dims: ints, symbol names ("B"),
-        or None for "any".
-    no_unused_inputs: every graph input is read by a node (or is an output).
-    Raises AssertionError describing the graph when something does not hold.
+    Args:
+        paths: "A -> B -> C" strings: a chain of nodes, each reading an output of the
+            one before (other inputs may come from anywhere).
+        match: "contains": each path occurs somewhere (distinct paths for repeated
+            strings); "exact": moreover each runs from a node reading a graph input
+            to one writing a graph output, and together they cover every node (paths
+            may share nodes: ["Slice -> Add", "Slice -> Add"] is two Slices into one Add).
+        counts: {op_type: exact number of nodes}.
+        absent: op types that must not occur.
+        inputs: per graph input, its dims: ints, symbol names ("B"),
+            or None for "any".
+        outputs: per graph output, its dims, as for inputs.
+        no_unused_inputs: every graph input is read by a node (or is an output).
+
+    Raises:
+        AssertionError: describing the graph, when something does not hold.
     """
     if match not in ("contains", "exact"):
         raise ValueError(f'match must be "contains" or "exact"; got {match!r}')

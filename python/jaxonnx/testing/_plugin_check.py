@@ -93,10 +93,14 @@ def check_plugin(path, *, opset: int = 23, allow_empty_emits: bool = False,
       (jaxonnx.primitive needs one to trace), unless `defined_elsewhere` names
       it (a primitive another library defines, such as equinox's);
     - its dynamic symbol table exports exactly jaxonnx_plugin_init_v1 (ELF files).
-    Returns the plugin's description (as `python -m jaxonnx plugins --json`
-    gives it) plus "abi_range" and "preflight" (the child's outcome: per
-    primitive its test equation and error); raises AssertionError listing every
-    problem.
+
+    Returns:
+        The plugin's description (as `python -m jaxonnx plugins --json` gives
+        it) plus "abi_range" and "preflight" (the child's outcome: per
+        primitive its test equation and error).
+
+    Raises:
+        AssertionError: listing every problem.
     """
     path = os.fspath(path)
     preflight = _preflight.check_files([path], fresh=True)[path]

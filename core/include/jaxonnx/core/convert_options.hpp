@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "jaxonnx/core/conversion_facts.hpp"
 #include "jaxonnx/core/onnx_export.hpp"
 
 namespace jaxonnx {
@@ -18,7 +19,7 @@ struct PhaseTimes {
   double lower = 0;   // lower_to_ir: every equation through its plugin
   double passes = 0;  // the optimizer (or prune)
   double export_onnx = 0;
-  std::vector<std::pair<std::string, double>> per_pass;  // summed over rounds, pipeline order
+  std::vector<std::pair<std::string, double>> per_pass;  // summed over rounds and graphs, pipeline order
 };
 
 struct ConvertOptions {
@@ -52,6 +53,9 @@ struct ConvertOptions {
   std::string dump_ir_dir;
   // When set, convert() fills it.
   PhaseTimes* times = nullptr;
+  // When set, convert() records there what it did (conversion_facts.hpp),
+  // for the conversion report; the model is the same either way.
+  ConversionFacts* facts = nullptr;
   // Replace every function call by its body before the passes
   // (passes::inline_functions), for whole-graph optimization.
   bool inline_functions = false;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "jaxonnx/core/conversion_facts.hpp"
 #include "jaxonnx/core/ir.hpp"
 #include "jaxonnx/core/properties.hpp"  // also declares RuleInfo and targets::Profile
 
@@ -58,8 +59,10 @@ std::unique_ptr<Pass> dead_code_elimination();
 Pipeline default_pipeline(int64_t opset = 23);
 // Applies plugins' rewrite rules (ABI 1.2) for the target `opset` and
 // profile (null: onnxruntime's, which lacks no op and runs no other domain); see fuse.cpp.
+// `facts`, when set, receives the rules applied and their questions to the target.
 std::unique_ptr<Pass> fuse(std::vector<const RuleInfo*> rules, int64_t opset,
-                           const sdk::targets::Profile* target = nullptr);
+                           const sdk::targets::Profile* target = nullptr,
+                           ConversionFacts* facts = nullptr);
 // Replaces every call of one of `functions` (which must outlive the pass) by
 // a copy of the callee's body; see inline_functions below.
 std::unique_ptr<Pass> inlining(const std::vector<ir::Function>& functions);
@@ -82,6 +85,9 @@ struct ManagerOptions {
   std::vector<const RuleInfo*> rules;
   // The target profile the rules ask about (rw_target_supports); null: all.
   const sdk::targets::Profile* target = nullptr;
+  // When set, receives the rules applied, their questions to the target and
+  // the nodes each pass removed (pass_nodes_removed; a count per pass run).
+  ConversionFacts* facts = nullptr;
 };
 
 class PassManager {

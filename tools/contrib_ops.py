@@ -9,9 +9,9 @@ Ratios are contrib / standard (below 1: the contrib op is faster). Then the emit
 form end to end: a causal pre-norm decoder converted for the default target and for
 "onnxruntime-contrib".
 
-    python benchmarks/contrib_ops.py [--runs 40] [--only gqa rms ...]
+    python tools/contrib_ops.py [--runs 40] [--only gqa rms ...]
 
-docs/performance.md ("onnxruntime-contrib target") has a run's tables.
+docs/benchmarks/contrib_ops.md has a run's tables.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # timing
 
 import timing  # noqa: E402
 

@@ -19,7 +19,7 @@ Variants (experiments on the proto; the converter is not changed):
   onnxruntime fuses every MatMul + bias Add into a Gemm; shapes of this batch as
   constants. flat+no_guard: both.
 
-    python benchmarks/graph_variants.py [vit gpt ...] [--runs 30] [--batches 1 8] [--threads 1 0] [--rounds 3]
+    python tools/graph_variants.py [vit gpt ...] [--runs 30] [--batches 1 8] [--threads 1 0] [--rounds 3]
 
 Each line: a variant's median latency, its ratio to the converted graph (the median
 of --rounds rounds of alternating blocks; the rounds' range in parentheses), its nodes.
@@ -37,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # compare, latency, roofline, timing
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402

@@ -1,6 +1,6 @@
-"""What the plugin checks before loading cost (docs/performance.md, "Plugin checks").
+"""What the plugin checks before loading cost (docs/benchmarks/preflight.md).
 
-    python benchmarks/preflight.py [--runs 11] [--plugin-dir DIR]
+    python tools/preflight.py [--runs 11] [--plugin-dir DIR]
 
 Each figure is the median over --runs new processes, configurations interleaved
 run by run (a machine's load hits all alike). Measured inside each process:

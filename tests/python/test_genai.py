@@ -1,0 +1,267 @@
+"""jaxonnx.genai.export (python/jaxonnx/genai.py): JAX decoder steps exported
+as onnxruntime-genai model folders generate, in onnxruntime-genai 0.18, the
+tokens JAX's own greedy loop generates, with the logits agreeing at every step
+(tests/python/llm_models.py holds the models and the loop)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import onnx
+import pytest
+
+import jaxonnx
+from jaxonnx import genai
+from jaxonnx.__main__ import main
+
+og = pytest.importorskip("onnxruntime_genai")
+
+import llm_models as lm  # noqa: E402
+
+NEW_TOKENS = 64
+PROMPTS = {1: [[5, 17, 33, 8, 9, 60, 12]], 2: [[5, 17, 33, 8, 9, 60, 12], [44, 3, 71]]}
+
+
+def generate(folder, prompts, pad, new_tokens):
+    """genai's greedy tokens [B, new_tokens] and the logits it sampled from
+    [new_tokens, B, vocab]."""
+    model = og.Model(str(folder))
+    params = og.GeneratorParams(model)
+    width = max(len(p) for p in prompts)
+    params.set_search_options(max_length=width + new_tokens, batch_size=len(prompts))
+    gen = og.Generator(model, params)
+    gen.append_tokens(lm.pad_prompts(prompts, pad))
+    logits = []
+    while not gen.is_done():
+        logits.append(gen.get_logits()[:, 0].copy())
+        gen.generate_next_token()
+    tokens = np.stack([gen.get_sequence(i)[width:] for i in range(len(prompts))])
+    return tokens, np.stack(logits)
+
+
+def unused_token(spec, tokens, prompts):
+    """An eos id the greedy run never produces, so both runs go the full length."""
+    used = set(np.unique(tokens).tolist()) | {t for p in prompts for t in p} | {spec.pad}
+    return next(t for t in range(2, spec.vocab) if t not in used)
+
+
+# batch 1 for one model, batch 2 (prompts of different lengths) for each; the
+# contrib target for both forms of attention (einsum/softmax and
+# jax.nn.dot_product_attention, which it makes one Attention op).
+CASES = [("llama", 1, "onnxruntime"), ("llama", 2, "onnxruntime"), ("qwen3", 2, "onnxruntime"),
+         ("gemma", 2, "onnxruntime"), ("moe", 2, "onnxruntime"), ("llama_sdpa", 2, "onnxruntime"),
+         ("llama", 2, "onnxruntime-contrib"), ("llama_sdpa", 2, "onnxruntime-contrib")]
+
+
+@pytest.mark.parametrize("name,batch,target", CASES, ids=[f"{n}-b{b}-{t}" for n, b, t in CASES])
+def test_generate_matches_jax(tmp_path, name, batch, target):
+    spec = lm.MODELS[name]
+    step = lm.decoder_step(spec, lm.init(spec))
+    prompts = PROMPTS[batch]
+    want_tokens, want_logits = lm.greedy(step, spec, prompts, NEW_TOKENS)
+    genai.export(step, spec.config(unused_token(spec, want_tokens, prompts)), tmp_path, target=target)
+    # No rule makes GroupQueryAttention over the cache yet: genai grows the cache.
+    config = json.loads((tmp_path / "genai_config.json").read_text())
+    assert config["search"]["past_present_share_buffer"] is False
+    if name == "llama_sdpa" and target == "onnxruntime-contrib":
+        # One Attention per layer, inside nn_attention's guard for empty sizes.
+        guarded = [x.op_type for n in onnx.load(tmp_path / "model.onnx").graph.node
+                   if n.op_type == "If" for a in n.attribute for x in a.g.node]
+        assert guarded.count("Attention") == spec.layers
+    tokens, logits = generate(tmp_path, prompts, spec.pad, NEW_TOKENS)
+    assert tokens.shape == (batch, NEW_TOKENS)
+    np.testing.assert_array_equal(tokens, want_tokens)
+    np.testing.assert_allclose(logits, want_logits, rtol=1e-4, atol=1e-4)
+    # The greedy margins are far above the logits' error, so equal tokens are not luck.
+    top2 = np.sort(want_logits, axis=-1)[..., -2:]
+    assert (top2[..., 1] - top2[..., 0]).min() > 10 * np.abs(logits - want_logits).max()
+
+
+def test_folder_is_what_genai_reads(tmp_path):
+    spec = lm.LLAMA
+    genai.export(lm.decoder_step(spec, lm.init(spec)), spec.config(eos=[2, 3]), tmp_path)
+    model = onnx.load(tmp_path / "model.onnx")
+    onnx.checker.check_model(model, full_check=True)
+    names = lambda vs: [v.name for v in vs]  # noqa: E731
+    assert names(model.graph.input) == ["input_ids", "attention_mask", "position_ids"] + [
+        f"past_key_values.{i}.{w}" for i in range(spec.layers) for w in ("key", "value")]
+    assert names(model.graph.output) == ["logits"] + [
+        f"present.{i}.{w}" for i in range(spec.layers) for w in ("key", "value")]
+    dims = {v.name: [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+            for v in list(model.graph.input) + list(model.graph.output)}
+    assert dims["input_ids"] == ["batch_size", "sequence_length"]
+    assert dims["past_key_values.1.value"] == ["batch_size", spec.kv_heads, "past_sequence_length",
+                                               spec.head_dim]
+    assert dims["logits"] == ["batch_size", "sequence_length", spec.vocab]
+    config = json.loads((tmp_path / "genai_config.json").read_text())
+    m = config["model"]
+    assert m["type"] == "decoder" and m["eos_token_id"] == [2, 3]
+    assert m["decoder"]["filename"] == "model.onnx"
+    assert m["decoder"]["num_key_value_heads"] == spec.kv_heads
+    assert config["search"]["max_length"] == spec.context
+    assert config["search"]["past_present_share_buffer"] is False
+    # Deterministic: the same step exports to the same bytes.
+    genai.export(lm.decoder_step(spec, lm.init(spec)), spec.config(eos=[2, 3]), tmp_path / "again")
+    assert (tmp_path / "again" / "model.onnx").read_bytes() == (tmp_path / "model.onnx").read_bytes()
+
+
+def test_nnx_module_example(tmp_path, monkeypatch):
+    """examples/genai_llm.py's flax nnx Decoder, exported as the module itself,
+    at batch 2 with padding."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples"))
+    import genai_llm as ex
+    from flax import nnx
+
+    model = ex.Decoder(rngs=nnx.Rngs(0))
+    spec = lm.Spec("nnx", vocab=ex.VOCAB, layers=ex.LAYERS, kv_heads=ex.KV_HEADS, head_dim=ex.HEAD)
+    prompts = [[1, 17, 42, 99, 7], [1, 5]]
+    want, _ = lm.greedy(model, spec, prompts, 16)
+    genai.export(model, {**ex.CONFIG, "eos_token_id": unused_token(spec, want, prompts)}, tmp_path)
+    tokens, _ = generate(tmp_path, prompts, spec.pad, 16)
+    np.testing.assert_array_equal(tokens, want)
+
+
+def probe_step(vocab):
+    """A step whose logits show what genai feeds it: per token, its position,
+    the mask's sum and width, its id and the past length (logits 0-4), and a
+    large logit at token 20 so that greedy picks 20."""
+    def step(input_ids, attention_mask, position_ids, past):
+        b, s = input_ids.shape
+        t = attention_mask.shape[1]
+        f32 = lambda x: jnp.broadcast_to(x, (b, s)).astype(jnp.float32)  # noqa: E731
+        seen = jnp.stack([f32(position_ids), f32(attention_mask.sum(1, keepdims=True)), f32(t),
+                          f32(input_ids), f32(t - s)], axis=-1)
+        logits = jnp.concatenate([seen, jnp.zeros((b, s, vocab - 5), jnp.float32)], axis=-1)
+        logits = logits.at[:, :, 20].set(1000.0)
+        new = jnp.zeros((b, 1, s, 4), jnp.float32)
+        return logits, [(jnp.concatenate([k, new], 2), jnp.concatenate([v, new], 2)) for k, v in past]
+    return step
+
+
+def test_genai_conventions(tmp_path):
+    """What lm.greedy assumes of genai: trailing pad ids get mask 0; the first
+    token comes from each row's last real token; positions are cumsum(mask) - 1;
+    each step appends 1 to the mask."""
+    config = dict(num_hidden_layers=1, num_attention_heads=1, num_key_value_heads=1, head_size=4,
+                  hidden_size=4, vocab_size=32, context_length=16, bos_token_id=1,
+                  eos_token_id=2, pad_token_id=0)
+    genai.export(probe_step(32), config, tmp_path)
+    model = og.Model(str(tmp_path))
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=7, batch_size=2)
+    gen = og.Generator(model, params)
+    gen.append_tokens(np.array([[5, 6, 7, 8], [9, 10, 0, 0]], np.int32))
+    seen = []
+    while not gen.is_done():
+        seen.append(gen.get_logits()[:, 0, :5].copy())
+        gen.generate_next_token()
+    # (position, mask sum, mask width, id, past length) of the token sampled from
+    np.testing.assert_array_equal(seen[0], [[3, 4, 4, 8, 0], [1, 2, 4, 10, 0]])
+    np.testing.assert_array_equal(seen[1], [[4, 5, 5, 20, 4], [2, 3, 5, 20, 4]])
+    np.testing.assert_array_equal(seen[2], [[5, 6, 6, 20, 5], [3, 4, 6, 20, 5]])
+    np.testing.assert_array_equal(gen.get_sequence(1), [9, 10, 0, 0, 20, 20, 20])
+
+
+def test_cache_layout_blkh(tmp_path):
+    """A step whose cache is [B, L, kv_heads, head_size]: the graph transposes."""
+    spec = lm.LLAMA
+    inner = lm.decoder_step(spec, lm.init(spec))
+    t = lambda a: a.transpose(0, 2, 1, 3)  # noqa: E731
+
+    def step(input_ids, attention_mask, position_ids, past):
+        logits, present = inner(input_ids, attention_mask, position_ids,
+                                [(t(k), t(v)) for k, v in past])
+        return logits, [(t(k), t(v)) for k, v in present]
+
+    prompts = PROMPTS[2]
+    want, _ = lm.greedy(inner, spec, prompts, 8)
+    with pytest.raises(jaxonnx.ConversionError, match='cache_layout="BLKH"'):
+        genai.export(step, spec.config(2), tmp_path / "wrong")
+    genai.export(step, spec.config(unused_token(spec, want, prompts)), tmp_path, cache_layout="BLKH")
+    tokens, _ = generate(tmp_path, prompts, spec.pad, 8)
+    np.testing.assert_array_equal(tokens, want)
+
+
+def test_float16_cache(tmp_path):
+    """kv_dtype=float16: genai allocates a float16 cache the step reads and writes."""
+    spec = lm.LLAMA
+    inner = lm.decoder_step(spec, lm.init(spec))
+
+    def step(input_ids, attention_mask, position_ids, past):
+        logits, present = inner(input_ids, attention_mask, position_ids,
+                                [(k.astype(jnp.float32), v.astype(jnp.float32)) for k, v in past])
+        return logits, [(k.astype(jnp.float16), v.astype(jnp.float16)) for k, v in present]
+
+    prompts = PROMPTS[2]
+    want, want_logits = lm.greedy(inner, spec, prompts, 16)
+    genai.export(step, spec.config(unused_token(spec, want, prompts)), tmp_path, kv_dtype=np.float16)
+    model = onnx.load(tmp_path / "model.onnx")
+    assert model.graph.input[3].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
+    tokens, logits = generate(tmp_path, prompts, spec.pad, 16)
+    np.testing.assert_array_equal(tokens, want)
+    # float16 rounding of the cached keys and values, against the float32 loop
+    np.testing.assert_allclose(logits, want_logits, atol=1e-2)
+
+
+def fixed_cache_step(input_ids, attention_mask, position_ids, past):
+    """Writes into a cache of a fixed size (examples/decode.py's way), which
+    genai's growing cache cannot take."""
+    b, s = input_ids.shape
+    logits = jnp.zeros((b, s, 32), jnp.float32)
+    return logits, [(k.at[:, :, :s].set(1.0), v) for k, v in past]
+
+
+TINY = dict(num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, head_size=4,
+            hidden_size=8, vocab_size=32, context_length=16, bos_token_id=1, eos_token_id=2,
+            pad_token_id=0)
+
+
+@pytest.mark.parametrize("step,config,message", [
+    (fixed_cache_step, TINY, r"present\[0\]\[0\] \(key\) must be \[batch_size, 1, "
+                             r"sequence_length \+ past_sequence_length, 4\].*"
+                             r"\(step at .*test_genai.py:\d+\).*does not grow"),
+    (fixed_cache_step, {**TINY, "num_key_value_heads": 3}, "multiple of num_key_value_heads"),
+    (fixed_cache_step, {k: v for k, v in TINY.items() if k != "vocab_size"},
+     r"config lacks \['vocab_size'\]"),
+    (fixed_cache_step, {**TINY, "heads": 2}, r"unknown keys \['heads'\]"),
+    (fixed_cache_step, {**TINY, "type": "llama4"}, "genai's decoder types"),
+    (fixed_cache_step, {**TINY, "search": {"max_length": 99}}, "exceeds context_length"),
+    (lambda ids, mask: None, TINY, "four positional arguments"),
+    (lambda ids, mask, pos, past: jnp.zeros((1, 1, 32)), TINY, r"must return \(logits, present\)"),
+    (lambda ids, mask, pos, past: (jnp.zeros(ids.shape + (31,)), past), TINY,
+     r"logits must be \[batch_size, sequence_length, vocab_size=32\]"),
+])
+def test_errors(tmp_path, step, config, message):
+    with pytest.raises(jaxonnx.ConversionError, match=message):
+        genai.export(step, config, tmp_path)
+    assert not (tmp_path / "genai_config.json").exists()
+
+
+FACTORY = """
+import llm_models as lm
+
+def make():
+    spec = lm.MODELS["moe"]
+    return lm.decoder_step(spec, lm.init(spec)), spec.config(eos=2)
+"""
+
+
+def test_cli(tmp_path, monkeypatch, capsys):
+    (tmp_path / "cli_llm.py").write_text(FACTORY)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["genai", "cli_llm:make", "-o", "out"]) == 0
+    config = json.loads((tmp_path / "out" / "genai_config.json").read_text())
+    assert config["model"]["eos_token_id"] == 2
+    (tmp_path / "over.json").write_text(json.dumps({"eos_token_id": 7}))
+    assert main(["genai", "cli_llm:make", "--config", "over.json", "--external-data", "-o", "out2"]) == 0
+    assert json.loads((tmp_path / "out2" / "genai_config.json").read_text())["model"]["eos_token_id"] == 7
+    assert (tmp_path / "out2" / "model.onnx.data").exists()
+    og.Model(str(tmp_path / "out2"))  # genai reads the external data beside the model
+    capsys.readouterr()
+    (tmp_path / "bad.json").write_text(json.dumps({"num_key_value_heads": 3}))
+    assert main(["genai", "cli_llm:make", "--config", "bad.json", "-o", "out3"]) == 1
+    assert "multiple of num_key_value_heads" in capsys.readouterr().err
