@@ -15,3 +15,11 @@ from jaxonnx import genai  # jaxonnx.genai.export: an onnxruntime-genai model fo
 
 __all__ = ["ConversionError", "ExternalData", "to_onnx", "onnx_function", "allclose",
            "first_divergence", "Divergence", "primitive", "plugin_folders", "__version__"]
+
+
+def __getattr__(name):
+    # jaxonnx.keras after a plain `import jaxonnx`, without importing keras before it is used
+    if name == "keras":
+        import importlib
+        return importlib.import_module("jaxonnx.keras")
+    raise AttributeError(f"module 'jaxonnx' has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
     python -m jaxonnx convert MODULE:FACTORY --input B,3,224,224 [--dtype ...] [--opset N] [--verify] [--report PATH] -o model.onnx
     python -m jaxonnx genai MODULE:FACTORY [--config config.json] [--target ...] -o folder/
+    python -m jaxonnx keras MODEL.keras OUT.onnx [--constraint TEXT ...] [--opset N] [--verify]
     python -m jaxonnx inspect model.onnx [--json]
     python -m jaxonnx plugins [--json] [--plugin-dir DIR ...]
     python -m jaxonnx plugins --check [DIR ...] [--json]
@@ -17,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from jaxonnx import _cli_convert, _cli_genai, _cli_inspect
+from jaxonnx import _cli_convert, _cli_genai, _cli_inspect, _cli_keras
 
 CMAKE_DIR = Path(__file__).resolve().parent / "sdk" / "lib" / "cmake" / "jaxonnx"
 
@@ -92,6 +93,7 @@ def main(argv=None) -> int:
     _new_plugin.register(sub)
     _cli_convert.add_parser(sub)
     _cli_genai.add_parser(sub)
+    _cli_keras.add_parser(sub)
     _cli_inspect.add_parser(sub)
     args = parser.parse_args(argv)
     if args.cmakedir:

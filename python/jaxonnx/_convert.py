@@ -92,10 +92,12 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             input_names=None, output_names=None, export_mode="standard",
             normalization_mode="auto", plugin_dirs=None, optimize=True, plugin_overrides=None,
             inline_functions=False, external_data=None, crisp=True, fuse=True, verify=False,
-            fusion=None, target="onnxruntime", report=None):
+            fusion=None, target="onnxruntime", report=None,
+            constraints=None):
     """Converts `fn` to an ONNX model. jax2onnx 0.17.1's signature and meanings,
     plus plugin_dirs, optimize, plugin_overrides, inline_functions,
-    external_data, fusion, target, verify, report and return_mode="bytes".
+    external_data, fusion, target, verify, report, constraints and
+    return_mode="bytes".
 
     Args:
         fn: a callable (a function, a flax nnx module or a bound method of one)
@@ -188,7 +190,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             com.microsoft ops where they are measurably faster (GroupQueryAttention
             for causal self-attention); it runs on onnxruntime only.
         verify: after converting, run the model in onnxruntime on random inputs,
-            with every symbolic dim at 1 and at two larger sizes, and compare each
+            with every symbolic dim at 1 and at two larger sizes (moved up to
+            sizes the constraints allow), and compare each
             output with fn's (float rounding: rtol 1e-4 for float32, 1e-9 for
             float64, atol scaled by the output's magnitude; integers exact). A
             mismatch raises ConversionError naming the output, the error and,
@@ -205,6 +208,14 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             needs matplotlib). The model is the same with or without a report. A
             path that cannot be written raises ConversionError before converting;
             the files are written whole after converting, or not at all.
+        constraints: what the symbolic dims of `inputs` are known to satisfy, as
+            jax.export.symbolic_shape reads them: a list of strings such as
+            ["T <= 512"] or ["T >= 1", "B <= 64"] (">=", "<=", and "==" rewriting
+            the left side). JAX's shape polymorphism stops on a comparison it
+            cannot decide for every size (slicing a 512-long position table to the
+            input's length T); a constraint decides it, and the model is then
+            valid for the sizes the constraints allow. All inputs share one
+            symbolic scope, which the constraints belong to.
 
     With $JAXONNX_ENABLE_STACKTRACE_METADATA=1 (or jax2onnx's variable) every
     node carries its provenance as metadata_props: pkg.jaxonnx.primitive,
@@ -233,7 +244,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     progress = _progress.Progress()
 
     with jax.enable_x64(bool(enable_double_precision)):
-        specs = _input_specs.normalize_inputs(inputs, enable_double_precision)
+        specs = _input_specs.normalize_inputs(inputs, enable_double_precision, constraints)
         param_specs = _input_specs.normalize_params(params, enable_double_precision)
         nchw_in = _layout.indices(inputs_as_nchw, "inputs_as_nchw", len(specs))
         nchw_out = _layout.indices(outputs_as_nchw, "outputs_as_nchw")
@@ -265,7 +276,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
     if verify:
         plan = _verify.VerifyPlan(fn, specs, params, tuple(nchw_in), tuple(nchw_out),
                                   bool(enable_double_precision), int(opset), plugin_dirs,
-                                  plugin_overrides, binding_level, target)
+                                  plugin_overrides, binding_level, target,
+                                  _input_specs.constraints_of(constraints))
         with _runnable(data, data_files, external) as model:
             verified = _verify.verify_conversion(plan, model)
     if report_to:

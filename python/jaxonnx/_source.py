@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import sysconfig
 
 from jax._src import source_info_util
@@ -37,6 +38,33 @@ def user_line(tb) -> str:
         path = os.path.abspath(code.co_filename)
         if not path.startswith(_LIBRARY_DIRS) and not path.startswith(_OWN_DIR) \
                 and not code.co_filename.startswith("<frozen"):
+            found = f"{code.co_filename}:{tb.tb_lineno} ({code.co_name})"
+        tb = tb.tb_next
+    return found
+
+
+def _package_dir(name):
+    try:
+        return os.path.dirname(os.path.abspath(__import__(name).__file__)) + os.sep
+    except ImportError:
+        return None
+
+
+def library_line(tb) -> str:
+    """'file:line (function)' of the innermost frame of a traceback in code that
+    calls JAX (a model library such as keras-hub or flax, or the user's own), not in
+    JAX, jaxonnx or Keras's layer of ops over JAX; "" when there is none."""
+    keras = _package_dir("keras") if "keras" in sys.modules else None
+    plumbing = [os.path.join(keras, "src", d) + os.sep for d in ("backend", "ops", "utils")] \
+        if keras else []
+    skip = tuple(d for d in (_package_dir("jax"), _package_dir("jaxlib"), _OWN_DIR + os.sep,
+                             *plumbing) if d)
+    found = ""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.abspath(code.co_filename)
+        if not path.startswith(skip) and not code.co_filename.startswith("<frozen") \
+                and f"{os.sep}contextlib.py" not in path:
             found = f"{code.co_filename}:{tb.tb_lineno} ({code.co_name})"
         tb = tb.tb_next
     return found

@@ -15,7 +15,7 @@ import dataclasses
 import jax
 from jax._src.interpreters import partial_eval as pe
 
-from jaxonnx import _callbacks, _keys, _nnx, _runtime_flags, _source, _supported
+from jaxonnx import _callbacks, _input_specs, _keys, _nnx, _runtime_flags, _source, _supported
 from jaxonnx._core import ConversionError
 
 
@@ -69,10 +69,15 @@ def trace(fn, specs, param_specs, param_names, wrap=lambda target: target):
                     "as fn, and jaxonnx traces a private copy")
         elif branch := _runtime_flags.branch_hint(e, len(specs), list(param_names)):
             hint = branch
+        elif symbolic := _input_specs.constraint_hint(e):
+            hint = symbolic
         elif training:
             hint = (f"; the module is in training mode ({', '.join(training)}): call "
                     f"model.eval() before converting")
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        inner = _source.library_line(e.__traceback__)
+        if inner and inner != where:  # the line in the model's library (keras, flax) that failed
+            where = f"{where}, in {inner}"
         err = ConversionError(
             f"tracing {_name(fn)} failed at {where}: {type(e).__name__}: {first}{hint}")
         raise err from None  # the message says what and where; flax's frames would not

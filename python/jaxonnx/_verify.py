@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import NamedTuple
 
 import jax
@@ -243,6 +244,39 @@ def _assignments(symbols):
             {s: 5 + i for i, s in enumerate(symbols)}]
 
 
+def _allowed(env, constraints):
+    """Whether the sizes `env` satisfy every constraint ("T <= 512", "T >= 4", "A == 2*B")."""
+    from jax import export
+    for text in constraints:
+        m = re.fullmatch(r"(.+?)\s*(<=|>=|==)\s*(.+)", text)
+        if not m:
+            continue
+        try:
+            left, right = export.symbolic_shape(f"{m.group(1)}, {m.group(3)}")
+            left, right = (int(d) if isinstance(d, (int, np.integer)) else int(d._evaluate(env))
+                           for d in (left, right))
+        except Exception:  # a symbol no input has: nothing to check
+            continue
+        if not {"<=": left <= right, ">=": left >= right, "==": left == right}[m.group(2)]:
+            return False
+    return True
+
+
+def _within(assignments, constraints):
+    """The assignments, each moved up (one size, then every size, plus 8, 16, ...
+    512) until the constraints allow it; one no move makes allowed is left out."""
+    out = []
+    for env in assignments:
+        moves = [env]
+        for shift in (8, 16, 32, 64, 128, 256, 512):
+            moves += [{**env, s: env[s] + shift} for s in env]
+            moves.append({s: v + shift for s, v in env.items()})
+        moved = next((m for m in moves if _allowed(m, constraints)), None)
+        if moved is not None and moved not in out:
+            out.append(moved)
+    return out
+
+
 def _concrete_shape(shape, env):
     dims = tuple(int(d) if isinstance(d, (int, np.integer)) else int(d._evaluate(env)) for d in shape)
     return dims if all(d >= 0 for d in dims) else None
@@ -298,6 +332,7 @@ class VerifyPlan(NamedTuple):
     plugin_overrides: object
     binding_level: str = "fast"  # _fusion.levels' first: which binding specs applied
     target: str = "onnxruntime"
+    constraints: tuple = ()      # to_onnx's constraints on the symbolic dims
 
 
 def verify_conversion(plan: VerifyPlan, model) -> list:
@@ -316,7 +351,7 @@ def verify_conversion(plan: VerifyPlan, model) -> list:
     symbols = _symbols(plan.specs)
     out_names = [o.name for o in session.get_outputs()]
     checked, results = 0, []
-    for k, env in enumerate(_assignments(symbols)):
+    for k, env in enumerate(_within(_assignments(symbols), plan.constraints)):
         shapes = [_concrete_shape(s.shape, env) for s in plan.specs]
         if any(s is None for s in shapes):
             continue
