@@ -263,6 +263,30 @@ void int4_below_opset_21(Rewrite& R) {
   R.replace(R.output(cast), R.op("Cast", {w}, out, {Attr::i("to", out.dtype)}));
 }
 
+// Gemm(a, DequantizeLinear(..)[, c]) -> MatMul (+ Add): onnxruntime fuses a
+// DequantizeLinear into the MatMul after it (MatMulNBits, at load), never into
+// a Gemm, where the weight is dequantized at every run (~100x slower on a
+// model of 4M weights, benchmarks/quantized.py); and matmul_nbits reads a
+// MatMul. A Linear on 2-D input lowers to Gemm.
+void gemm_of_dequantized(Rewrite& R) {
+  const int64_t g = R.root();
+  Value a = R.input(g, 0), b = R.input(g, 1);
+  Value c = R.num_inputs(g) > 2 ? R.input(g, 2) : kNoValue;
+  if (R.def(b, "DequantizeLinear") < 0 || R.attr_int(g, "transA", 0) != 0 ||
+      R.attr_float(g, "alpha", 1.0) != 1.0 || R.attr_float(g, "beta", 1.0) != 1.0)
+    return;
+  Aval out = R.aval(R.output(g));
+  Value w = b;
+  if (R.attr_int(g, "transB", 0) != 0) {
+    Aval tb = R.aval(b);
+    if (tb.rank() != 2) return;
+    w = R.op("Transpose", {b}, Aval(tb.dtype, {tb.shape[1], tb.shape[0]}), {Attr::ints("perm", {1, 0})});
+  }
+  Value y = R.op("MatMul", {a, w}, out);
+  if (c != kNoValue) y = R.op("Add", {y, c}, out);
+  R.replace(R.output(g), y);
+}
+
 // MatMul(x, DequantizeLinear(w_q [K, N], scale)) of a signed int8/int4
 // constant, the scale per tensor, per output column (axis 1) or per block of
 // a power-of-two size >= 16 along K (axis 0) -> com.microsoft.MatMulNBits.
@@ -351,6 +375,11 @@ JAXONNX_PLUGIN("quantization", "0.1.0") {
       .emits({"Cast"})
       .summary("below opset 21 (no 4-bit type): Cast of an int4/uint4 constant -> Cast of it "
                "widened to int8/uint8");
+  plugin.rule("gemm_of_dequantized", "Gemm", gemm_of_dequantized)
+      .exact()
+      .emits({"MatMul", "Add", "Transpose"})
+      .summary("Gemm(a, DequantizeLinear(..)[, c]) -> MatMul(a, ..) (+ c): onnxruntime fuses a "
+               "DequantizeLinear into a MatMul at load, and into no Gemm");
   plugin.rule("matmul_nbits", "MatMul", matmul_nbits)
       .finite("onnxruntime's MatMulNBits kernel dequantizes the same values and sums in its own "
               "order; NaN and infinity in x are not checked against MatMul")
