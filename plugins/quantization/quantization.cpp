@@ -209,6 +209,76 @@ void dequantize_blocked(Rewrite& R) {
                                {Attr::i("axis", a), Attr::i("block_size", block)}));
 }
 
+// Reshape of a weight scaled along one run of axes -> DequantizeLinear per
+// axis of the reshaped weight, when the run becomes one axis of the output:
+//   Reshape(Cast(w_q) [.., a.., ..] * scale full over the run a.., 1 elsewhere)
+//   Reshape(DequantizeLinear(w_q, scale, axis))
+// (an nnx.Einsum kernel [in, heads, head] with a per-(heads, head) scale,
+// flattened to [in, heads * head] for the MatMul; or [heads, head, out]
+// flattened to [heads * head, out]).
+void dequantize_reshaped(Rewrite& R) {
+  const int64_t rs = R.root();
+  Value in = R.input(rs, 0);
+  auto e = static_dims(R.aval(R.output(rs)));
+  if (!e || !R.single_use(in) || R.aval(R.output(rs)).dtype != dtype::f32) return;
+  Dims d;
+  Value w;
+  const jxo_tensor* wt = nullptr;
+  std::vector<float> scale;
+  int64_t first = 0, last = -1;  // the scaled run of axes of d (empty: one scale)
+  if (int64_t mul = R.def(in, "Mul"); mul >= 0) {
+    auto m = weight_times_scale(R, mul);
+    if (!m) return;
+    d = m->first.dims;
+    w = m->first.w;
+    wt = m->first.data;
+    const jxo_tensor* st = R.constant(m->second);
+    auto sd = scale_dims(st, d);
+    if (!sd) return;
+    for (int64_t j = 0; j < static_cast<int64_t>(d.size()); ++j)
+      if ((*sd)[j] != 1) {
+        if (last < 0) first = j;
+        else if (j != last + 1) return;  // not one run
+        last = j;
+      }
+    const float* p = static_cast<const float*>(st->data);
+    scale.assign(p, p + st->nbytes / 4);
+  } else if (int64_t dq = R.def(in, "DequantizeLinear"); dq >= 0) {
+    if ((R.num_inputs(dq) > 2 && R.input(dq, 2) != kNoValue) || R.attr_int(dq, "block_size", 0) > 0) return;
+    w = R.input(dq, 0);
+    wt = R.constant(w);
+    auto sv = f32_values(R, R.input(dq, 1));
+    if (!wt || !sv || !R.single_use(w)) return;
+    d = tensor_dims(wt);
+    scale = *sv;
+    if (R.constant(R.input(dq, 1))->rank > 0) {
+      first = last = R.attr_int(dq, "axis", 1) < 0 ? R.attr_int(dq, "axis", 1) + static_cast<int64_t>(d.size())
+                                                  : R.attr_int(dq, "axis", 1);
+    }
+  } else {
+    return;
+  }
+  if (!quantized_storage(wt->dtype) || !opset_carries(R, wt->dtype)) return;
+  if (last >= 0 && last - first < 1 && R.def(in, "Mul") >= 0) return;  // dequantize_per_axis's
+  int64_t before = 1, run = 1;
+  for (int64_t j = 0; j < first; ++j) before *= d[j];
+  for (int64_t j = first; j <= last; ++j) run *= d[j];
+  std::vector<Attr> attrs;
+  if (last >= 0) {
+    int64_t axis = -1;
+    for (int64_t j = 0, prefix = 1; j < static_cast<int64_t>(e->size()) && axis < 0; prefix *= (*e)[j], ++j)
+      if (prefix == before && (*e)[j] == run) axis = j;
+    if (axis < 0 || static_cast<int64_t>(scale.size()) != run) return;
+    attrs.push_back(Attr::i("axis", axis));
+  } else if (scale.size() != 1) {
+    return;
+  }
+  Value sv = last >= 0 ? R.constant(dtype::f32, {run}, scale.data(), scale.size() * 4)
+                       : R.constant(dtype::f32, {}, scale.data(), 4);
+  Value wq = tensor_dims(wt) == *e ? w : R.constant(wt->dtype, *e, wt->data, wt->nbytes);
+  R.replace(R.output(rs), R.op("DequantizeLinear", {wq, sv}, R.aval(R.output(rs)), attrs));
+}
+
 // Transpose(DequantizeLinear(w_q, scale)) of constants -> DequantizeLinear of
 // the transposed constants (the fold pass moves their elements once, at
 // export): a weight stored [out, in] and contracted on its last axis.
@@ -370,6 +440,12 @@ JAXONNX_PLUGIN("quantization", "0.1.0") {
       .emits({"DequantizeLinear"})
       .summary("Reshape(Cast(w_q) split into [.., blocks, block, ..] * scale [.., blocks, 1, ..]) "
                "merging the split back -> DequantizeLinear(w_q, scale, axis, block_size)");
+  plugin.rule("dequantize_reshaped", "Reshape", dequantize_reshaped)
+      .exact()
+      .emits({"DequantizeLinear"})
+      .summary("Reshape of Cast(w_q) * scale (the scale full over one run of axes) or of a "
+               "per-axis DequantizeLinear, the run becoming one axis -> DequantizeLinear per axis "
+               "of the reshaped weight (an nnx.Einsum kernel flattened for its MatMul)");
   plugin.rule("dequantize_transposed", "Transpose", dequantize_transposed)
       .exact()
       .emits({"DequantizeLinear", "Transpose"})

@@ -224,3 +224,29 @@ def test_int4_below_opset_21_without_the_optimizer_is_refused_clearly():
     with pytest.raises(jaxonnx.ConversionError, match="opset=21 or newer"):
         jaxonnx.to_onnx(fn, symbolic_specs([("B", IN)], [np.float32]), target="portable",
                         opset=17, optimize=False)
+
+
+class EinsumBlock(nnx.Module):
+    """Attention-style projections as nnx.Einsum kernels [in, heads, head] and [heads, head, out]."""
+
+    def __init__(self, *, rngs):
+        self.proj = nnx.Einsum("btd,dhk->bthk", (64, 4, 32), rngs=rngs)
+        self.out = nnx.Einsum("bthk,hkd->btd", (4, 32, 64), rngs=rngs)
+
+    def __call__(self, x):
+        return self.out(jax.nn.relu(self.proj(x)))
+
+
+@pytest.mark.parametrize("target", ["onnxruntime", CONTRIB])
+def test_qwix_einsum_int8_per_channel(target):
+    # The kernels' per-(heads, head) or per-out scales reach the MatMul through
+    # the Reshape that flattens the kernel: DequantizeLinear per axis of it.
+    rules = [qwix.QuantizationRule(module_path=".*", weight_qtype="int8")]
+    q_model = qwix.quantize_model(EinsumBlock(rngs=nnx.Rngs(0)), qwix.PtqProvider(rules),
+                                  jnp.ones((1, 3, 64), jnp.float32))
+    fn = jax.jit(lambda x: q_model(x))
+    model = _check(fn, ("B", 3, 64), target=target)
+    ops = _ops(model)
+    assert ops.count(("", "DequantizeLinear")) == 2 and ("", "Cast") not in ops, ops
+    assert all(i.data_type != onnx.TensorProto.FLOAT or np.prod(i.dims) <= 128
+               for i in model.graph.initializer)
