@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,11 +49,36 @@ constexpr uint64_t kProtobufLimit = INT_MAX;  // protobuf refuses messages from 
 // kAuto keeps a model whole up to this many tensor bytes, leaving room for the graph.
 constexpr uint64_t kAutoLimit = kProtobufLimit - (uint64_t{256} << 20);
 
-void set_tensor(onnx::TensorProto* t, const Tensor& src, const std::string& name) {
+// The tensor as the file stores it: a 4-bit one (one element per byte in
+// memory, its value in the low nibble) packed two per byte, low nibble first,
+// as ONNX stores INT4/UINT4; any other the same tensor.
+std::shared_ptr<const Tensor> as_stored(const std::shared_ptr<const Tensor>& src) {
+  if (src->dtype != JXO_DTYPE_INT4 && src->dtype != JXO_DTYPE_UINT4) return src;
+  const size_t n = static_cast<size_t>(src->num_elements());
+  auto bytes = std::make_shared<std::vector<uint8_t>>((n + 1) / 2, 0);
+  const auto* in = static_cast<const uint8_t*>(src->data);
+  for (size_t i = 0; i < n; ++i) (*bytes)[i / 2] |= static_cast<uint8_t>((in[i] & 0x0f) << (4 * (i % 2)));
+  auto out = std::make_shared<Tensor>();
+  out->dtype = src->dtype;
+  out->dims = src->dims;
+  out->data = bytes->data();
+  out->nbytes = bytes->size();
+  out->owner = bytes;
+  return out;
+}
+
+// `src` already as the file stores it (as_stored).
+void write_tensor(onnx::TensorProto* t, const Tensor& src, const std::string& name) {
   if (!name.empty()) t->set_name(name);
   t->set_data_type(src.dtype);
   for (int64_t d : src.dims) t->add_dims(d);
   t->set_raw_data(src.data, src.nbytes);
+}
+
+void set_tensor(onnx::TensorProto* t, const Tensor& src, const std::string& name) {
+  if (src.dtype != JXO_DTYPE_INT4 && src.dtype != JXO_DTYPE_UINT4) return write_tensor(t, src, name);
+  // Not owned here: the view lives only for this call.
+  write_tensor(t, *as_stored(std::shared_ptr<const Tensor>(&src, [](const Tensor*) {})), name);
 }
 
 void add_entry(onnx::TensorProto* t, const char* key, const std::string& value) {
@@ -172,17 +199,18 @@ void set_graph(onnx::GraphProto* graph, const ir::Graph& g, const Names* outer,
   for (ir::ValueId v : g.outputs) typed(graph->add_output(), v);
   for (const ir::Initializer& init : g.initializers) {
     const std::string& name = names[init.value];
-    if (external && init.tensor->nbytes >= std::max<uint64_t>(external->options.threshold, 1)) {
-      set_external_tensor(graph->add_initializer(), init.tensor, name, external->file_for(name));
-    } else if (spliced && init.tensor->nbytes >= kSpliceFrom) {
+    const std::shared_ptr<const Tensor> tensor = as_stored(init.tensor);
+    if (external && tensor->nbytes >= std::max<uint64_t>(external->options.threshold, 1)) {
+      set_external_tensor(graph->add_initializer(), tensor, name, external->file_for(name));
+    } else if (spliced && tensor->nbytes >= kSpliceFrom) {
       onnx::TensorProto* t = graph->add_initializer();
       t->set_name(name);
-      t->set_data_type(init.tensor->dtype);
-      for (int64_t d : init.tensor->dims) t->add_dims(d);
+      t->set_data_type(tensor->dtype);
+      for (int64_t d : tensor->dims) t->add_dims(d);
       spliced->resize(static_cast<size_t>(graph->initializer_size()));
-      spliced->back() = init.tensor;
+      spliced->back() = tensor;
     } else {
-      set_tensor(graph->add_initializer(), *init.tensor, name);
+      write_tensor(graph->add_initializer(), *tensor, name);
     }
   }
   if (spliced) spliced->resize(static_cast<size_t>(graph->initializer_size()));
@@ -389,7 +417,12 @@ SerializedModel serialize_onnx(const ir::Model& model, const ExternalDataOptions
   onnx::OperatorSetIdProto* op = m.add_opset_import();
   op->set_domain("");
   op->set_version(model.opset);
-  for (const auto& [domain, version] : model.domain_opsets) {
+  // A node a rewrite rule emitted may be of a domain no lowering used (version 1).
+  std::map<std::string, int64_t> domains(model.domain_opsets.begin(), model.domain_opsets.end());
+  std::set<std::string> in_graph;
+  collect_domains(model.graph, in_graph);
+  for (const std::string& d : in_graph) domains.emplace(d, 1);
+  for (const auto& [domain, version] : domains) {
     onnx::OperatorSetIdProto* d = m.add_opset_import();
     d->set_domain(domain);
     d->set_version(version);

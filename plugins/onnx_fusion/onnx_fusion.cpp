@@ -201,6 +201,9 @@ void matmul_add_to_gemm(Rewrite& R) {
     int64_t m = R.def(mm, "MatMul");
     if (m < 0 || !R.single_use(mm)) continue;
     Value a = R.input(m, 0), b = R.input(m, 1);
+    // A quantized weight stays in a MatMul: onnxruntime fuses DequantizeLinear
+    // into MatMul (MatMulNBits), never into Gemm (plugins/quantization).
+    if (R.def(b, "DequantizeLinear") >= 0) continue;
     Aval ta = R.aval(a), tb = R.aval(b), tc = R.aval(c), out = R.aval(R.output(add));
     if (ta.rank() != 2 || tb.rank() != 2 || tc.rank() < 0 || tc.rank() > 2) continue;
     if (!float_type(out) || tc.dtype != out.dtype || !kernels::has("Gemm", out.dtype)) continue;
@@ -1217,7 +1220,8 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
   plugin.rule("matmul_add_to_gemm", "Add", matmul_add_to_gemm)
       .exact()
       .emits({"Gemm"})
-      .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm");
+      .summary("MatMul(A, B) + C with 2-D A, B and C broadcasting one way -> Gemm (not when B "
+               "is a DequantizeLinear: see the quantization plugin)");
   plugin.rule("conv_bias", "Add", conv_bias)
       .exact()
       .emits({"Conv", "Transpose"})

@@ -40,5 +40,9 @@ def check_lowered(data: bytes, opset: int) -> None:
                        if op and s.name == op.group(1) and s.domain == ""
                        and s.since_version > opset)
         hint = f"opset={newer[0]} or newer" if newer else "a newer opset"
+        if re.search(r"tensor\(u?int4\)", first):
+            # The type, not the op, is what is new: ONNX has 4-bit integers from opset 21.
+            hint = ("opset=21 or newer (4-bit integers need it; with the optimizer on, an int4 "
+                    "weight is widened to int8 below it: docs/quantization.md)")
         raise ConversionError(f"opset {opset}: jaxonnx has no form of a node for this opset "
                               f"({first}); pass {hint}") from None

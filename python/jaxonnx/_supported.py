@@ -1,5 +1,5 @@
 """Refuses, before lowering, programs no ONNX model can carry: values of dtypes
-ONNX or onnxruntime cannot hold (float8, int4, string, ...) and functions that
+ONNX or onnxruntime cannot hold (float8, string, ...) and functions that
 return no array. Complex values are carried as real tensors with a trailing dim
 of 2 (complex64 as float32[..., 2]), so they are supported."""
 
@@ -14,7 +14,8 @@ from jaxonnx._core import ConversionError
 # The dtypes the core maps to ONNX element types that onnxruntime runs: the
 # core's one dtype table (plugin_sdk/include/jaxonnx/dtypes.hpp).
 SUPPORTED = frozenset(_core.exported_dtypes())
-_SUPPORTED_TEXT = ("float16/bfloat16/float32/float64, int8-int64, uint8-uint64, bool and "
+_SUPPORTED_TEXT = ("float16/bfloat16/float32/float64, int8-int64, uint8-uint64, bool, "
+                   "int4/uint4 (weights: ONNX packs them two per byte; opset 21 carries them) and "
                    "complex64/complex128 (as float32/float64[..., 2])")
 
 

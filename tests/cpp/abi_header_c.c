@@ -79,6 +79,9 @@ int main(void) {
     rule.struct_size = (uint32_t)offsetof(jxo_rule_desc, numerics); /* a minor-4 rule */
     EXPECT(!JXO_HAS_FIELD(&rule, jxo_rule_desc, numerics));
   }
+  /* minor 6: 4-bit integers, numbered as ONNX numbers them */
+  EXPECT(JXO_ABI_MINOR >= 6);
+  EXPECT(JXO_DTYPE_UINT4 == 21 && JXO_DTYPE_INT4 == 22 && JXO_DTYPE_BFLOAT16 == 16);
   if (failures == 0) printf("plugin_abi.h compiles and holds as C99\n");
   return failures == 0 ? 0 : 1;
 }

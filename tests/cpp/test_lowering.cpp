@@ -304,6 +304,40 @@ TEST_CASE("export writes large weights between protobuf's pieces, byte for byte 
   CHECK(pieces.str() == bytes);
 }
 
+TEST_CASE("export packs 4-bit initializers two per byte, low nibble first") {
+  // In memory one element per byte, the value in the low nibble (ml_dtypes'
+  // layout, plugin_abi.h); ONNX stores INT4/UINT4 packed. Small initializers
+  // go through protobuf, large ones are spliced: both are packed.
+  Registry reg = good();
+  ConvertOptions options;
+  options.optimize = false;
+  ir::Model model = lower_to_ir(identity_then_scale(), reg, options);
+  const std::vector<uint8_t> small = {0x0d, 0x07, 0x08, 0x01, 0x0f};  // int4 -3, 7, -8, 1, -1
+  std::vector<uint8_t> large(4001);
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<uint8_t>(i * 7) & 0x0f;
+  for (const auto& [dtype, data] : {std::make_pair(JXO_DTYPE_INT4, small), std::make_pair(JXO_DTYPE_UINT4, large)}) {
+    ir::ValueId v = model.graph.add_value("w" + std::to_string(data.size()));
+    model.graph.initializers.push_back(
+        {v, Tensor::copy_of(dtype, {static_cast<int64_t>(data.size())}, data.data(), data.size()), nullptr});
+  }
+  const std::string bytes = export_onnx(model);
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(bytes));
+  REQUIRE(m.graph().initializer_size() == 3);
+  const onnx::TensorProto& a = m.graph().initializer(1);
+  CHECK(a.data_type() == JXO_DTYPE_INT4);
+  CHECK(a.dims(0) == 5);
+  CHECK(a.raw_data() == std::string("\x7d\x18\x0f", 3));
+  const onnx::TensorProto& b = m.graph().initializer(2);
+  CHECK(b.data_type() == JXO_DTYPE_UINT4);
+  REQUIRE(b.raw_data().size() == (large.size() + 1) / 2);
+  bool same = true;
+  for (size_t i = 0; i < large.size(); ++i)
+    same = same && ((static_cast<uint8_t>(b.raw_data()[i / 2]) >> (4 * (i % 2))) & 0x0f) == large[i];
+  CHECK(same);
+  CHECK((static_cast<uint8_t>(b.raw_data().back()) >> 4) == 0);  // the odd last nibble is 0
+}
+
 TEST_CASE("a subgraph attribute is exported with its captures under the outer names") {
   // main: If(cond) { then: Neg(x) with x captured; else: x } -> y
   ir::Model model;

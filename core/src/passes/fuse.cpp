@@ -11,9 +11,9 @@
 // before the root and makes the root's readers read the replacement.
 // Refuses (the attempt is dropped, the graph untouched): a replacement of a
 // different type than the value it replaces, an emitted node reading a value
-// defined at or after the root, an op the rule did not declare, a non-default
-// domain, a replaced graph output whose replacement is not a node the rule
-// emitted.
+// defined at or after the root, an op the rule did not declare (another
+// domain's op is declared as "domain.op"), a domain the target does not run,
+// a replaced graph output whose replacement is not a node the rule emitted.
 // Sweeps again while the last sweep rewrote something (a rewrite can make an
 // earlier node match).
 // Guarantees: no plugin rule matches (tried again on a scratch copy when the
@@ -169,14 +169,20 @@ jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node_in, jxo_value* ou
     } catch (const InvalidArgument& e) {
       return fail(rw, e.what());
     }
-    if (!req.domain.empty())
-      return fail(rw, req.where + ": only default-domain nodes can be emitted");
-    if (std::find(rw->allowed_ops->begin(), rw->allowed_ops->end(), req.op_type) ==
+    // Another domain's op (ABI 1.6) is declared qualified ("com.microsoft.MatMulNBits"); the
+    // rule was selected only if the target runs every domain it declares (converter.cpp).
+    const bool other_domain = !req.domain.empty() && req.domain != "ai.onnx";
+    const std::string declared = other_domain ? req.domain + "." + req.op_type : req.op_type;
+    const sdk::targets::Profile& target = rw->target ? *rw->target : sdk::targets::kProfiles[0];
+    if (other_domain && sdk::targets::refuses_domain(target, req.domain))
+      return fail(rw, req.where + ": the target does not run domain " + req.domain);
+    if (std::find(rw->allowed_ops->begin(), rw->allowed_ops->end(), declared) ==
         rw->allowed_ops->end())
-      return fail(rw, "rw_emit_node: op '" + req.op_type +
+      return fail(rw, "rw_emit_node: op '" + declared +
                           "' is not among the ops the rule declares (.emits)");
     ir::Node n;
     n.op_type = req.op_type;
+    if (other_domain) n.domain = req.domain;
     for (size_t k = 0; k < req.inputs.size(); ++k) {
       jxo_value v = req.inputs[k];
       if (v != JXO_NO_VALUE && !made_here(rw, v) && !defined_before_root(rw, v))

@@ -28,6 +28,8 @@ inline constexpr Info kTable[] = {
     {JXO_DTYPE_UINT32, "uint32", 4, true},         {JXO_DTYPE_UINT64, "uint64", 8, true},
     {JXO_DTYPE_BOOL, "bool", 1, true},             {JXO_DTYPE_COMPLEX64, "complex64", 8, true},
     {JXO_DTYPE_COMPLEX128, "complex128", 16, true}, {JXO_DTYPE_STRING, "string", 0, false},
+    // One byte per element in memory (ml_dtypes' layout), two per byte in the file.
+    {JXO_DTYPE_INT4, "int4", 1, true},             {JXO_DTYPE_UINT4, "uint4", 1, true},
 };
 
 // The entry of a JXO_DTYPE_* number, or nullptr.

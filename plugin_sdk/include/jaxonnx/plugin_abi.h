@@ -87,8 +87,12 @@
  * Minor 5 (append-only): target profiles (target, target_supports and
  * rw_target_supports of jxo_api) and declared numerics (JXO_NUMERICS_*,
  * jxo_binding.numerics and numerics_note, jxo_rule_desc.numerics and
- * numerics_note). */
-#define JXO_ABI_MINOR 5
+ * numerics_note).
+ * Minor 6 (append-only): 4-bit integers (JXO_DTYPE_UINT4, JXO_DTYPE_INT4),
+ * and rw_emit_node accepts a node of another domain when the rule declares
+ * it ("com.microsoft.MatMulNBits" in its ops) and the target runs that domain
+ * (a host of minor <= 5 refuses it). */
+#define JXO_ABI_MINOR 6
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
 
@@ -126,7 +130,12 @@ enum {
   JXO_DTYPE_UINT64 = 13,
   JXO_DTYPE_COMPLEX64 = 14,
   JXO_DTYPE_COMPLEX128 = 15,
-  JXO_DTYPE_BFLOAT16 = 16
+  JXO_DTYPE_BFLOAT16 = 16,
+  /* minor 6. In a jxo_tensor a 4-bit element takes one byte, its value in
+   * the low nibble (two's complement for INT4), as NumPy (ml_dtypes) holds
+   * it; the ONNX file packs two per byte (the host does that on export). */
+  JXO_DTYPE_UINT4 = 21,
+  JXO_DTYPE_INT4 = 22
 };
 
 /* One dimension: a static size, or a symbolic expression as JAX prints it
@@ -443,7 +452,8 @@ typedef struct jxo_api {
   /* The data of `v` when it is an initializer or a Constant node's value. */
   const jxo_tensor* (*rw_value_constant)(const jxo_rewrite* rw, jxo_value v);
   /* [in] node, [out] outputs (node->num_outputs entries). Emits a
-   * replacement node (default domain only); its inputs must be values
+   * replacement node of the default domain or (minor 6) of a domain the
+   * target runs, named "domain.op" among the rule's ops; its inputs must be values
    * defined before the root or by nodes emitted earlier in this callback. */
   jxo_status* (*rw_emit_node)(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs);
   /* [in] tensor (copied), [out] out. */

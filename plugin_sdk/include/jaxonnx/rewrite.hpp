@@ -128,6 +128,17 @@ class Rewrite final : public Emitter {
     float f = static_cast<float>(x);
     return constant(dtype::f32, {}, &f, 4);
   }
+  // Emits `op_type` of operator domain `domain` ("com.microsoft") with one
+  // output, declared "domain.op" in the rule's .emits (ABI 1.6: an older host
+  // refuses it, which fails the conversion). A rule that emits one runs only
+  // under a target whose profile runs that domain.
+  Value domain_op(std::string_view domain, std::string_view op_type, const std::vector<Value>& ins,
+                  const Aval& out, const std::vector<Attr>& attrs = {}, int64_t domain_version = 1) {
+    detail::NodeView n(op_type, ins, {out}, attrs, domain, domain_version);
+    Value result = kNoValue;
+    emit(n.node, &result);
+    return result;
+  }
   // Every read of the root's output `old` now reads `value`.
   void replace(Value old, Value value) { detail::check(api_, api_->rw_replace(rw_, old, value)); }
 
@@ -144,6 +155,9 @@ class Rewrite final : public Emitter {
       case dtype::i32: return get(int32_t{});
       case dtype::i64: return get(int64_t{});
       case dtype::u8: case dtype::boolean: return get(uint8_t{});
+      // One per byte, the value in the low nibble (plugin_abi.h).
+      case dtype::i4: return static_cast<double>(static_cast<int8_t>(static_cast<uint8_t>(*p) << 4) >> 4);
+      case dtype::u4: return static_cast<double>(static_cast<uint8_t>(*p) & 0x0f);
       case dtype::u16: return get(uint16_t{});
       case dtype::u32: return get(uint32_t{});
       case dtype::u64: return get(uint64_t{});

@@ -41,6 +41,11 @@ constexpr int32_t f32 = JXO_DTYPE_FLOAT32, f64 = JXO_DTYPE_FLOAT64, f16 = JXO_DT
                   i32 = JXO_DTYPE_INT32, i64 = JXO_DTYPE_INT64, u8 = JXO_DTYPE_UINT8,
                   u16 = JXO_DTYPE_UINT16, u32 = JXO_DTYPE_UINT32, u64 = JXO_DTYPE_UINT64,
                   boolean = JXO_DTYPE_BOOL;
+// 4-bit integers (ABI 1.6): storage for quantized weights. Not among
+// is_int's types: ONNX computes on them only through Cast and
+// DequantizeLinear (opset 21), so a lowering that handles them says so.
+constexpr int32_t i4 = JXO_DTYPE_INT4, u4 = JXO_DTYPE_UINT4;
+inline bool is_4bit(int32_t t) { return t == i4 || t == u4; }
 // Complex: carried in the IR as a real tensor with a trailing dim of 2 (see complex.hpp).
 constexpr int32_t c64 = JXO_DTYPE_COMPLEX64, c128 = JXO_DTYPE_COMPLEX128;
 inline bool is_complex(int32_t t) { return t == c64 || t == c128; }

@@ -48,6 +48,10 @@ def ort_session(model, level: str = "all"):
         "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
         "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
+    # At "all", onnxruntime fuses DequantizeLinear + MatMul of int4/int8 weights
+    # into MatMulNBits with accuracy_level 4 (activations rounded to int8) unless
+    # told otherwise; 0 computes in float32, JAX's numerics (docs/quantization.md).
+    options.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "0")
     data = model if isinstance(model, bytes) else model.SerializeToString()
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
