@@ -58,3 +58,24 @@ def test_the_sample_covers_every_group_and_the_known_failures_exist():
 def test_harness_converts_and_agrees(worker, name):
     status, detail = worker.run(name, "jaxonnx")
     assert status == "pass", f"{name}: {status}: {detail}"
+
+
+def test_the_benchmark_runs_end_to_end_in_its_worker_pool(tmp_path):
+    import json
+    import subprocess
+
+    out, results = tmp_path / "catalog.json", tmp_path / "results.jsonl"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "catalog.py"), "--tools", "jaxonnx", "--quiet",
+           "--filter", "^(abs_shape_float32_20_20_|eig_shape_float32_0_0_computelefteigenvectors_False_"
+                       "computerighteigenvectors_False)$", "--json", str(out), "--results", str(results)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["summary"]["outcomes"]["jaxonnx"] == {"pass": 1, "does not run": 1}
+    assert data["summary"]["groups"] == {"abs": {"cases": 1, "jaxonnx": 1}, "eig": {"cases": 1, "jaxonnx": 0}}
+    assert "| abs | 1 | 1 |" in run.stdout
+    assert len(results.read_text().splitlines()) == 2
+    # A second run resumes from the results file: nothing left to run, the same answer.
+    again = subprocess.run(cmd[:-4] + ["--results", str(results), "--json", str(out)], capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0 and json.loads(out.read_text())["summary"] == data["summary"]
