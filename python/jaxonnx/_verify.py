@@ -254,10 +254,13 @@ class _Search:
         if any(_keys.is_key(getattr(v, "dtype", None)) or np.asarray(v).dtype == jax.dtypes.float0
                for v in inner_values):
             return None
-        specs = _input_specs.normalize_inputs(inner_values, self.x64)
-        program = _pipeline.trace(jax.extend.core.jaxpr_as_fun(inner), specs, [], {}, self.registry,
-                                  self.binding_level)
-        return self.run(program, inner_values, {}, path + ((k, eqn.primitive.name),))
+        try:  # a body this cannot run on its own (shard_map's per-shard shapes): stay at this level
+            specs = _input_specs.normalize_inputs(inner_values, self.x64)
+            program = _pipeline.trace(jax.extend.core.jaxpr_as_fun(inner), specs, [], {}, self.registry,
+                                      self.binding_level)
+            return self.run(program, inner_values, {}, path + ((k, eqn.primitive.name),))
+        except Exception:  # noqa: BLE001
+            return None
 
 
 def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
