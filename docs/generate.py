@@ -73,7 +73,51 @@ def render() -> str:
         lines.append(f"| `{r['name']}` | {plugin} | {r['root_op']} | {ops} | "
                      f"{r['min_opset'] or ''} | {_numerics(r)} | {r['summary']} |")
     lines += crisp_table(reg)
+    lines += catalog_tables()
     return "\n".join(lines) + "\n"
+
+
+def catalog_tables() -> list:
+    """JAX's primitive catalog per group (benchmarks/catalog.py's results, committed as
+    docs/catalog.json and docs/catalog_x64.json), and every harness jaxonnx does not pass."""
+    import json
+
+    lines = []
+    for name, title in (("catalog.json", "x64 off"), ("catalog_x64.json", "x64 on")):
+        path = Path(__file__).resolve().parent / name
+        if not path.exists():
+            continue
+        data = json.loads(path.read_text())
+        tools, groups = data["tools"], data["groups"]
+        total = {k: sum(g[k] for g in groups.values()) for k in ["cases", *tools]}
+        versions = ", ".join(f"{k} {v}" for k, v in data["versions"].items())
+        lines += [
+            "",
+            f"## JAX's primitive catalog ({title})",
+            "",
+            "`jax._src.internal_test_util.test_harnesses.all_harnesses` through `benchmarks/catalog.py`",
+            f"(docs/catalog.md says how), measured {data['measured']} with {versions}:",
+            "cases JAX runs, and how many of them each converter passes (valid, runs in onnxruntime,",
+            "agrees with `jax.jit`).",
+            "",
+            "| group | cases | " + " | ".join(f"{t} pass" for t in tools) + " |",
+            "|---|---:|" + "---:|" * len(tools),
+        ]
+        for g in sorted(groups):
+            row = groups[g]
+            lines.append(f"| {g} | {row['cases']} | " + " | ".join(str(row[t]) for t in tools) + " |")
+        pct = {t: f" ({100.0 * total[t] / total['cases']:.1f}%)" if total["cases"] else "" for t in tools}
+        lines.append(f"| **all** | **{total['cases']}** | "
+                     + " | ".join(f"**{total[t]}**{pct[t]}" for t in tools) + " |")
+        failures = data["failures"]["jaxonnx"]
+        if failures:
+            lines += ["", f"What jaxonnx does not pass ({len(failures)}), with the reason:", "",
+                      "| harness | outcome | reason |", "|---|---|---|"]
+            for h in sorted(failures):
+                status, detail = failures[h]
+                reason = (detail.strip().splitlines() or [""])[0][:200].replace("|", "\\|")
+                lines.append(f"| `{h}` | {status} | {reason} |")
+    return lines
 
 
 def _numerics(d) -> str:

@@ -133,7 +133,7 @@ def allclose(fn, onnx_model_path, inputs, input_params=None, rtol=1e-3, atol=1e-
 
 class Divergence(NamedTuple):
     """The first equation whose ONNX value differs from JAX's."""
-    index: int            # position among the program's top-level equations
+    index: int            # position among its program's equations (the innermost one: see path)
     primitive: str
     plugin: str           # the plugin that lowered it ("" if none claims it)
     source: str           # the user's file:line
@@ -141,10 +141,12 @@ class Divergence(NamedTuple):
     detail: str           # shape mismatch, or the largest difference
     expected: np.ndarray  # JAX's value
     got: np.ndarray       # the model's value
+    path: tuple = ()      # the enclosing equations, outermost first: ((index, primitive), ...)
 
     def __str__(self):
+        inside = "".join(f" inside equation {k} ({p})" for k, p in reversed(self.path))
         return (f"equation {self.index} ({self.primitive}, lowered by plugin {self.plugin!r}) at "
-                f"{self.source}: output {self.output}: {self.detail}")
+                f"{self.source}{inside}: output {self.output}: {self.detail}")
 
 
 def _probe(closed):
@@ -167,15 +169,124 @@ def _probe(closed):
     return where, jax.extend.core.ClosedJaxpr(probe, closed.consts)
 
 
+def _sub_program(eqn, values):
+    """(closed jaxpr, its input values) of the program an equation runs: a
+    call's (jit, closed_call, custom_jvp/vjp, remat), a scan's or while's body
+    at its first iteration, the cond branch taken; None when it has none."""
+    from jax.extend.core import ClosedJaxpr
+    p, name = eqn.params, eqn.primitive.name
+    if name == "scan":
+        nc, ncarry = p["num_consts"], p["num_carry"]
+        xs = values[nc + ncarry:]
+        if not p["length"]:
+            return None
+        step = -1 if p["reverse"] else 0
+        return p["jaxpr"], values[:nc + ncarry] + [x[step] for x in xs]
+    if name == "while":
+        cn, bn = p["cond_nconsts"], p["body_nconsts"]
+        return p["body_jaxpr"], values[cn:cn + bn] + values[cn + bn:]
+    if name == "cond":
+        branches = p["branches"]
+        return branches[int(np.clip(int(values[0]), 0, len(branches) - 1))], values[1:]
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        sub = p.get(key)
+        if sub is None or not hasattr(sub, "invars" if not hasattr(sub, "consts") else "consts"):
+            continue
+        closed = sub if hasattr(sub, "consts") else ClosedJaxpr(sub, ())
+        if len(closed.jaxpr.invars) == len(values):
+            return closed, values
+    return None
+
+
+class _Search:
+    """first_divergence's settings, and the search over one program and its sub-programs."""
+
+    def __init__(self, registry, binding_level, options, rtol, atol, x64):
+        self.registry, self.binding_level, self.options = registry, binding_level, options
+        self.rtol, self.atol, self.x64 = rtol, atol, x64
+        self.owners = {p["name"]: plugin["name"] for plugin in registry.plugins for p in plugin["primitives"]}
+
+    def run(self, program, xs, params, path=()):
+        """The first equation of `program` (traced over xs + params) whose value
+        differs, looking inside the sub-program of the first one that does."""
+        closed = program.closed
+        where, probe = _probe(closed)
+        if not where:  # no equation makes a value the model could compare
+            return None
+        options = _core.ConvertOptions(
+            **self.options, input_names=[f"in_{i}" for i in range(len(xs))] + list(params),
+            output_names=[f"eqn{k}_out{j}" for k, j in where])
+        data = _pipeline.lower(dataclasses.replace(program, closed=probe), self.registry, options).model
+        args = [*xs, *(np.asarray(v) for v in params.values())]
+        # JAX's values as jax.jit computes them, as a user compares a model with: XLA
+        # compiling the program may round differently from running it equation by
+        # equation (a constant it folds, an approximation it picks).
+        evaluate = jax.extend.core.jaxpr_as_fun(probe)
+        try:
+            expected = jax.jit(evaluate)(*args)
+        except NotImplementedError:  # a primitive XLA cannot compile (an impl only): eagerly
+            expected = evaluate(*args)
+        session = _session(data)
+        got = session.run(None, _feeds(session, xs, params))
+        for (k, j), e, g in zip(where, expected, got):
+            why = _compare(np.asarray(e), g, self.rtol, self.atol)
+            if not why:
+                continue
+            eqn = closed.jaxpr.eqns[k]
+            name = eqn.primitive.name
+            here = Divergence(k, name, self.owners.get(name, ""), _source.describe(eqn.source_info), j,
+                              why, np.asarray(e), np.asarray(g), path)
+            return self._inside(closed, probe, args, expected, where, eqn, k, path) or here
+        return None
+
+    def _inside(self, closed, probe, args, expected, where, eqn, k, path):
+        """The divergence inside equation k's sub-program, given the values JAX
+        computed for its inputs; None when it has none or all of it agrees."""
+        env = {id(v): a for v, a in zip(closed.jaxpr.invars, args)}
+        env.update({id(v): c for v, c in zip(closed.jaxpr.constvars, closed.consts)})
+        env.update({id(probe.jaxpr.outvars[i]): e for i, e in enumerate(expected)})
+        values = []
+        for v in eqn.invars:
+            if hasattr(v, "val"):  # a literal
+                values.append(np.asarray(v.val))
+            elif id(v) in env:
+                values.append(np.asarray(env[id(v)]))
+            else:
+                return None  # a value the probe does not carry (a key): stay at this level
+        sub = _sub_program(eqn, values)
+        if sub is None:
+            return None
+        inner, inner_values = sub
+        if any(_keys.is_key(getattr(v, "dtype", None)) or np.asarray(v).dtype == jax.dtypes.float0
+               for v in inner_values):
+            return None
+        try:  # a body this cannot run on its own (shard_map's per-shard shapes): stay at this level
+            specs = _input_specs.normalize_inputs(inner_values, self.x64)
+            program = _pipeline.trace(jax.extend.core.jaxpr_as_fun(inner), specs, [], {}, self.registry,
+                                      self.binding_level)
+            return self.run(program, inner_values, {}, path + ((k, eqn.primitive.name),))
+        except Exception:  # noqa: BLE001
+            return None
+
+
 def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
                      enable_double_precision=False, opset=None, plugin_dirs=None,
                      plugin_overrides=None, crisp=True, fusion=None, target="onnxruntime"):
     """Converts fn with every value of its top-level equations as a model
     output (unoptimized, so each is its equation's own lowering), runs that in
-    onnxruntime and the same equations in JAX, and returns the first equation
-    whose value differs as a Divergence (its index, primitive, plugin, source
-    line, the difference), or None when all agree. An equation holding a
-    sub-program (jit, scan, cond) counts as one.
+    onnxruntime and the same equations under jax.jit, and returns the first
+    equation whose value differs as a Divergence (its index, primitive, plugin,
+    source line, the difference). When that equation holds a sub-program (jit,
+    closed_call, custom_jvp/vjp, remat, a scan's or while's body, the cond
+    branch taken), the search goes on inside it, on the values JAX computed for
+    its inputs (a loop body at its first iteration), and names the innermost
+    equation that differs (Divergence.path: the enclosing ones).
+
+    Returns None when every equation agrees and so does the whole model (fn
+    converted as to_onnx does with these settings, run at onnxruntime's default
+    optimization level). When every equation agrees but the whole model does
+    not (an optimization or fusion across equations changed the result),
+    raises ConversionError saying so: never None while the outputs differ.
 
     Args:
         inputs: concrete arrays, or shape tuples that are sampled (symbols take 2).
@@ -197,29 +308,45 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
         param_specs = _input_specs.normalize_params(params, enable_double_precision)
         registry = _plugins.registry(plugin_dirs, plugin_overrides)
         program = _pipeline.trace(fn, specs, param_specs, params, registry, binding_level)
-        closed = program.closed
-        where, probe = _probe(closed)
-        if not where:  # no equation makes a value the model could compare
-            return None
-        options = _core.ConvertOptions(
+        options = dict(  # for _core.ConvertOptions
             # At MIN_OPSET or newer: an unoptimized model may hold ops an older opset lacks.
             opset=max(int(opset), _core.MIN_OPSET), model_name="first_divergence",
-            input_names=[f"in_{i}" for i in range(len(xs))] + list(params),
-            output_names=[f"eqn{k}_out{j}" for k, j in where], describe_source=_source.describe,
-            optimize=False, target=target)
-        data = _pipeline.lower(dataclasses.replace(program, closed=probe), registry, options).model
-        args = [*xs, *(np.asarray(v) for v in params.values())]
-        expected = jax.extend.core.jaxpr_as_fun(probe)(*args)
-        session = _session(data)
-        got = session.run(None, _feeds(session, xs, params))
-    owners = {p["name"]: plugin["name"] for plugin in registry.plugins for p in plugin["primitives"]}
-    for (k, j), e, g in zip(where, expected, got):
-        why = _compare(np.asarray(e), g, rtol, atol)
+            describe_source=_source.describe, optimize=False, target=target)
+        search = _Search(registry, binding_level, options, rtol, atol, bool(enable_double_precision))
+        found = search.run(program, xs, params)
+        if found is not None:
+            return found
+        why = _whole_model_differs(fn, xs, params, rtol, atol, enable_double_precision=enable_double_precision,
+                                   opset=opset, plugin_dirs=plugin_dirs, plugin_overrides=plugin_overrides,
+                                   crisp=crisp, fusion=fusion, target=target)
+    if why:
+        raise ConversionError(
+            f"first_divergence: every equation agrees with JAX when lowered on its own, but {why}: "
+            "a rewrite across equations (fusion, the optimizer) changes the result; convert with "
+            "fuse=False, then optimize=False, to narrow it down, and please report it")
+    return None
+
+
+def _whole_model_differs(fn, xs, params, rtol, atol, **convert):
+    """What differs between fn under jax.jit and the model to_onnx makes of it
+    (run at onnxruntime's default level), or None."""
+    from jaxonnx._convert import to_onnx
+    from jaxonnx import _nnx
+
+    data = to_onnx(fn, xs, input_params=params or None, return_mode="bytes", **convert)
+    session = _session(data, optimized=True)
+    got = session.run(None, _feeds(session, xs, params))
+    target = _nnx.private_copy(fn) or fn
+    try:
+        expected = jax.tree.leaves(jax.jit(lambda *a: target(*a, **params))(*xs))
+    except NotImplementedError:  # a primitive XLA cannot compile (an impl only): eagerly
+        expected = jax.tree.leaves(target(*xs, **params))
+    if len(expected) != len(got):
+        return f"the model has {len(got)} outputs, fn {len(expected)}"
+    for i, (e, g) in enumerate(zip(expected, got)):
+        why = _compare(np.asarray(_model_value(e)), g, rtol, atol)
         if why:
-            eqn = closed.jaxpr.eqns[k]
-            name = eqn.primitive.name
-            return Divergence(k, name, owners.get(name, ""), _source.describe(eqn.source_info), j,
-                              why, np.asarray(e), np.asarray(g))
+            return f"the whole model's output {i} differs: {why}"
     return None
 
 
@@ -409,6 +536,8 @@ def _cause(plan, xs):
                                  opset=plan.opset, plugin_dirs=plan.plugin_dirs,
                                  plugin_overrides=plan.plugin_overrides, fusion=plan.binding_level,
                                  target=plan.target)
+    except ConversionError as e:  # every equation agrees: it says so
+        return str(e)
     except Exception as e:  # the diagnosis must not hide the finding
         return f"locating the equation failed ({type(e).__name__}: {e})"
     if found is None:

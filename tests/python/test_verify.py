@@ -16,11 +16,15 @@ def miscompiled():
     return [build_test_plugins() / "miscompiled"]
 
 
-def _negate_primitive():
-    """test.negate with a JAX impl (negation); the plugin lowers it to Identity."""
+def _negate_primitive(compiled=False):
+    """test.negate with a JAX impl (negation), and with compiled=True an XLA lowering
+    too (so jit and scan can hold it); the plugin lowers it to Identity."""
     prim = jex_core.Primitive("test.negate")
     prim.def_impl(lambda x: -x)
     prim.def_abstract_eval(lambda x: jax_core.ShapedArray(x.shape, x.dtype))
+    if compiled:
+        from jax.interpreters import mlir
+        mlir.register_lowering(prim, mlir.lower_fun(lambda x: -x, multiple_results=False))
     return prim
 
 
@@ -55,6 +59,68 @@ def test_first_divergence_is_none_when_every_equation_agrees():
     x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
     assert jaxonnx.first_divergence(fn, [x], input_params={"scale": 3.0}) is None
     assert jaxonnx.first_divergence(fn, [(4, 3)], input_params={"scale": 3.0}) is None
+
+
+def test_first_divergence_descends_into_a_jit_call(miscompiled):
+    # The whole program is one jit equation: the search goes on inside it and names
+    # the negate there, with the jit as its enclosing equation.
+    fn = jax.jit(_program(_negate_primitive(compiled=True)))
+    x = np.linspace(0.1, 1.0, 6, dtype=np.float32).reshape(2, 3)
+    found = jaxonnx.first_divergence(fn, [x], plugin_dirs=miscompiled)
+    assert (found.index, found.primitive, found.plugin) == (2, "test.negate", "test_miscompiled")
+    assert found.path == ((0, "jit"),)
+    assert "inside equation 0 (jit)" in str(found)
+    np.testing.assert_allclose(found.expected, -found.got, rtol=1e-6)
+
+
+def test_first_divergence_descends_into_a_scan_body_at_its_first_step(miscompiled):
+    negate = _negate_primitive(compiled=True)
+
+    def fn(xs):
+        def step(carry, x):
+            y = negate.bind(jnp.cos(x) + carry)
+            return carry + 1.0, y
+        return jax.lax.scan(step, jnp.float32(0.5), xs)
+
+    xs = np.linspace(0.1, 1.0, 12, dtype=np.float32).reshape(4, 3)
+    found = jaxonnx.first_divergence(fn, [xs], plugin_dirs=miscompiled)
+    assert found.primitive == "test.negate" and found.path == ((0, "scan"),)
+    # The body's value at step 0: cos(xs[0]) + 0.5, which the Identity keeps unnegated.
+    np.testing.assert_allclose(found.expected, -(np.cos(xs[0]) + 0.5), rtol=1e-6)
+    np.testing.assert_allclose(found.got, np.cos(xs[0]) + 0.5, rtol=1e-6)
+
+
+def test_first_divergence_compares_with_jit_not_equation_by_equation():
+    # XLA compiling 10000 ** (k / 32) rounds some entries one ulp away from the
+    # correctly rounded value that JAX's eager pow and onnxruntime give; at rotary
+    # position 2**30 that ulp is ~64 radians, so sin differs outright. A user compares
+    # with jax.jit, so first_divergence must too (it compared equation by equation
+    # and returned None on this, issue 36).
+    def fn(pos):
+        inv = 1.0 / (10000.0 ** (jnp.arange(0, 32, 2, dtype=jnp.float32) / 32))
+        return jnp.sin(pos[:, None].astype(jnp.float32) * inv)
+
+    pos = np.array([3, 2**30], np.int32)
+    with jax.disable_jit():
+        eager = np.asarray(fn(jnp.asarray(pos)))
+    if np.allclose(np.asarray(jax.jit(fn)(pos)), eager, atol=1e-6):
+        pytest.skip("this XLA rounds 10000 ** (k / 32) as eager JAX does: nothing differs")
+    found = jaxonnx.first_divergence(fn, [pos], rtol=1e-5, atol=1e-6)
+    assert found is not None and found.primitive == "sin"
+    assert np.allclose(found.expected[0], found.got[0], atol=1e-6)  # position 3 agrees
+    assert not np.allclose(found.expected[1], found.got[1], atol=1e-2)
+
+
+def test_first_divergence_says_so_when_only_the_whole_model_differs(miscompiled, monkeypatch):
+    # Every equation agreeing while the model does not (a rewrite across equations):
+    # an error that says so, never None. The per-equation search is made to find
+    # nothing, so the miscompiled model stands in for such a rewrite.
+    from jaxonnx import _verify
+    monkeypatch.setattr(_verify._Search, "run", lambda self, *a, **k: None)
+    fn = _program(_negate_primitive())
+    x = np.linspace(0.1, 1.0, 6, dtype=np.float32).reshape(2, 3)
+    with pytest.raises(jaxonnx.ConversionError, match="every equation agrees.*output 0 differs"):
+        jaxonnx.first_divergence(fn, [x], plugin_dirs=miscompiled)
 
 
 # ------------------------------------------------------------------ verify=True
