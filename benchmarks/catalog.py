@@ -55,6 +55,7 @@ OUTCOMES = ("pass", "refused", "invalid model", "does not load", "does not run",
 TOLERANCE = {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), "float32": (1e-4, 1e-5),
              "float64": (1e-9, 1e-9)}
 # The groups whose results are defined only up to a choice: checked by property when they differ.
+PEER_CAUSES = 25  # the peer's largest failure causes the docs keep (jaxonnx's: all)
 BY_PROPERTY = ("svd", "qr", "eig", "eigh", "lu", "top_k", "approx_top_k")
 
 
@@ -529,7 +530,10 @@ def report(s, elapsed, jobs, x64):
             lines.append(f"| {k} | " + " | ".join(str(s["outcomes"][t].get(k, 0)) for t in tools) + " |")
     for t in tools:
         lines += ["", f"{t}'s failures by cause:", "", "| cases | cause | examples |", "|---:|---|---|"]
-        for c in s["causes"][t]:
+        causes = s["causes"][t][:None if t == "jaxonnx" else PEER_CAUSES]
+        if len(causes) < len(s["causes"][t]):
+            lines[-4] = f"{t}'s failures by cause (the {len(causes)} largest of {len(s['causes'][t])}):"
+        for c in causes:
             text = c["cause"].replace("|", "\\|")
             lines.append(f"| {c['count']} | {text} | " + ", ".join(f"`{e}`" for e in c["examples"]) + " |")
     return "\n".join(lines)
@@ -539,9 +543,11 @@ def compact(s, stamp, versions):
     """What docs/catalog*.json keeps: per-group counts, causes and jaxonnx's failure list."""
     return {"measured": stamp, "versions": versions, "harnesses": s["harnesses"], "tools": s["tools"],
             "outcomes": s["outcomes"], "groups": s["groups"],
-            "causes": {t: [{"cause": c["cause"], "count": c["count"], "examples": c["examples"]}
-                           for c in s["causes"][t]] for t in s["tools"]},
-            "failures": {"jaxonnx": {n: [st, d[:300]] for n, (st, d) in s["failures"]["jaxonnx"].items()}}}
+            "causes": {t: [{"cause": c["cause"], "count": c["count"], "example": c["examples"][0]}
+                           for c in s["causes"][t][:None if t == "jaxonnx" else PEER_CAUSES]]
+                       for t in s["tools"]},
+            "failures": {"jaxonnx": {n: [st, _first_line(d)[:160]]
+                                     for n, (st, d) in s["failures"]["jaxonnx"].items()}}}
 
 
 def versions(tools):
