@@ -15,7 +15,11 @@
 //
 // Rules, not a lowering: the pattern spans four primitives lowered by three
 // plugins (convert_element_type, mul, reshape, dot_general), and it is the
-// same pattern whoever wrote it; the fuse pass sees it whole. Opsets: per
+// same pattern whoever wrote it; the fuse pass sees it whole.
+// Targets: DequantizeLinear where the target runs it well (portable). The
+// onnxruntime targets lack it (targets.hpp, dequantize_weights: 20-90x slower
+// than the float32 weight onnxruntime folds Cast + Mul into at load), so there
+// Cast + Mul stays, but for the int4 weights MatMulNBits takes. Opsets: per
 // tensor / per axis int8 from opset 13 (the portable target's 17); int4 and
 // blocked scales need opset 21. Below 21 an int4 weight is widened to int8
 // (int4_below_opset_21: the file is ~1/4 of float32 instead of ~1/7) and a
@@ -125,7 +129,16 @@ std::optional<Dims> scale_dims(const jxo_tensor* st, const Dims& weight) {
   return sd;
 }
 
-bool opset_carries(Rewrite& R, int32_t storage) { return !dtype::is_4bit(storage) || R.opset() >= 21; }
+// Whether to make DequantizeLinear of a weight of `storage`: the opset must
+// carry the type, and the target run the standard form well, or (int4 where
+// onnxruntime's com.microsoft domain runs) matmul_nbits take it over. Else the
+// Cast + Mul stays, which onnxruntime folds into a float32 weight at load
+// (targets.hpp, dequantize_weights).
+bool opset_carries(Rewrite& R, int32_t storage) {
+  if (dtype::is_4bit(storage) && R.opset() < 21) return false;
+  return R.target_supports("dequantize_weights") ||
+         (storage == dtype::i4 && R.target_supports("com.microsoft"));
+}
 
 // Mul(Cast(w_q), scale), the scale one value or varying along one axis ->
 // DequantizeLinear(w_q, scale[, axis]).

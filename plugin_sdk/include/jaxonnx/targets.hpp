@@ -47,6 +47,8 @@ struct Profile {
 //  if_guard:     an If whose only job is to skip an op on an empty size
 //                (onnxruntime's fused ops refuse a dim of 0 that JAX allows).
 //  negative_pad: Pad with negative pads (cropping).
+//  dequantize_weights: DequantizeLinear of a constant weight feeding a
+//                product, rather than Cast + Mul of it.
 // onnxruntime's own tools misread the standard Attention op, so only the
 // opt-in onnxruntime-contrib target (a session, no tools) has it.
 inline constexpr Lack kAttentionLack = {
@@ -55,7 +57,20 @@ inline constexpr Lack kAttentionLack = {
     "standard op and fails; its quantize_dynamic rewrites a top-level one into an invalid "
     "com.microsoft QAttention"};
 
-inline constexpr Lack kOnnxruntimeLacks[] = {kAttentionLack};
+// A weight dequantized in the graph: onnxruntime's CPU provider runs
+// DequantizeLinear + MatMul of a constant int8/int4 weight 20-90x slower than
+// float32 (it dequantizes at every run, or fuses the pair into its MatMulNBits
+// with int8 activations, 2e-2 off JAX), where Cast + Mul of the same integer
+// initializer folds into a float32 weight at load: the same small file, float32
+// speed, exact (docs/quantization.md). A plugin keeps Cast + Mul there.
+inline constexpr Lack kDequantizeLack = {
+    "dequantize_weights", false,
+    "onnxruntime's CPU provider runs DequantizeLinear + MatMul of a constant weight 20-90x "
+    "slower than float32, and its default session fuses it with int8 activations (2e-2 off "
+    "JAX); Cast + Mul of the integer weight folds into float32 at load (docs/quantization.md)"};
+
+inline constexpr Lack kOnnxruntimeLacks[] = {kAttentionLack, kDequantizeLack};
+inline constexpr Lack kContribLacks[] = {kDequantizeLack};
 
 inline constexpr Lack kPortableLacks[] = {
     kAttentionLack,
@@ -87,7 +102,8 @@ inline constexpr Profile kProfiles[] = {
      "Attention op (which onnxruntime's tools misread) and onnxruntime's com.microsoft ops where "
      "they are measurably faster (GroupQueryAttention for causal self-attention, MatMulNBits for "
      "int4/int8 weights)",
-     nullptr, 0, kContribDomains, sizeof(kContribDomains) / sizeof(kContribDomains[0])},
+     kContribLacks, sizeof(kContribLacks) / sizeof(kContribLacks[0]), kContribDomains,
+     sizeof(kContribDomains) / sizeof(kContribDomains[0])},
 };
 
 inline const Profile* find(std::string_view name) {
