@@ -39,6 +39,10 @@
 // prod(out spatial). It needs static kernel and feature dims.
 // preferred_element_type sets the output dtype. Integer convolutions are
 // refused.
+//
+// An output with a 0 dim (a dilated kernel larger than the padded input,
+// where JAX's output size is 0) is the empty result itself, no Conv.
+#include <jaxonnx/empty_result.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -331,6 +335,12 @@ void lower_conv(Lowering& L) {
   const Aval lhs_a = L.in_aval(0), rhs_a = L.in_aval(1), out_a = L.out_aval(0);
   const int32_t cd = compute_dtype(L, lhs_a.dtype, out_a.dtype);
   const size_t n = p.n;
+  // A dilated kernel larger than the padded input: JAX gives an empty
+  // result, where Conv would compute a negative output dim.
+  if (has_static_zero(out_a)) {
+    L.bind(0, cast(L, empty_of(L, out_a.with_dtype(cd)), out_a.with_dtype(cd), out_a.dtype));
+    return;
+  }
 
   // X in [N, C, spatial...].
   Tensor x{transpose(L, L.input(0), lhs_a, p.lhs_spec), permuted(lhs_a, p.lhs_spec)};
@@ -387,7 +397,7 @@ void lower_conv(Lowering& L) {
 JAXONNX_PLUGIN("lax_conv", "0.1.0") {
   plugin.primitive("conv_general_dilated", lower_conv)
       .emits({"Conv", "ConvTranspose", "Transpose", "Cast", "Slice", "Pad", "Unsqueeze", "Reshape", "Concat",
-              "MatMul"})
+              "MatMul", "Expand"})
       .emits_shape_ops()
       .doc(onnx_doc("Conv"));
 }

@@ -24,6 +24,7 @@
 #include "lapack.hpp"
 
 #include <jaxonnx/complex.hpp>
+#include <jaxonnx/empty_result.hpp>
 
 #include <cmath>
 #include <string>
@@ -83,11 +84,21 @@ void batched(Lowering& L, int64_t n, const std::vector<size_t>& outs, Kernel ker
   }
 }
 
+// No matrix, or 0x0 ones (any dtype): every result is empty, bound here.
+// The Loop would have no trips to shape its scan outputs, and the kernel
+// would gather from nothing.
+bool bind_empty(Lowering& L) {
+  if (!has_static_zero(L.in_aval(0))) return false;
+  for (size_t k = 0; k < L.num_outputs(); ++k) L.bind(k, empty_of(L, complex::packed(L.out_aval(k))));
+  return true;
+}
+
 bool flag(Lowering& L, const char* name, bool dflt) {
   return L.has_param(name) && !L.param(name).is_none() ? L.param(name).as_bool() : dflt;
 }
 
 void lower_eig(Lowering& L) {
+  if (bind_empty(L)) return;
   int64_t n = require_square(L, L.in_aval(0));
   bool left = flag(L, "compute_left_eigenvectors", true), right = flag(L, "compute_right_eigenvectors", true);
   std::vector<size_t> outs = {0};
@@ -112,6 +123,7 @@ void lower_eig(Lowering& L) {
 }
 
 void lower_schur(Lowering& L) {
+  if (bind_empty(L)) return;
   int64_t n = require_square(L, L.in_aval(0));
   if (flag(L, "sort_eig_vals", false))
     L.fail("schur: sort_eig_vals=True is not supported (JAX does not implement it on CPU either)");

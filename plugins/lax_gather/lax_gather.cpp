@@ -23,7 +23,10 @@
 //
 // Modes (ONNX Gather wraps negative indices and fails on out-of-range ones,
 // XLA clamps, so each JAX mode is spelled out):
-//   PROMISE_IN_BOUNDS  indices used as they are (the caller promised).
+//   PROMISE_IN_BOUNDS  as CLIP: XLA clamps a start the promise did not
+//                      keep (-1, or 8 with a slice of 5 on an axis of 10)
+//                      where ONNX Gather would wrap or fail; constant
+//                      indices fold the clamp away.
 //   CLIP               start = clamp(start, 0, dim - slice_size) (Max/Min).
 //   FILL_OR_DROP       a batch position whose start is outside
 //                      [0, dim - slice_size] on any axis yields fill_value
@@ -77,15 +80,17 @@ Value dims_of(Lowering& L, int32_t dt, const Shape& s) {
 }
 
 // dims - sizes, elementwise, as a 1-D tensor of `dt`: the largest in-bounds
-// start of each slice.
+// start of each slice. A constant where every difference is known here (a
+// slice of a whole symbolic dim has 0), so a clamp of constant starts folds.
 Value max_starts(Lowering& L, int32_t dt, const Shape& dims, const Shape& sizes) {
   bool all_static = true;
-  for (size_t i = 0; i < dims.size(); ++i) all_static = all_static && dims[i].is_static() && sizes[i].is_static();
-  if (all_static) {
-    std::vector<int64_t> v;
-    for (size_t i = 0; i < dims.size(); ++i) v.push_back(dims[i].value - sizes[i].value);
-    return ints_of(L, dt, v);
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == sizes[i]) v.push_back(0);
+    else if (dims[i].is_static() && sizes[i].is_static()) v.push_back(dims[i].value - sizes[i].value);
+    else all_static = false;
   }
+  if (all_static) return ints_of(L, dt, v);
   Aval a(dtype::i64, {static_cast<int64_t>(dims.size())});
   Value hi = L.op("Sub", {shape_value(L, dims), shape_value(L, sizes)}, a);
   return cast(L, hi, a, dt);
@@ -132,7 +137,7 @@ Value select_fill(Lowering& L, Value mask, Value y, const Aval& out, bool imag =
 
 // ----------------------------------------------------------- indices prep --
 
-// The indices in `ct` (int32 or int64), clamped for CLIP and FILL_OR_DROP,
+// The indices in `ct` (int32 or int64), clamped to the in-bounds starts (every mode),
 // and for FILL_OR_DROP the validity mask over the batch shape.
 struct Indices {
   Value idx = kNoValue;
@@ -145,7 +150,6 @@ Indices prepare_indices(Lowering& L, Value idx, const Aval& ia, int32_t ct, cons
   Indices r;
   r.aval = ia.with_dtype(ct);
   r.idx = cast(L, idx, ia, ct);
-  if (mode == "PROMISE_IN_BOUNDS") return r;
   Value hi = max_starts(L, ct, op_dims, sizes);
   Value zero = scalar(L, ct, 0);
   if (mode == "FILL_OR_DROP") {
@@ -160,7 +164,7 @@ Indices prepare_indices(Lowering& L, Value idx, const Aval& ia, int32_t ct, cons
                             Aval(dtype::i32, bs));
       r.mask = cast(L, n, Aval(dtype::i32, bs), dtype::boolean);
     }
-  } else if (mode != "CLIP") {
+  } else if (mode != "CLIP" && mode != "PROMISE_IN_BOUNDS") {
     L.fail("gather mode " + mode + " is not supported");
   }
   r.idx = L.op("Min", {L.op("Max", {r.idx, zero}, r.aval), hi}, r.aval);

@@ -24,6 +24,9 @@
 //   to be one symbol (a square matrix).
 #include "util.hpp"
 
+#include <jaxonnx/complex.hpp>
+#include <jaxonnx/empty_result.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -279,6 +282,12 @@ Value safe_row(Lowering& L, const TV& s) {
 
 void lower_eigh(Lowering& L) {
   TV A{L.input(0), L.in_aval(0)};
+  // 0x0 matrices or no matrix (any dtype): empty results; the Jacobi Loop
+  // would gather from nothing. (A complex result is carried packed.)
+  if (has_static_zero(A.a)) {
+    for (size_t k = 0; k < 2; ++k) L.bind(k, empty_of(L, complex::packed(L.out_aval(k))));
+    return;
+  }
   require_float(L, A.a, 2);
   Dim n = dim(A.a, 1);
   if (dim(A.a, 2) != n) L.fail("eigh: operand " + A.a.str() + " is not square");

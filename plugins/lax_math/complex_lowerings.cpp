@@ -57,8 +57,10 @@ void lower_square(Lowering& L) {
   L.bind(0, L.op("Mul", {x, x}, L.out_aval(0)));
 }
 
-// complex(re, im): the packed form from the parts (JAX has broadcast them,
-// except a rank-0 literal, which Expand brings to the output's shape).
+// complex(re, im): the packed form from the parts. An operand not of the
+// output's shape (a rank-0 literal, or a part that lax.complex broadcasts,
+// such as (1,) or () against (3, 4)) is expanded to it first: pack's
+// Unsqueeze + Concat take parts of the result's shape.
 void lower_complex(Lowering& L) {
   Aval out = L.out_aval(0);
   Aval p = complex::part(out);
@@ -66,7 +68,7 @@ void lower_complex(Lowering& L) {
   for (size_t i = 0; i < 2; ++i) {
     Aval a = L.in_aval(i);
     parts[i] = L.input(i);
-    if (a.shape.size() != out.shape.size())
+    if (a.shape != out.shape)
       parts[i] = L.op("Expand", {parts[i], shape_value(L, out.shape)}, p.with_dtype(a.dtype));
   }
   L.bind(0, complex::pack(L, parts[0], parts[1], out));

@@ -55,12 +55,19 @@ void lower_unary(Lowering& L, Fn1 fn) {
   L.bind(0, cast(L, y, L.aval_of(y), out.dtype));
 }
 
-void lower_binary(Lowering& L, Fn2 fn) {
+void lower_binary(Lowering& L, Fn2 fn, bool expand) {
   Aval a = L.in_aval(0), b = L.in_aval(1), out = L.out_aval(0);
   require_float(L, a.dtype);
   Ops o{L, working_dtype(a.dtype)};
-  Value y = fn(o, cast(L, L.input(0), a, o.t), cast(L, L.input(1), b, o.t));
-  L.bind(0, cast(L, y, L.aval_of(y), out.dtype));
+  Value x = cast(L, L.input(0), a, o.t), y = cast(L, L.input(1), b, o.t);
+  if (expand) {
+    // Operands broadcast against each other ((1, 20) and (20, 20)) brought
+    // to the result's shape: a masked Loop's carried state keeps one shape.
+    if (a.shape != out.shape) x = L.op("Expand", {x, shape_value(L, out.shape)}, out.with_dtype(o.t));
+    if (b.shape != out.shape) y = L.op("Expand", {y, shape_value(L, out.shape)}, out.with_dtype(o.t));
+  }
+  Value r = fn(o, x, y);
+  L.bind(0, cast(L, r, L.aval_of(r), out.dtype));
 }
 
 // One-op functions by dtype: the ONNX op where onnxruntime has a kernel for
@@ -239,7 +246,7 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
        "Or", "Exp", "Log", "Greater", "Abs", "Sin", "Cos", "Where", "Cast"},
       "Pow", "(-1)^(n+1) n! zeta(n+1, x); digamma for n = 0");
   for (auto [name, fn] : {std::pair<const char*, Fn2>{"igamma", igamma}, {"igammac", igammac}})
-    add(plugin, name, [fn = fn](Lowering& L) { lower_binary(L, fn); },
+    add(plugin, name, [fn = fn](Lowering& L) { lower_binary(L, fn, /*expand=*/true); },
         {"Loop", "ReduceMax", "Expand", LOG1P_OPS, "IsNaN", "Or", "And", "Not", "Less", "Greater",
          "GreaterOrEqual", "Abs", "Floor", "Sin", "Neg", "Exp", "Cast", "Shape", "Concat"},
         "Loop", "Cephes' series / continued fraction in masked Loops, as JAX");

@@ -43,9 +43,10 @@ using Fn2 = Value (*)(Ops&, Value, Value);
 // and XLA upcasts these functions too); the result is cast back.
 int32_t working_dtype(int32_t t);
 void require_float(Lowering& L, int32_t t);
-// fn of input 0 (input 0 and 1) in the working dtype, bound to output 0.
+// fn of input 0 (input 0 and 1) in the working dtype, bound to output 0;
+// `expand`: both operands expanded to the result's shape first.
 void lower_unary(Lowering& L, Fn1 fn);
-void lower_binary(Lowering& L, Fn2 fn);
+void lower_binary(Lowering& L, Fn2 fn, bool expand = false);
 
 // elementary.cpp: the float64 builds of one-op functions (onnxruntime has no
 // float64 kernel for them), the other elementary functions, by arity.

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "jaxonnx/core/error.hpp"
 #include "jaxonnx/dtypes.hpp"
 
 namespace jaxonnx::py {
@@ -137,11 +138,36 @@ Atom JaxprImporter::atom(pb::handle a) {
   return out;
 }
 
+// An int param. One above int64's max but within uint64 (a uint64 gather's
+// fill_value, 2**64 - 1) crosses as its two's-complement bits: the plugin
+// reading it knows the dtype and casts back exactly (int64 -> uint64 wraps).
+// One outside both ranges cannot cross and is refused by name.
+Param JaxprImporter::int_param(pb::handle v) {
+  Param p;
+  p.kind = JXO_PARAM_INT;
+  int overflow = 0;
+  const long long s = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow == 0) {
+    p.i = static_cast<int64_t>(s);
+    return p;
+  }
+  if (overflow > 0) {
+    const unsigned long long u = PyLong_AsUnsignedLongLong(v.ptr());
+    if (!PyErr_Occurred()) {
+      p.i = static_cast<int64_t>(static_cast<uint64_t>(u));
+      return p;
+    }
+    PyErr_Clear();
+  }
+  throw ConversionError("an integer parameter " + pb::str(v).cast<std::string>() +
+                        " does not fit 64 bits (int64 or uint64), so no plugin can read it");
+}
+
 Param JaxprImporter::param(pb::handle v) {
   Param p;
   if (v.is_none()) return p;
   if (PyBool_Check(v.ptr())) { p.kind = JXO_PARAM_BOOL; p.i = v.ptr() == Py_True; return p; }
-  if (PyLong_Check(v.ptr())) { p.kind = JXO_PARAM_INT; p.i = v.cast<int64_t>(); return p; }
+  if (PyLong_Check(v.ptr())) return int_param(v);
   if (PyFloat_Check(v.ptr())) { p.kind = JXO_PARAM_FLOAT; p.f = v.cast<double>(); return p; }
   if (PyUnicode_Check(v.ptr())) { p.kind = JXO_PARAM_STRING; p.s = v.cast<std::string>(); return p; }
   if (pb::isinstance(v, closed_type_)) {
@@ -257,7 +283,11 @@ std::shared_ptr<const ClosedJaxpr> JaxprImporter::open_jaxpr(pb::handle jaxpr, p
     eqn.primitive = pb::str(e.attr("primitive").attr("name"));
     for (pb::handle a : e.attr("invars")) eqn.inputs.push_back(atom(a));
     for (pb::handle a : e.attr("outvars")) eqn.outputs.push_back(atom(a));
-    eqn.params = params(e.attr("params"));
+    try {
+      eqn.params = params(e.attr("params"));
+    } catch (const ConversionError& err) {  // name the equation
+      throw ConversionError("'" + eqn.primitive + "': " + err.what());
+    }
     eqn.source = static_cast<int64_t>(sources_.size());
     sources_.push_back(e.attr("source_info"));
     j.eqns.push_back(std::move(eqn));

@@ -23,6 +23,7 @@ class JaxprImporter {
   std::shared_ptr<const ClosedJaxpr> closed_jaxpr(pb::handle closed);
   Aval aval(pb::handle aval);
   Param param(pb::handle value);
+  Param int_param(pb::handle value);  // a Python int (uint64 values as their bits)
   Param params(pb::dict params);  // a RECORD, keys sorted as JAX gives them
   // The eqn.source_info objects, indexed by Eqn::source.
   const std::vector<pb::object>& sources() const { return sources_; }

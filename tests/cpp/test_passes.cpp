@@ -317,6 +317,26 @@ TEST_CASE("constant folding evaluates static shape arithmetic within the caps") 
   CHECK(ints_of(*b.g.initializers[0].tensor) == std::vector<int64_t>{6, 4});
 }
 
+TEST_CASE("constant folding clamps int constants with Max / Min") {
+  // A gather's constant starts clamped to [0, dim - size]: Min(Max(starts, 0), hi).
+  GraphBuilder b;
+  ir::ValueId x = b.input(f32({S("B"), N(10)}), "x");
+  ir::ValueId lo = b.op("Max", {b.ints({-3, 4, 9}), b.ints({0}, {})}, i64({N(3)}));
+  ir::ValueId starts = b.op("Min", {lo, b.ints({5, 5, 5})}, i64({N(3)}));
+  b.output(b.op("Gather", {x, starts}, f32({S("B"), N(3)}), {int_attr("axis", 1)}), "out");
+  run(b.g, passes::constant_folding());
+  CHECK(b.count_op("Max") == 0);
+  CHECK(b.count_op("Min") == 0);
+  REQUIRE(b.g.nodes.size() == 1);
+  bool found = false;
+  for (const auto& init : b.g.initializers)
+    if (init.value == b.g.nodes[0].inputs[1]) {
+      found = true;
+      CHECK(ints_of(*init.tensor) == std::vector<int64_t>{0, 4, 5});
+    }
+  CHECK(found);
+}
+
 TEST_CASE("constant folding casts int constants between int32 and int64, wrapping as the runtime") {
   // An int32 index meeting Shape's int64: Slice starts = Cast(const), ends = starts + dim.
   GraphBuilder b;

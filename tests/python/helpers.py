@@ -146,3 +146,52 @@ def example_plugin_build_dir(root):
     import os
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     return root / "build" / f"pytest-example-plugin-{worker}"
+
+
+def catalog_harness(group, name):
+    """JAX's own primitive test case `name` of `group` (the catalog
+    jax._src.internal_test_util.test_harnesses builds at import, x64 off)."""
+    return _catalog()[(group, name)]
+
+
+def _catalog():
+    global _CATALOG
+    if _CATALOG is None:
+        from jax._src.internal_test_util import test_harnesses
+        _CATALOG = {(h.group_name, h.name): h for h in test_harnesses.all_harnesses}
+    return _CATALOG
+
+
+_CATALOG = None
+
+
+def check_harness(group, name):
+    """Converts the catalog case as a user would (its dyn_fun on
+    dyn_args_maker(RandomState(0)) arguments), asserts the model is valid and
+    runs in onnxruntime with JAX's (jit) results: shapes, dtypes and values.
+    Complex values are compared packed, as the model carries them
+    (np.stack([z.real, z.imag], -1)). Returns the ModelProto."""
+    h = catalog_harness(group, name)
+    # 64-bit arguments in JAX's 32-bit mode: the dtypes jax.jit gives them.
+    args = [np.asarray(a, jax.dtypes.canonicalize_dtype(np.asarray(a).dtype))
+            for a in h.dyn_args_maker(np.random.RandomState(0))]
+    model = jaxonnx.to_onnx(h.dyn_fun, args)
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort_session(model)
+    names = [i.name for i in sess.get_inputs()]
+    got = sess.run(None, dict(zip(names, [_packed(a) for a in args])))
+    expected = [_packed(e) for e in jax.tree_util.tree_leaves(jax.jit(h.dyn_fun)(*args))]
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, g.dtype, e.shape, e.dtype)
+        if np.issubdtype(e.dtype, np.floating):
+            r, a = _tolerance(e.dtype)
+            np.testing.assert_allclose(g, e, rtol=r, atol=a, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(g, e)
+    return model
+
+
+def _packed(x):
+    x = np.asarray(x)
+    return np.stack([x.real, x.imag], -1) if np.iscomplexobj(x) else x

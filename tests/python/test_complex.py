@@ -13,6 +13,7 @@ from jax import lax
 import jaxonnx
 import jaxonnx._core as core
 from jaxonnx import _plugins
+from helpers import check_harness
 from jaxonnx.testing import Variant, check
 
 CPLX = ["complex64", "complex128"]
@@ -74,6 +75,19 @@ def test_complex_real_imag_conj(dtype):
     run(lambda x: lax.conj(x), [r(("B", 3), dtype)], dtype)  # real in, complex out
     run(lambda a: lax.complex(a, 2.0), [r(("B", 3), dtype)], dtype)  # a scalar part
     run(lambda z: jnp.square(z), [c(("B", 3), dtype)], dtype)
+
+
+@pytest.mark.parametrize("dtype", CPLX)
+def test_complex_of_broadcasting_parts(dtype):
+    # lax.complex broadcasts size-1 dims: each part is expanded to the result's
+    # shape before they are packed.
+    run(lambda a, b: (lax.complex(a, b), lax.complex(b, a)), [r(("B", 1), dtype), r(("B", 3), dtype)], dtype)
+    run(lambda a, b: lax.complex(a, b), [r((1, 4), dtype), r(("B", 1), dtype)], dtype)
+
+
+@pytest.mark.parametrize("shapes", ["lhs_float32_3_2_rhs_float32_3_1_", "lhs_float32_3_1_rhs_float32_3_2_"])
+def test_catalog_complex_broadcast(shapes):
+    check_harness("complex", f"broadcast_{shapes}")
 
 
 # ------------------------------------------------- lax_elementwise: math --

@@ -7,7 +7,7 @@ import pytest
 from jax import lax
 
 import jaxonnx
-from helpers import check, op_types
+from helpers import check, check_harness, op_types
 from jaxonnx.testing import expect_graph
 
 # f64 is exact (im2col + float64 MatMul; onnxruntime has no double Conv): default 1e-9.
@@ -222,3 +222,31 @@ def test_nnx_conv_transpose():
     model = check(lambda x: tuple(m(x) for m in ms), [("B", 5, 5, 3)], rtol=1e-4, atol=1e-4)
     ops = op_types(model)
     assert ops.count("ConvTranspose") + ops.count("Conv") == len(kws), ops
+
+
+# ------------------------------------------------------------ empty results --
+
+@pytest.mark.parametrize("dtype,x64,tol", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("batch", BATCHES, ids=["static", "sym"])
+def test_kernel_larger_than_input_is_empty(dtype, x64, tol, batch):
+    # JAX's output size max(0, ...) is 0 where the dilated kernel (or the
+    # kernel over a cropping pad) is larger than the padded input: the model
+    # gives that empty result, not a negative dim or a Conv that fails.
+    def f(x, w):
+        return (lax.conv_general_dilated(x, w, (1, 1), "VALID", rhs_dilation=(3, 3)),
+                lax.conv_general_dilated(x, w, (1, 1), ((0, -2), (0, 0))),
+                lax.conv_general_dilated(x, w, (2, 1), "VALID", rhs_dilation=(1, 4),
+                                         dimension_numbers=("NCHW", "OIHW", "NHWC")))
+    model = check(f, [(batch, 2, 3, 3), (4, 2, 2, 2)], [dtype, dtype], x64=x64)
+    assert "Conv" not in op_types(model) and "MatMul" not in op_types(model)
+
+
+@pytest.mark.parametrize("name", [
+    "rhs_oob_lhs_float32_2_3_9_10_rhs_float32_3_3_10_5_windowstrides_1_1_padding_0_0_0_0_lhsdilation_1_1_"
+    "rhsdilation_1_1_dimensionnumbers_NCHW_OIHW_NCHW_featuregroupcount_1_batchgroupcount_1_precision_None_"
+    "preferred_float64_enablexla_True",
+    "rhs_oob_after_dilation_lhs_float32_2_3_9_10_rhs_float32_3_3_4_5_windowstrides_1_1_padding_0_0_0_0_"
+    "lhsdilation_1_1_rhsdilation_2_3_dimensionnumbers_NCHW_OIHW_NCHW_featuregroupcount_1_batchgroupcount_1_"
+    "precision_None_preferred_float64_enablexla_True"], ids=["kernel", "dilated_kernel"])
+def test_catalog_kernel_larger_than_input(name):
+    check_harness("conv_general_dilated", name)

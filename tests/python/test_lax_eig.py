@@ -25,6 +25,7 @@ import pytest
 from jax import lax
 
 import jaxonnx
+from helpers import check_harness
 from jaxonnx.testing import Variant, check
 
 VARIANTS = [Variant("float32", False), Variant("float32", True), Variant("float64", False),
@@ -262,3 +263,25 @@ def test_refusals():
     sym = jax.ShapeDtypeStruct(jax.export.symbolic_shape("n, n"), np.float32)
     with pytest.raises(jaxonnx.ConversionError, match="eig.*matrix dims.*static"):
         jaxonnx.to_onnx(jnp.linalg.eigvals, [sym])
+
+
+# ------------------------------------------------------------ empty operands --
+
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), ("B", 0, 0), (0, 4, 4)], ids=str)
+def test_eig_and_schur_of_empty_matrices(shape):
+    # 0x0 matrices, or no matrix: every result empty, of the right shapes and
+    # dtypes (complex carried packed), and no Loop over nothing.
+    def f(a):
+        w, vl, vr = lax.linalg.eig(a)
+        t, z = lax.linalg.schur(a)
+        return w, vl, vr, t, z
+    models = run(f, shape, matrices("mixed"), variants=VARIANTS if "B" in shape else VARIANTS[::2])
+    for m in models.values():
+        assert all(n.op_type != "Loop" for n in m.graph.node)
+
+
+@pytest.mark.parametrize("left", [False, True])
+@pytest.mark.parametrize("right", [False, True])
+def test_catalog_eig_0x0(left, right):
+    for dtype in ["float32", "complex64"]:
+        check_harness("eig", f"shape_{dtype}_0_0_computelefteigenvectors_{left}_computerighteigenvectors_{right}")

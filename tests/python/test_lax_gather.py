@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from jax import lax
 
-from helpers import check as _check, op_types, random_input
+import jaxonnx
+from helpers import check as _check, check_harness, op_types, random_input
 
 FLOATS = [(np.float32, False), (np.float64, True)]
 FLOAT_IDS = ["f32", "f64"]
@@ -117,6 +118,72 @@ def test_fill_int_and_bool():
         return tuple((jnp.asarray(t).at[i].get(mode="fill"), jnp.asarray(t).at[:, i].get(mode="fill"))
                      for t in ts[:-1])
     check(f, [(4, 4)] * 4 + [("B",)], dtypes + [np.int32], make_inputs=indices_in(-9, 9))
+
+
+def test_fill_uint64_and_int64_exact():
+    # uint64's default fill, 2**64 - 1, is above int64's max: the param crosses
+    # the binding as its bits and the fill is exact; int64's is its min.
+    def f(u, i, ids):
+        return (jnp.take(u, ids, mode="fill"), jnp.take(i, ids, mode="fill"),
+                jnp.take(u, ids, mode="fill", fill_value=np.uint64(2**64 - 2)),
+                u.at[ids].get(mode="fill", fill_value=2**63))
+
+    def gen(shape, dtype, rng):
+        if dtype == np.uint64:
+            return rng.integers(2**63, 2**64 - 1, size=shape, dtype=np.uint64)
+        if shape == (6,):
+            return rng.integers(-2**63, 2**63 - 1, size=shape, dtype=np.int64)
+        return rng.integers(-9, 9, size=shape).astype(dtype)
+    check(f, [(6,), (6,), ("B",)], [np.uint64, np.int64, np.int32], x64=True, make_inputs=gen)
+
+
+def test_int_param_beyond_64_bits_is_refused_clearly():
+    # An int param that fits neither int64 nor uint64 cannot cross the binding:
+    # a ConversionError that says so, not pybind11's cast error.
+    dnums = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+    f = lambda x, i: lax.gather(x, i, dnums, (1,), mode="fill", fill_value=2**70)
+    with pytest.raises(jaxonnx.ConversionError, match="does not fit 64 bits"):
+        with jax.enable_x64(True):
+            jaxonnx.to_onnx(f, [jax.ShapeDtypeStruct((6,), np.uint64), jax.ShapeDtypeStruct((3, 1), np.int32)],
+                            enable_double_precision=True)
+
+
+@pytest.mark.parametrize("batch,dtype,x64", CASES)
+def test_promise_in_bounds_clamps_as_xla(batch, dtype, x64):
+    # XLA clamps starts the promise did not keep (as dynamic_slice does), where
+    # ONNX Gather would wrap a negative index or fail past the end.
+    dn = lax.GatherDimensionNumbers
+    promise = lax.GatherScatterMode.PROMISE_IN_BOUNDS
+
+    def f(x, i1, i2, s):
+        return (
+            # one indexed axis, a window of 5 on an axis of 10 (starts up to 8)
+            lax.gather(x, i1, dn(offset_dims=(1,), collapsed_slice_dims=(), start_index_map=(1,),
+                                 operand_batching_dims=(0,), start_indices_batching_dims=(0,)),
+                       (1, 5), mode=promise),
+            # point gathers on two axes (GatherND)
+            lax.gather(x, i2, dn(offset_dims=(), collapsed_slice_dims=(0, 1), start_index_map=(0, 1)),
+                       (1, 1), mode=promise),
+            # one axis, x[idx] (Gather)
+            lax.gather(x, i1[:, :1], dn(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,)),
+                       (1, 10), mode=promise),
+            # no batch position (Slice)
+            lax.gather(x, s, dn(offset_dims=(0, 1), collapsed_slice_dims=(), start_index_map=(0, 1)),
+                       (1, 5), mode=promise),
+        )
+    check(f, [(batch, 10), (batch, 1), (4, 2), (2,)], [dtype, np.int32, np.int32, np.int32], x64=x64,
+          make_inputs=indices_in(-3, 12))
+
+
+@pytest.mark.parametrize("name", [
+    "batchdims_shape_3_10_start_indices_shape_3_2_slice_sizes_1_5_enable_xla_True",
+    "op_shape_10_10_10_offset_dims_2_3_4_start_index_map_1_2_start_indices_shape_1_4_2_slice_sizes_2_2_3_"
+    "enable_xla_True",
+    "op_shape_10_10_10_offset_dims_2_3_4_start_index_map_1_2_start_indices_shape_1_4_2_slice_sizes_2_3_3_"
+    "enable_xla_True"], ids=["batching_dims", "window_2_2_3", "window_2_3_3"])
+def test_catalog_promise_in_bounds(name):
+    # The catalog's own out-of-range starts (-1; 8 with a slice of 5 on 10).
+    check_harness("gather", name)
 
 
 @pytest.mark.parametrize("dtype,x64,opset", [(np.float32, False, 18), (np.float64, True, 23)], ids=FLOAT_IDS)

@@ -16,7 +16,7 @@ from jax import lax
 from jax._src.lax import linalg as lax_linalg
 
 import jaxonnx
-from helpers import check, op_types, symbolic_specs
+from helpers import check, check_harness, op_types, symbolic_specs
 
 F32, F64 = (np.float32, False), (np.float64, True)
 # Jacobi rounds differently from LAPACK's kernels.
@@ -599,3 +599,17 @@ def test_subset_by_index_needs_a_static_size(prim, shape):
           "svd": lambda a: lax.linalg.svd(a, full_matrices=False, subset_by_index=(0, 1))}[prim]
     with pytest.raises(jaxonnx.ConversionError, match=f"{prim}.*subset_by_index.*static matrix size"):
         jaxonnx.to_onnx(fn, symbolic_specs([shape], [np.float32]))
+
+
+@pytest.mark.parametrize("shape,dtype,x64", [((0, 0), *F32), ((3, 0, 0), *F64), (("B", 0, 0), *F32),
+                                             (("B", 0, 0), *F64), ((0, 5, 5), *F32)], ids=_id)
+def test_eigh_of_empty_matrices(dtype, x64, shape):
+    # 0x0 matrices, or no matrix: empty results of the right shapes, no Loop.
+    model = jcheck(lambda a: lax.linalg.eigh(a), [shape], [dtype], x64=x64, make_inputs=symmetric)
+    assert loops(model) == 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+@pytest.mark.parametrize("lower", [False, True])
+def test_catalog_eigh_0x0(dtype, lower):
+    check_harness("eigh", f"shape_{dtype}_0_0_lower_{lower}")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from helpers import check
+from helpers import check, check_harness
 
 FLOATS = [(np.float32, False), (np.float64, True)]
 IDS = ["f32", "f64"]
@@ -86,6 +86,22 @@ def test_igamma_igammac(dtype, x64):
     f = lambda a, x: (lax.igamma(a, x), lax.igammac(a, x))
     check(f, [("B", 16), ("B", 16)], x64=x64, make_inputs=gamma_args,
           rtol=1e-4 if not x64 else 1e-11, atol=1e-6 if not x64 else 1e-13)
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=IDS)
+def test_igamma_igammac_broadcasting(dtype, x64):
+    # lax broadcasts size-1 dims ((1, 16) against (B, 16)): the masked Loops
+    # carry state of the result's shape, so both operands are expanded first.
+    f = lambda a, x: (lax.igamma(a, x), lax.igammac(a, x), lax.igamma(x, a), lax.igammac(x, a),
+                      lax.random_gamma_grad(a, x))
+    check(f, [(1, 16), ("B", 16)], x64=x64, make_inputs=gamma_args,
+          rtol=1e-4 if not x64 else 1e-11, atol=1e-6 if not x64 else 1e-13)
+
+
+@pytest.mark.parametrize("group", ["igamma", "igammac"])
+@pytest.mark.parametrize("shapes", ["lhs_float32_20_20_rhs_float32_1_20_", "lhs_float32_1_20_rhs_float32_20_20_"])
+def test_catalog_igamma_broadcasting(group, shapes):
+    check_harness(group, f"broadcasting_{shapes}")
 
 
 def test_igamma_edges():

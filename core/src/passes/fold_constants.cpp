@@ -6,7 +6,8 @@
 //   Concat / Gather / Slice over rank-1 int constants, where Gather and Slice
 //   may also read a Shape(x) whose selected dims are static though others
 //   are symbolic,
-//   Add / Mul over int constants of equal shape or with a size-1 operand,
+//   Add / Mul / Max / Min over int constants of equal shape or with a size-1
+//   operand,
 //   Cast of an int constant to int32 or int64,
 //   Concat of constants only it reads, any dtype (concat_constants);
 //   a one-element Cast to a float, float Add / Sub / Mul / Div, or
@@ -459,7 +460,9 @@ class ConstantFolding : public Pass {
         return r;
       }
       case Op::Add:
-      case Op::Mul: {
+      case Op::Mul:
+      case Op::Max:
+      case Op::Min: {
         if (in.size() != 2 || !complete(in[0]) || !complete(in[1]) || in[0]->dtype != in[1]->dtype)
           return std::nullopt;
         const Ints *a = &*in[0], *b = &*in[1];
@@ -467,12 +470,16 @@ class ConstantFolding : public Pass {
         bool scalar_b = b->v.size() == 1 && b->dims.size() <= a->dims.size();
         if (!scalar_b && a->dims != b->dims) return std::nullopt;
         Ints r{a->dtype, a->dims, {}, {}};
-        bool add = onnx_ops::kind(n) == Op::Add;
+        const Op op = onnx_ops::kind(n);
         for (size_t i = 0; i < a->v.size(); ++i) {
+          const int64_t p = a->v[i], q = b->v[scalar_b ? 0 : i];
+          if (op == Op::Max || op == Op::Min) {  // a clamp of constant indices
+            r.v.push_back(op == Op::Max ? std::max(p, q) : std::min(p, q));
+            continue;
+          }
           // Unsigned arithmetic wraps like the runtime's instead of overflowing.
-          uint64_t x = static_cast<uint64_t>(a->v[i]);
-          uint64_t y = static_cast<uint64_t>(b->v[scalar_b ? 0 : i]);
-          r.v.push_back(static_cast<int64_t>(add ? x + y : x * y));
+          uint64_t x = static_cast<uint64_t>(p), y = static_cast<uint64_t>(q);
+          r.v.push_back(static_cast<int64_t>(op == Op::Add ? x + y : x * y));
         }
         return r;
       }

@@ -23,6 +23,7 @@ const std::pair<Op, const char*> kNamed[] = {
     {Op::Sub, "Sub"},           {Op::Div, "Div"},             {Op::Greater, "Greater"},
     {Op::Less, "Less"},         {Op::GreaterOrEqual, "GreaterOrEqual"},
     {Op::LessOrEqual, "LessOrEqual"}, {Op::If, "If"}, {Op::MatMul, "MatMul"},
+    {Op::Max, "Max"},           {Op::Min, "Min"},
 };
 
 // Elementwise with one data input. Ops with extra optional inputs (Clip's

@@ -36,6 +36,8 @@ enum class Op {
   LessOrEqual,
   If,
   MatMul,
+  Max,
+  Min,
 };
 
 Op kind(const ir::Node& node);
