@@ -327,13 +327,17 @@ def first_divergence(fn, inputs, input_params=None, rtol=1e-3, atol=1e-5, *,
     return None
 
 
+# to_onnx, which _convert sets when it loads: it imports this module (verify=), so
+# importing it from here would be a cycle.
+converter = None
+
+
 def _whole_model_differs(fn, xs, params, rtol, atol, **convert):
     """What differs between fn under jax.jit and the model to_onnx makes of it
     (run at onnxruntime's default level), or None."""
-    from jaxonnx._convert import to_onnx
     from jaxonnx import _nnx
 
-    data = to_onnx(fn, xs, input_params=params or None, return_mode="bytes", **convert)
+    data = converter(fn, xs, input_params=params or None, return_mode="bytes", **convert)
     session = _session(data, optimized=True)
     got = session.run(None, _feeds(session, xs, params))
     target = _nnx.private_copy(fn) or fn

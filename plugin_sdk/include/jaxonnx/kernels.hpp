@@ -64,8 +64,16 @@ inline int constraint_of(std::string_view binding, size_t k) {
 // True when a node of form `f` whose constraint `c` is `dtype` is valid ONNX and
 // has an onnxruntime CPU kernel (or onnxruntime runs no kernel for the form at
 // all: nothing a type can change).
+// The dtypes the table describes (kernels_table.py, DTYPES); others (4-bit) are
+// not checked here.
+inline constexpr uint32_t kDescribed =
+    bit(JXO_DTYPE_FLOAT32) | bit(JXO_DTYPE_UINT8) | bit(JXO_DTYPE_INT8) | bit(JXO_DTYPE_UINT16) |
+    bit(JXO_DTYPE_INT16) | bit(JXO_DTYPE_INT32) | bit(JXO_DTYPE_INT64) | bit(JXO_DTYPE_BOOL) |
+    bit(JXO_DTYPE_FLOAT16) | bit(JXO_DTYPE_FLOAT64) | bit(JXO_DTYPE_UINT32) | bit(JXO_DTYPE_UINT64) |
+    bit(JXO_DTYPE_BFLOAT16);
+
 inline bool runs(const Form& f, int c, int32_t dtype) {
-  if (c < 0 || c >= 4 || dtype <= 0 || dtype >= 32) return true;
+  if (c < 0 || c >= 4 || dtype <= 0 || dtype >= 32 || !(kDescribed & bit(dtype))) return true;
   if (!(f.onnx[c] & bit(dtype))) return false;
   if (!f.ort_runs) return true;
   const uint32_t ort = f.ort[c] & bit(JXO_DTYPE_FLOAT32) ? f.ort[c] | bit(JXO_DTYPE_FLOAT16) : f.ort[c];
