@@ -871,3 +871,54 @@ case(name="float64 MatMul times a constant",
      known="onnxruntime (ORT_ENABLE_EXTENDED and up) fuses a float64 MatMul and a constant "
            "scale into FusedMatMul, whose alpha is a float32: 1/3 and 0.1 lose 3e-8 relative; "
            "onnx_fusion's f64_scale_* rules guard the fused model, not the fuse=False one")
+
+
+# ------------------------------------------------------------------ quantized weights
+# plugins/quantization: int8/int4 weights dequantized in the program (`w_q.astype(f32) *
+# scale`, then a dot). DequantizeLinear is made where the target runs it well
+# (portable); onnxruntime-contrib takes int4 into MatMulNBits.
+
+def _quantized(w, bits, block=None):
+    """w [K, N] -> (w_q int8/int4 [K, N], scale [1, N] or [K / block, 1, N]), symmetric."""
+    qmax = 2 ** (bits - 1) - 1
+    kn = w.reshape(-1, block, w.shape[1]) if block else w[None]
+    scale = np.abs(kn).max(axis=1, keepdims=True) / qmax
+    q = np.clip(np.round(kn / scale), -qmax, qmax).reshape(w.shape)
+    return jnp.asarray(q, jnp.int8 if bits == 8 else jnp.int4), jnp.asarray(scale if block else scale[0], jnp.float32)
+
+
+_W = np.random.default_rng(3).standard_normal((32, 16)).astype(np.float32)
+
+
+def _dequantized_dots(dtype):
+    q8, s8 = _quantized(_W, 8)
+    q4, s4 = _quantized(_W, 4, 16)
+    kernel, kscale = q8.reshape(32, 4, 4), s8.reshape(1, 4, 4)  # an einsum kernel [in, heads, head]
+
+    def fn(x):
+        x = x.astype(jnp.float32)
+        f = jnp.float32
+        out = {
+            "per axis": x @ (q8.astype(f) * s8),
+            "blocked": x @ (q4.reshape(2, 16, 16).astype(f) * s4).reshape(32, 16),
+            "stored [out, in]": x @ (q8.T.astype(f) * s8.T).T,
+            "reshaped kernel": x @ (kernel.astype(f) * kscale).reshape(32, 16),
+        }
+        return {k: v.astype(dtype) for k, v in out.items()}
+    return fn
+
+
+case(name="dequantized weights (portable, opset 21)",
+     covers=("dequantize_per_axis", "dequantize_blocked", "dequantize_reshaped"),
+     make=_dequantized_dots, inputs=((("B", 32), None),), families={"normal": normal},
+     dtypes=(F32,), scales=SCALES, fused={"crisp": True, "fuse": True, "target": "portable"}, opset=21)
+
+
+def _int4_dot(dtype):
+    q4, s4 = _quantized(_W, 4)
+    return lambda x: (x.astype(jnp.float32) @ (q4.astype(jnp.float32) * s4)).astype(dtype)
+
+
+case(name="int4 weight as MatMulNBits (onnxruntime-contrib)", covers=("matmul_nbits",),
+     make=_int4_dot, inputs=((("B", 32), None),), families={"normal": normal},
+     dtypes=(F32,), scales=SCALES, fused={"crisp": True, "fuse": True, "target": "onnxruntime-contrib"})

@@ -203,6 +203,9 @@ def _session(model_bytes, level):
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 4  # a failed run is reported as an error: no log line too
+    # onnxruntime fuses DequantizeLinear + MatMul into its MatMulNBits with int8
+    # activations unless told (docs/quantization.md); the model's own numerics are checked.
+    opts.add_session_config_entry("session.qdq_matmulnbits_accuracy_level", "0")
     return ort.InferenceSession(model_bytes, opts, providers=["CPUExecutionProvider"])
 
 

@@ -37,11 +37,20 @@ def test_case_agrees(case):
     assert result.passed, differential_check.describe(result)
 
 
+# Rules no differential case reaches yet, each with the tests that check it against JAX.
+NO_CASE_YET = {
+    "dequantize_transposed": "tests/python/test_quantization.py (handwritten, weight stored [out, in])",
+    "gemm_of_dequantized": "tests/python/test_quantization.py (qwix Linear, 2-D input, portable)",
+    "int4_below_opset_21": "tests/python/test_quantization.py (portable, opset 17; the rule-less "
+                           "model of an int4 weight does not exist below opset 21)",
+}
+
+
 def test_every_spec_and_rule_has_a_case():
     specs = differential_check.spec_keys()
     rules = differential_check.rule_names()
     assert specs and rules
-    covered = {k for c in CASES for k in c.covers}
+    covered = {k for c in CASES for k in c.covers} | set(NO_CASE_YET)
     missing = sorted((set(specs) | set(rules)) - covered)
     assert not missing, f"no differential case covers: {missing}"
     stale = sorted(covered - set(specs) - set(rules))

@@ -189,8 +189,9 @@ def test_targets_are_data_and_checked():
     profiles = jaxonnx._targets.profiles()
     assert list(profiles) == ["onnxruntime", "portable", "onnxruntime-contrib"]
     assert profiles["onnxruntime"]["default_opset"] == 23
-    assert [(what, refused) for what, refused, _ in profiles["onnxruntime"]["lacks"]] == [("Attention", True)]
-    assert profiles[FUSED]["lacks"] == []
+    assert [(what, refused) for what, refused, _ in profiles["onnxruntime"]["lacks"]] == [
+        ("Attention", True), ("dequantize_weights", False)]
+    assert [w for w, _, _ in profiles[FUSED]["lacks"]] == ["dequantize_weights"]
     lacks = {what: refused for what, refused, _ in profiles["portable"]["lacks"]}
     assert lacks["Attention"] is True and lacks["negative_pad"] is False
     with pytest.raises(jaxonnx.ConversionError, match="target must be one of .*'portable'"):
