@@ -40,19 +40,16 @@ using namespace jaxonnx::sdk;
 
 // ------------------------------------------------------- kernel coverage --
 
-// The dtype onnxruntime (CPU) runs `op` in for operands of dtype `t`: `t`
-// itself, or an exact widening where it has no kernel for `t` (kernels.hpp).
-// Before opset 14, Add/Sub/Mul/Div have no 8- and 16-bit integer forms: int32
-// keeps every value, and the Cast back wraps as XLA does.
+// The dtype onnxruntime (CPU) runs `op` in at `opset` for operands of dtype
+// `t`: `t` itself, or an exact widening where it has no kernel for `t` or the
+// opset's form does not allow it (kernels.hpp; before opset 14 Add/Sub/Mul/Div
+// have no 8- and 16-bit integer forms, and the Cast back wraps as XLA does).
 int32_t compute_type(std::string_view op, int32_t t, int64_t opset = 23) {
   if (op == "Cast" || op == "Identity") return t;
   // bfloat16: the host computes a node without a kernel in float32 and reads a
   // chain of such nodes wide (kernels.hpp), so emit it as it is.
   if (t == dtype::bf16) return t;
-  if (opset < 14 && (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") &&
-      (t == dtype::i8 || t == dtype::i16 || t == dtype::u8 || t == dtype::u16))
-    return dtype::i32;
-  int32_t c = kernels::compute_type(op, t, /*bits_only=*/op == "Where");
+  int32_t c = kernels::compute_type(op, t, /*bits_only=*/op == "Where", opset);
   return c == JXO_DTYPE_UNDEFINED ? t : c;
 }
 
