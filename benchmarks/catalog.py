@@ -37,13 +37,13 @@ import collections
 import datetime
 import json
 import os
-import queue
 import re
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from worker_process import WorkerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "catalog.md"
@@ -373,46 +373,6 @@ def worker_main():
 
 # =============================================================== the parent ==
 
-class _Proc:
-    """A worker process and a thread turning its protocol lines into a queue."""
-
-    def __init__(self):
-        env = dict(os.environ, JAX_PLATFORMS="cpu", OMP_NUM_THREADS="1",
-                   XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false")
-        self.proc = subprocess.Popen([sys.executable, "-u", str(Path(__file__).resolve()), "--worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, env=env, cwd=str(ROOT))
-        self.lines = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            if line.startswith(MARK):
-                self.lines.put(json.loads(line[len(MARK):]))
-        self.lines.put(None)  # end of output: the process is gone
-
-    def read(self, timeout):
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def send(self, name, tool):
-        self.proc.stdin.write(f"{name}\t{tool}\n")
-        self.proc.stdin.flush()
-
-    def kill(self):
-        """Ends the process; its exit status, None when it was still running (hung)."""
-        status = self.proc.poll()
-        self.proc.kill()
-        self.proc.wait()
-        return status
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
-
-
 def run_all(tasks, jobs, timeout, progress):
     """{(name, tool): (status, detail)} for every task, run by `jobs` worker processes
     (a harness's tools go to the same worker, which keeps JAX's result)."""
@@ -432,7 +392,7 @@ def run_all(tasks, jobs, timeout, progress):
                 name, tools = todo.popleft()
             for tool in tools:
                 if proc is None:
-                    proc = _Proc()
+                    proc = WorkerProcess(Path(__file__).resolve(), MARK)
                     if proc.read(300) is None:
                         raise RuntimeError("a catalog worker did not start")
                 proc.send(name, tool)

@@ -29,10 +29,7 @@ import argparse
 import collections
 import datetime
 import json
-import os
 import re
-import queue
-import subprocess
 import sys
 import threading
 import time
@@ -40,6 +37,7 @@ import zlib
 from pathlib import Path
 
 import doc_section
+from worker_process import WorkerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks" / "corpus.md"
@@ -294,48 +292,6 @@ def worker_main():
 
 # =============================================================== the parent ==
 
-class _Proc:
-    """A worker process and a thread turning its protocol lines into a queue
-    (a select on a buffered pipe would miss lines already read into the buffer)."""
-
-    def __init__(self):
-        env = dict(os.environ, JAX_PLATFORMS="cpu", OMP_NUM_THREADS="1",
-                   XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false")
-        self.proc = subprocess.Popen([sys.executable, "-u", str(Path(__file__).resolve()), "--worker"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, env=env, cwd=str(ROOT))
-        self.lines = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            if line.startswith(MARK):
-                self.lines.put(json.loads(line[len(MARK):]))
-        self.lines.put(None)  # end of output: the process is gone
-
-    def read(self, timeout):
-        """The next record, or None when the process died or fell silent for `timeout` s."""
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def send(self, name):
-        self.proc.stdin.write(name + "\n")
-        self.proc.stdin.flush()
-
-    def kill(self):
-        """Ends the process; its exit status, None when it was still running (hung)."""
-        status = self.proc.poll()
-        self.proc.kill()
-        self.proc.wait()
-        return status
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
-
-
 def run_all(names, jobs, timeout, progress):
     """{name: [records]} for every candidate, run by `jobs` worker processes."""
     todo = collections.deque(names)
@@ -350,7 +306,7 @@ def run_all(names, jobs, timeout, progress):
         proc = None
         while (name := next_name()) is not None:
             if proc is None:
-                proc = _Proc()
+                proc = WorkerProcess(Path(__file__).resolve(), MARK)
                 if proc.read(300) is None:
                     raise RuntimeError("a corpus worker did not start")
             proc.send(name)

@@ -1,0 +1,59 @@
+"""One worker process of a benchmark that isolates its cases (corpus.py, catalog.py):
+the script run with --worker, its protocol lines read by a thread into a queue (a
+select on a buffered pipe would miss lines already read into the buffer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class WorkerProcess:
+    """`script --worker` on one thread of everything, its records (stdout lines
+    starting with `mark`, then JSON) queued as they come."""
+
+    def __init__(self, script, mark):
+        env = dict(os.environ, JAX_PLATFORMS="cpu", OMP_NUM_THREADS="1",
+                   XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false")
+        self.mark = mark
+        self.proc = subprocess.Popen([sys.executable, "-u", str(script), "--worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, env=env, cwd=str(ROOT))
+        self.lines = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            if line.startswith(self.mark):
+                self.lines.put(json.loads(line[len(self.mark):]))
+        self.lines.put(None)  # end of output: the process is gone
+
+    def read(self, timeout):
+        """The next record, or None when the process died or fell silent for `timeout` s."""
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def send(self, *fields):
+        """One request: the fields tab-separated on a line."""
+        self.proc.stdin.write("\t".join(fields) + "\n")
+        self.proc.stdin.flush()
+
+    def kill(self):
+        """Ends the process; its exit status, None when it was still running (hung)."""
+        status = self.proc.poll()
+        self.proc.kill()
+        self.proc.wait()
+        return status
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
