@@ -13,7 +13,8 @@ converted with the arrays as example inputs, the model checked by
 onnx.checker.check_model(full_check=True), run in onnxruntime (CPU) and compared
 with jax.jit: integers and booleans exactly, floats at their dtype's tolerance
 (relative to max(1, |JAX|)), NaN where JAX has NaN. Results JAX defines only up to
-a choice (svd's, qr's, eig's, eigh's vectors, lu's pivoting) are checked by their
+a choice (svd's, qr's, eig's, eigh's vectors, lu's pivoting, top_k's
+and an unstable sort's order among ties) are checked by their
 defining properties instead when they differ: reconstruction, orthonormality,
 triangularity, eigen-equations.
 
@@ -56,7 +57,7 @@ TOLERANCE = {"float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2), "float32": (1e-4
              "float64": (1e-9, 1e-9)}
 # The groups whose results are defined only up to a choice: checked by property when they differ.
 PEER_CAUSES = 25  # the peer's largest failure causes the docs keep (jaxonnx's: all)
-BY_PROPERTY = ("svd", "qr", "eig", "eigh", "lu", "top_k", "approx_top_k")
+BY_PROPERTY = ("svd", "qr", "eig", "eigh", "lu", "top_k", "approx_top_k", "sort")
 
 
 def x64_enabled():
@@ -217,7 +218,24 @@ def by_property(h, args, got, want):
         axis = p.get("reduction_dimension", -1) if h.group_name == "approx_top_k" else -1
         picked = np.take_along_axis(a, indices.astype(np.int64), axis=axis)
         return None if (picked == values).all() else "the indices do not pick the values"
+    if h.group_name == "sort" and not p["is_stable"]:  # the order of equal keys is free
+        k = p["num_keys"]
+        why = next((f"keys: {w}" for w in (compare(x, np.asarray(y)) for x, y in zip(g[:k], want[:k])) if w), None)
+        return why or _same_rows(g, [np.asarray(w) for w in want], p["dimension"])
     return "no property check"
+
+
+def _same_rows(got, want, axis):
+    """None when every slice along `axis` holds the same tuples (one element of each
+    operand) in `got` as in `want`, in any order, else why."""
+    import numpy as np
+
+    def rows(outs):
+        stacked = [np.moveaxis(o, axis, -1) for o in outs]
+        lead = stacked[0].shape[:-1]
+        return {idx: sorted((tuple(repr(o[idx][i].item()) for o in stacked) for i in range(stacked[0].shape[-1])))
+                for idx in np.ndindex(*lead)}
+    return None if rows(got) == rows(want) else "the rows are not a reordering of JAX's"
 
 
 # =============================================================== the worker ==
