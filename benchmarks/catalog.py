@@ -524,8 +524,15 @@ def compact(s, stamp, versions):
             "causes": {t: [{"cause": c["cause"], "count": c["count"], "example": c["examples"][0]}
                            for c in s["causes"][t][:None if t == "jaxonnx" else PEER_CAUSES]]
                        for t in s["tools"]},
-            "failures": {"jaxonnx": {n: [st, _first_line(d)[:160]]
+            "failures": {"jaxonnx": {n: [st, reason_of(d)]
                                      for n, (st, d) in s["failures"]["jaxonnx"].items()}}}
+
+
+def reason_of(detail):
+    """A failure's first line without the source location a ConversionError names (a path
+    on the machine that ran the catalog): the plugin, the primitive, the shapes and why."""
+    s = re.sub(r" at \S+:\d+(:\d+)? \([^)]*\)(, via \S+:\d+(:\d+)? \([^)]*\))?", "", _first_line(detail))
+    return s[:300]
 
 
 def versions(tools):

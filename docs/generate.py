@@ -115,7 +115,7 @@ def catalog_tables() -> list:
                       "| harness | outcome | reason |", "|---|---|---|"]
             for h in sorted(failures):
                 status, detail = failures[h]
-                reason = (detail.strip().splitlines() or [""])[0][:200].replace("|", "\\|")
+                reason = detail.replace("|", "\\|")
                 lines.append(f"| `{h}` | {status} | {reason} |")
     return lines
 
