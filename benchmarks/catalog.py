@@ -40,11 +40,10 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 from pathlib import Path
 
-from worker_process import WorkerProcess
+from worker_process import run_pool
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "catalog.md"
@@ -397,39 +396,21 @@ def run_all(tasks, jobs, timeout, progress):
     by_name = collections.OrderedDict()
     for name, tool in tasks:
         by_name.setdefault(name, []).append(tool)
-    todo = collections.deque(by_name.items())
-    lock = threading.Lock()
     results = {}
 
-    def work():
-        proc = None
-        while True:
-            with lock:
-                if not todo:
-                    break
-                name, tools = todo.popleft()
-            for tool in tools:
-                if proc is None:
-                    proc = WorkerProcess(Path(__file__).resolve(), MARK)
-                    if proc.read(300) is None:
-                        raise RuntimeError("a catalog worker did not start")
-                proc.send(name, tool)
-                rec = proc.read(timeout)
-                if rec is None:  # died or hung: this task is the culprit
-                    died = proc.kill()
-                    proc = None
-                    rec = ({"status": "hang", "detail": f"no answer within {timeout:.0f} s"} if died is None
-                           else {"status": "crash", "detail": f"the worker process died (exit status {died})"})
-                results[name, tool] = (rec["status"], rec["detail"])
-            progress(name, {t: results[name, t] for t in tools})
-        if proc is not None:
-            proc.close()
+    def handle(slot, item):
+        name, tools = item
+        for tool in tools:
+            proc = slot.get()
+            proc.send(name, tool)
+            rec = proc.read(timeout)
+            if rec is None:  # died or hung: this task is the culprit
+                status, detail = slot.drop()
+                rec = {"status": status, "detail": detail or f"no answer within {timeout:.0f} s"}
+            results[name, tool] = (rec["status"], rec["detail"])
+        progress(name, {t: results[name, t] for t in tools})
 
-    threads = [threading.Thread(target=work) for _ in range(max(1, jobs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_pool(by_name.items(), jobs, Path(__file__).resolve(), MARK, handle)
     return results
 
 

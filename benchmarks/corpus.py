@@ -31,13 +31,12 @@ import datetime
 import json
 import re
 import sys
-import threading
 import time
 import zlib
 from pathlib import Path
 
 import doc_section
-from worker_process import WorkerProcess
+from worker_process import run_pool
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks" / "corpus.md"
@@ -294,51 +293,31 @@ def worker_main():
 
 def run_all(names, jobs, timeout, progress):
     """{name: [records]} for every candidate, run by `jobs` worker processes."""
-    todo = collections.deque(names)
-    lock = threading.Lock()
     results = {n: [] for n in names}
 
-    def next_name():
-        with lock:
-            return todo.popleft() if todo else None
+    def handle(slot, name):
+        proc = slot.get()
+        proc.send(name)
+        current = None
+        while True:
+            rec = proc.read(timeout)
+            if rec is None:  # died or hung: the variant under way is the culprit
+                status, detail = slot.drop()
+                status, detail = ("timeout", f"no answer within {timeout:.0f} s") if status == "hang" else (status, detail)
+                if current:
+                    results[name].append(dict(current, start=False, status=status, detail=detail))
+                else:
+                    results[name].append({"name": name, "program": None, "why": f"{status}: {detail}"})
+                break
+            if "done" in rec:
+                break
+            if rec.get("start"):
+                current = rec
+                continue
+            results[name].append(rec)
+        progress(name, results[name])
 
-    def work():
-        proc = None
-        while (name := next_name()) is not None:
-            if proc is None:
-                proc = WorkerProcess(Path(__file__).resolve(), MARK)
-                if proc.read(300) is None:
-                    raise RuntimeError("a corpus worker did not start")
-            proc.send(name)
-            current = None
-            while True:
-                rec = proc.read(timeout)
-                if rec is None:  # died or hung: the variant under way is the culprit
-                    died = proc.kill()
-                    proc = None
-                    status = "timeout" if died is None else "crash"
-                    detail = (f"no answer within {timeout:.0f} s" if died is None
-                              else f"the worker process died (exit status {died})")
-                    if current:
-                        results[name].append(dict(current, start=False, status=status, detail=detail))
-                    else:
-                        results[name].append({"name": name, "program": None, "why": f"{status}: {detail}"})
-                    break
-                if "done" in rec:
-                    break
-                if rec.get("start"):
-                    current = rec
-                    continue
-                results[name].append(rec)
-            progress(name, results[name])
-        if proc is not None:
-            proc.close()
-
-    threads = [threading.Thread(target=work) for _ in range(max(1, jobs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_pool(names, jobs, Path(__file__).resolve(), MARK, handle)
     return results
 
 

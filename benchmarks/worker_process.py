@@ -1,9 +1,11 @@
-"""One worker process of a benchmark that isolates its cases (corpus.py, catalog.py):
+"""The worker processes of a benchmark that isolates its cases (corpus.py, catalog.py):
 the script run with --worker, its protocol lines read by a thread into a queue (a
-select on a buffered pipe would miss lines already read into the buffer)."""
+select on a buffered pipe would miss lines already read into the buffer), and a pool
+of threads each driving one, replaced when a case kills or hangs it."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -57,3 +59,49 @@ class WorkerProcess:
     def close(self):
         self.proc.stdin.close()
         self.proc.wait()
+
+
+class Slot:
+    """One thread's worker: started on first use (its first record says it is ready),
+    replaced after `drop` (a task that killed or hung it)."""
+
+    def __init__(self, script, mark):
+        self.script, self.mark, self.proc = script, mark, None
+
+    def get(self):
+        if self.proc is None:
+            self.proc = WorkerProcess(self.script, self.mark)
+            if self.proc.read(300) is None:
+                raise RuntimeError(f"a worker of {Path(self.script).name} did not start")
+        return self.proc
+
+    def drop(self):
+        """Kills the worker; the status and detail a task that ended it gets."""
+        died, self.proc = self.proc.kill(), None
+        return (("hang", None) if died is None else ("crash", f"the worker process died (exit status {died})"))
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.close()
+
+
+def run_pool(items, jobs, script, mark, handle):
+    """handle(slot, item) for every item, on `jobs` threads, each with its own Slot."""
+    todo = collections.deque(items)
+    lock = threading.Lock()
+
+    def work():
+        slot = Slot(script, mark)
+        while True:
+            with lock:
+                if not todo:
+                    break
+                item = todo.popleft()
+            handle(slot, item)
+        slot.close()
+
+    threads = [threading.Thread(target=work) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
