@@ -1,7 +1,10 @@
 // cholesky: left-looking, one column j at a time,
 //   c = A[:, j] - L[:, :j] @ L[j, :j]^T,   L[j, j] = sqrt(c[j]),   L[i, j] = c[i] / L[j, j],
 // unrolled for a static n up to kMaxUnrolled, else a Loop (any n, symbolic included).
-#include "common.hpp"
+// A complex (Hermitian) A runs the same steps with conj(L[j, :j]) (A = L L^H):
+// the pivot d_j is real (potrf reads only Re A[j, j]), so L[j, j] = sqrt(d_j) is
+// real and the column is divided by a real number.
+#include "arith.hpp"
 
 #include <cmath>
 #include <tuple>
@@ -23,22 +26,32 @@ std::pair<T, T> cholesky_loop(Lowering& L, const T& a, const Dim& n) {
   Value cin = g.input(bsc, "cond_in");
   T lc{g.input(a.a, "l"), a.a};
   T dv{g.input(dva, "d"), dva};
+  if (is_complex(a)) lc.im = g.input(a.a, "l_im");
   T acol = take(L, a, j, r - 1);
   T lrow = take(L, lc, j, r - 2);
-  Value lrow_t = transpose(L, lrow.v, lrow.a, swap_last_two(r));
-  T c = node(L, "Sub", {acol.v, L.op("MatMul", {lc.v, lrow_t}, acol.a)}, acol.a);
-  T d = take(L, c, j, r - 2);
-  T col = node(L, "Div", {c.v, node(L, "Sqrt", {d.v}, d.a).v}, c.a);
+  T lrow_t = conj(L, transpose_t(L, lrow, swap_last_two(r)));
+  T c = sub(L, acol, matmul(L, lc, lrow_t, acol.a), acol.a);
+  T d = take(L, T{c.v, c.a}, j, r - 2);  // the real part
+  T col = div(L, c, node(L, "Sqrt", {d.v}, d.a), c.a);
   Value is_col = L.op("Equal", {cols, j}, Aval(dtype::boolean, {1, n}));
   Value below = L.op("GreaterOrEqual", {rows, j}, Aval(dtype::boolean, {n, 1}));
   Value put = L.op("And", {is_col, below}, Aval(dtype::boolean, {n, n}));
-  T lc2 = node(L, "Where", {put, col.v, lc.v}, a.a);
+  T lc2 = where(L, put, col, lc, a.a);
   T dv2 = node(L, "Where", {is_col, d.v, dv.v}, dva);
-  GraphRef body = g.end({cin, lc2.v, dv2.v});
-  std::vector<Value> res = L.op_n("Loop", {count(L, n), scalar(L, dtype::boolean, 1),
-                                           zeros_like_aval(L, a.a), zeros_like_aval(L, dva)},
-                                  {a.a, dva}, {Attr::graph("body", body)});
-  return {T{res[0], a.a}, T{res[1], dva}};
+  std::vector<Value> outs = {cin, lc2.v, dv2.v};
+  if (is_complex(a)) outs.push_back(lc2.im);
+  GraphRef body = g.end(outs);
+  // The initial state, in the main graph (after the body is closed).
+  std::vector<Value> init = {count(L, n), scalar(L, dtype::boolean, 1), zeros_like_aval(L, a.a), zeros_like_aval(L, dva)};
+  std::vector<Aval> types = {a.a, dva};
+  if (is_complex(a)) {
+    init.push_back(zeros_like_aval(L, a.a));
+    types.push_back(a.a);
+  }
+  std::vector<Value> res = L.op_n("Loop", init, types, {Attr::graph("body", body)});
+  T lres{res[0], a.a};
+  if (is_complex(a)) lres.im = res[2];
+  return {lres, T{res[1], dva}};
 }
 
 }  // namespace
@@ -46,8 +59,8 @@ std::pair<T, T> cholesky_loop(Lowering& L, const T& a, const Dim& n) {
 // Rows above j of each column are scratch (never read back): the result takes
 // A's strict upper triangle there.
 void lower_cholesky(Lowering& L) {
-  T a{L.input(0), L.in_aval(0)};
-  require_float(L, a.a);
+  T a = operand(L, 0);
+  require_float(L, a.a, /*complex_ok=*/true);
   int64_t r = rank_of(a);
   const Dim n = a.a.shape[static_cast<size_t>(r - 1)];
   if (a.a.shape[static_cast<size_t>(r - 2)] != n) L.fail("cholesky: operand " + a.a.str() + " is not square");
@@ -60,13 +73,13 @@ void lower_cholesky(Lowering& L) {
     T c = slice(L, a, r - 1, j, j + 1);  // [..., n, 1]
     if (j > 0) {
       T row = slice(L, acc, r - 2, j, j + 1);  // L[j, :j], [..., 1, j]
-      T prod = node(L, "Mul", {acc.v, row.v}, acc.a);
-      c = node(L, "Sub", {c.v, sum_keep(L, prod, r - 1).v}, c.a);
+      T prod = mul(L, acc, conj(L, row), acc.a);
+      c = sub(L, c, sum_keep(L, prod, r - 1), c.a);
     }
-    T d = slice(L, c, r - 2, j, j + 1);  // [..., 1, 1]
+    T d = slice(L, T{c.v, c.a}, r - 2, j, j + 1);  // [..., 1, 1], the real part
     diags.push_back(d);
     T ljj = node(L, "Sqrt", {d.v}, d.a);
-    T col = node(L, "Div", {c.v, ljj.v}, c.a);
+    T col = div(L, c, ljj, c.a);
     acc = j == 0 ? col : concat(L, {acc, col}, r - 1);
   }
   // The diagonal is sqrt(d) itself (c[j] / sqrt(c[j]) is not exactly that).
@@ -74,8 +87,10 @@ void lower_cholesky(Lowering& L) {
   T sq = node(L, "Sqrt", {dvec.v}, dvec.a);
   Value eye = index_mask(L, n, n, "Equal");
   Value upper = index_mask(L, n, n, "Less");
-  T res = node(L, "Where", {eye, sq.v, acc.v}, a.a);
-  res = node(L, "Where", {upper, a.v, res.v}, a.a);
+  T diag = sq;  // real: a complex diagonal has imaginary part 0 (potrf writes a real number)
+  if (is_complex(a)) diag.im = scalar(L, dt, 0.0);
+  T res = where(L, eye, diag, acc, a.a);
+  res = where(L, upper, a, res, a.a);
   // The factorization fails when a pivot d_j <= 0 (JAX's CPU kernel does not
   // count a NaN pivot as a failure: NaN just propagates); JAX then returns
   // NaN for the whole matrix. The flags go through float for ReduceMax
@@ -86,8 +101,8 @@ void lower_cholesky(Lowering& L) {
   Aval one = flags.with_shape(batch_then(a.a, {1, 1}));
   T anyf{reduce_over(L, "ReduceMax", badf.v, {r - 1}, true, one), one};
   T anyb = node(L, "Cast", {anyf.v}, one.with_dtype(dtype::boolean), {Attr::i("to", dtype::boolean)});
-  res = node(L, "Where", {anyb.v, scalar(L, dt, NAN), res.v}, a.a);
-  L.bind(0, res.v);
+  res = where(L, anyb.v, scalar_like(res, scalar(L, dt, NAN)), res, a.a);
+  L.bind(0, result(L, res, 0));
 }
 
 }  // namespace lax_linalg

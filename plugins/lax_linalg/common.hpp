@@ -1,8 +1,9 @@
 // Helpers shared by the lax_linalg lowerings (cholesky.cpp, triangular_solve.cpp,
-// lu.cpp, lax_linalg.cpp): typed values, slices and concats that derive their
-// avals, and the size-dependent pieces (iota, masks, trip counts) that are
-// constants for a static matrix size and computed from the input's Shape for
-// a symbolic one.
+// lu.cpp, lax_linalg.cpp): typed values (real, or complex as two real parts),
+// slices and concats that derive their avals, and the size-dependent pieces
+// (iota, masks, trip counts) that are constants for a static matrix size and
+// computed from the input's Shape for a symbolic one. The arithmetic on
+// possibly complex values is in arith.hpp.
 #pragma once
 
 #include <jaxonnx/plugin.hpp>
@@ -20,11 +21,25 @@ using namespace jaxonnx::sdk;
 // Unrolling beyond this many columns makes models of thousands of nodes: a Loop then.
 constexpr int64_t kMaxUnrolled = 64;
 
-// A value with its type, so slices and concats can derive their avals.
+// A value with its type, so slices and concats can derive their avals. A
+// complex value is its real part `v` and imaginary part `im`, both of the real
+// aval `a` (complex64[n, n] is two float32[n, n]); `im` is kNoValue for a real one.
 struct T {
   Value v;
   Aval a;
+  Value im = kNoValue;
 };
+
+inline bool is_complex(const T& x) { return x.im != kNoValue; }
+
+// `f` applied to x's value and, for a complex x, to its imaginary part too
+// (the structural ops: slices, gathers, transposes act on each part alike).
+template <class F>
+T each(const T& x, const Aval& out, F f) {
+  T r{f(x.v), out};
+  if (is_complex(x)) r.im = f(x.im);
+  return r;
+}
 
 inline int64_t rank_of(const T& x) { return x.a.rank(); }
 
@@ -32,10 +47,12 @@ inline int64_t rank_of(const T& x) { return x.a.rank(); }
 // (larger, empty, or symbolic) runs as a Loop whose trip count may be 0.
 inline bool unrolled(const Dim& d) { return d.is_static() && d.value >= 1 && d.value <= kMaxUnrolled; }
 
-inline void require_float(Lowering& L, const Aval& a) {
-  if (a.dtype != dtype::f32 && a.dtype != dtype::f64)
-    L.fail(std::string(L.primitive()) + ": operand dtype " + dtype::name(a.dtype) +
-           " is not supported (float32 and float64 only)");
+// float32/float64, and complex64/complex128 where `complex_ok`.
+inline void require_float(Lowering& L, const Aval& a, bool complex_ok = false) {
+  bool cplx = a.dtype == dtype::c64 || a.dtype == dtype::c128;
+  if (a.dtype != dtype::f32 && a.dtype != dtype::f64 && !(complex_ok && cplx))
+    L.fail(std::string(L.primitive()) + ": operand dtype " + dtype::name(a.dtype) + " is not supported (float32 and float64" +
+           (complex_ok ? ", complex64 and complex128" : "") + " only)");
   if (a.rank() < 2) L.fail(std::string(L.primitive()) + ": operand " + a.str() + " is not a matrix");
 }
 
@@ -49,8 +66,9 @@ inline T node(Lowering& L, const char* op, const std::vector<Value>& ins, const 
 inline T slice(Lowering& L, const T& x, int64_t axis, int64_t start, int64_t end) {
   Shape s = x.a.shape;
   s[static_cast<size_t>(axis)] = Dim(end - start);
-  Value v = L.op("Slice", {x.v, i64s(L, {start}), i64s(L, {end}), i64s(L, {axis})}, x.a.with_shape(s));
-  return {v, x.a.with_shape(s)};
+  return each(x, x.a.with_shape(s), [&](Value v) {
+    return L.op("Slice", {v, i64s(L, {start}), i64s(L, {end}), i64s(L, {axis})}, x.a.with_shape(s));
+  });
 }
 
 // Concat of static-size parts (the unrolled forms).
@@ -58,14 +76,17 @@ inline T concat(Lowering& L, const std::vector<T>& parts, int64_t axis) {
   if (parts.size() == 1) return parts[0];
   Shape s = parts[0].a.shape;
   int64_t total = 0;
-  std::vector<Value> vs;
+  std::vector<Value> vs, ims;
   for (const T& p : parts) {
     total += p.a.shape[static_cast<size_t>(axis)].value;
     vs.push_back(p.v);
+    ims.push_back(p.im);
   }
   s[static_cast<size_t>(axis)] = Dim(total);
   Aval out = parts[0].a.with_shape(s);
-  return {L.op("Concat", vs, out, {Attr::i("axis", axis)}), out};
+  T r{L.op("Concat", vs, out, {Attr::i("axis", axis)}), out};
+  if (is_complex(parts[0])) r.im = L.op("Concat", ims, out, {Attr::i("axis", axis)});
+  return r;
 }
 
 // The batch dims of `a` followed by `tail`.
@@ -87,7 +108,9 @@ inline std::vector<int64_t> swap_last_two(int64_t rank) {
 inline T sum_keep(Lowering& L, const T& x, int64_t axis) {
   Shape s = x.a.shape;
   s[static_cast<size_t>(axis)] = Dim(1);
-  return node(L, "ReduceSum", {x.v, i64s(L, {axis})}, x.a.with_shape(s), {Attr::i("keepdims", 1)});
+  return each(x, x.a.with_shape(s), [&](Value v) {
+    return L.op("ReduceSum", {v, i64s(L, {axis})}, x.a.with_shape(s), {Attr::i("keepdims", 1)});
+  });
 }
 
 // Row/column j of x (j an int64 scalar) along `axis`, kept as size 1.
@@ -95,7 +118,8 @@ inline T take(Lowering& L, const T& x, Value j, int64_t axis) {
   Shape s = x.a.shape;
   s[static_cast<size_t>(axis)] = Dim(1);
   Value j1 = L.op("Unsqueeze", {j, i64s(L, {0})}, Aval(dtype::i64, {1}));
-  return node(L, "Gather", {x.v, j1}, x.a.with_shape(s), {Attr::i("axis", axis)});
+  return each(x, x.a.with_shape(s),
+              [&](Value v) { return L.op("Gather", {v, j1}, x.a.with_shape(s), {Attr::i("axis", axis)}); });
 }
 
 inline Value zeros_like_aval(Lowering& L, const Aval& a) {

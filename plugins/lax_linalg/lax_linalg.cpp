@@ -34,8 +34,14 @@
 //   it is inlined.
 // - symmetric_product is alpha a a^T + beta c as one MatMul (the whole
 //   matrix, as JAX's CPU lowering gives it).
-// Only float32/float64 operands are accepted (complex is not an ONNX type
-// jaxonnx emits). eigh, svd, qr, geqrf, householder_product, ormqr,
+// dtypes: float32/float64; cholesky, triangular_solve and lu also take
+// complex64/complex128, carried as float[..., 2] (plugin_sdk complex.hpp) and
+// split into real and imaginary parts for the same steps in complex arithmetic
+// (arith.hpp): cholesky of a Hermitian A = L L^H (potrf reads the real part of
+// the diagonal and writes a real one), triangular_solve with conjugate_a
+// (ADJOINT when transposed), lu pivoting on |re| + |im| (LAPACK's izamax).
+// triangular_solve of float16/bfloat16 is solved in float32 and rounded once.
+// symmetric_product stays real. eigh, svd, qr, geqrf, householder_product, ormqr,
 // hessenberg, tridiagonal, tridiagonal_solve and cholesky_update are Loops in
 // plugins/lax_linalg_iter; eig and schur are plugins/lax_eig.
 #include "common.hpp"
@@ -103,24 +109,25 @@ JAXONNX_PLUGIN("lax_linalg", "0.1.0") {
   plugin.primitive("cholesky", lower_cholesky)
       .emits({"Slice", "Mul", "ReduceSum", "Sub", "Sqrt", "Div", "Concat", "Where", "LessOrEqual",
               "Cast", "ReduceMax", "Loop", "Gather", "Unsqueeze", "Transpose", "MatMul", "Equal", "GreaterOrEqual", "And", "Expand",
-              "Range", "Squeeze", "Less"})
+              "Range", "Squeeze", "Less", "Neg", "Add"})
       .emits_shape_ops()
       .doc(onnx_doc("Sqrt"))
       .summary("column-by-column (left-looking) Cholesky, unrolled for n <= 64, else a Loop (symbolic n too); NaN matrix when "
-               "not positive definite");
+               "not positive definite; complex (Hermitian) too");
   plugin.primitive("triangular_solve", lower_triangular_solve)
       .emits({"Slice", "MatMul", "Sub", "Div", "Concat", "Transpose", "Loop", "Gather", "Unsqueeze", "Less", "Greater", "Where", "Equal", "Expand",
-              "Range", "Squeeze"})
+              "Range", "Squeeze", "Neg", "Add", "Mul", "Abs", "GreaterOrEqual", "Cast"})
       .emits_shape_ops()
       .doc(onnx_doc("MatMul"))
       .summary("forward/back substitution, one row of the solution per step, unrolled for n <= 64, else a Loop "
-               "(symbolic n too)");
+               "(symbolic n too); complex too, float16/bfloat16 solved in float32");
   plugin.primitive("lu", lower_lu)
       .emits({"Slice", "Abs", "ArgMax", "Equal", "Where", "ReduceSum", "Add", "Div", "Mul", "Sub", "Concat",
               "Squeeze", "Cast", "Loop", "Gather", "Unsqueeze", "GreaterOrEqual", "Greater", "GatherElements", "Expand", "And", "Range"})
       .emits_shape_ops()
       .doc(onnx_doc("ArgMax"))
-      .summary("LU with partial pivoting (getf2), unrolled over the columns up to 64, else a Loop (symbolic m, n too)");
+      .summary("LU with partial pivoting (getf2), unrolled over the columns up to 64, else a Loop (symbolic m, n too); "
+               "complex too, pivoting on |re| + |im|");
   plugin.primitive("lu_pivots_to_permutation", lower_lu_pivots_to_permutation)
       .emits({"Cast", "Slice", "Equal", "Where", "ReduceSum", "Expand", "Loop", "Gather", "Unsqueeze", "GatherElements", "Range", "Squeeze"})
       .emits_shape_ops()

@@ -1,12 +1,27 @@
 // lu (getf2's partial pivoting) and lu_pivots_to_permutation: unrolled for
 // static sizes from 1 to kMaxUnrolled, else a Loop (any size, symbolic or empty included).
-#include "common.hpp"
+// A complex matrix runs the same steps in complex arithmetic (arith.hpp), its
+// pivot chosen by |re| + |im| as LAPACK's izamax does.
+#include "arith.hpp"
 
 #include <algorithm>
 
 namespace lax_linalg {
 
 namespace {
+
+// The pivot's magnitude: |x|, and |re| + |im| for a complex x (izamax's cabs1).
+T pivot_size(Lowering& L, const T& x) {
+  if (!is_complex(x)) return node(L, "Abs", {x.v}, x.a);
+  return node(L, "Add", {L.op("Abs", {x.v}, x.a), L.op("Abs", {x.im}, x.a)}, x.a);
+}
+
+// x == z, a zero scalar (both parts for a complex x), a bool of x's shape.
+Value is_zero(Lowering& L, const T& x, Value z) {
+  Aval b = x.a.with_dtype(dtype::boolean);
+  Value re0 = L.op("Equal", {x.v, z}, b);
+  return is_complex(x) ? L.op("And", {re0, L.op("Equal", {x.im, z}, b)}, b) : re0;
+}
 
 // The same getf2 steps as a Loop, in place on the whole matrix: step k swaps
 // row k with the first row >= k of maximal |W[:, k]| (GatherElements, exact),
@@ -27,12 +42,12 @@ void lu_loop(Lowering& L, const T& a, const Dim& m, const Dim& n) {
   T W{g.input(a.a, "w"), a.a};
   T piv{g.input(pva, "pivots"), pva};
   T perm{g.input(pma, "perm"), pma};
+  if (is_complex(a)) W.im = g.input(a.a, "w_im");
   Aval col_a = a.a.with_shape(batch_then(a.a, {m, 1}));
   Aval one_i = Aval(dtype::i64, batch_then(a.a, {1, 1}));
   Aval mb(dtype::boolean, {m, 1});
   T colk = take(L, W, k, r - 1);
-  T cand = node(L, "Where", {L.op("GreaterOrEqual", {rows, k}, mb), node(L, "Abs", {colk.v}, col_a).v,
-                             scalar(L, dt, -1.0)},
+  T cand = node(L, "Where", {L.op("GreaterOrEqual", {rows, k}, mb), pivot_size(L, colk).v, scalar(L, dt, -1.0)},
                 col_a);
   T p = node(L, "ArgMax", {cand.v}, one_i,
              {Attr::i("axis", r - 2), Attr::i("keepdims", 1), Attr::i("select_last_index", 0)});
@@ -42,8 +57,8 @@ void lu_loop(Lowering& L, const T& a, const Dim& m, const Dim& n) {
                                  idx_a)
                                 .v},
                idx_a);
-  T Ws = node(L, "GatherElements", {W.v, L.op("Expand", {idx.v, shape_value(L, a.a.shape)}, a.a.with_dtype(dtype::i64))},
-              a.a, {Attr::i("axis", r - 2)});
+  Value idx_full = L.op("Expand", {idx.v, shape_value(L, a.a.shape)}, a.a.with_dtype(dtype::i64));
+  T Ws = each(W, a.a, [&](Value v) { return L.op("GatherElements", {v, idx_full}, a.a, {Attr::i("axis", r - 2)}); });
   Value idx_sq = L.op("Squeeze", {idx.v, i64s(L, {r - 1})}, pma);
   T perm2 = node(L, "GatherElements", {perm.v, idx_sq}, pma, {Attr::i("axis", r - 2)});
   Value p_sq = L.op("Squeeze", {p.v, i64s(L, {r - 2})}, Aval(dtype::i64, batch_then(a.a, {1})));
@@ -52,21 +67,30 @@ void lu_loop(Lowering& L, const T& a, const Dim& m, const Dim& n) {
   T rowk = take(L, Ws, k, r - 2);
   T colk2 = take(L, Ws, k, r - 1);
   T pv = take(L, rowk, k, r - 1);
-  T l = node(L, "Where", {node(L, "Equal", {pv.v, zero}, pv.a.with_dtype(dtype::boolean)).v, colk2.v,
-                          node(L, "Div", {colk2.v, pv.v}, col_a).v},
-             col_a);
+  Value pz = is_zero(L, pv, zero);
+  T l = where(L, pz, colk2, div(L, colk2, pv, col_a), col_a);
   Value below = L.op("Greater", {rows, k}, mb);
   Value trailing = L.op("And", {below, L.op("Greater", {cols, k}, Aval(dtype::boolean, {1, n}))},
                         Aval(dtype::boolean, {m, n}));
-  T upd = node(L, "Sub", {Ws.v, node(L, "Where", {trailing, node(L, "Mul", {l.v, rowk.v}, a.a).v, zero}, a.a).v}, a.a);
+  T prod = mul(L, l, rowk, a.a);
+  T upd = sub(L, Ws, where(L, trailing, prod, scalar_like(Ws, zero), a.a), a.a);
   Value lcol = L.op("And", {below, L.op("Equal", {cols, k}, Aval(dtype::boolean, {1, n}))}, Aval(dtype::boolean, {m, n}));
-  T W2 = node(L, "Where", {lcol, l.v, upd.v}, a.a);
-  GraphRef body = g.end({cin, W2.v, piv2.v, perm2.v});
+  T W2 = where(L, lcol, l, upd, a.a);
+  std::vector<Value> outs = {cin, W2.v, piv2.v, perm2.v};
+  if (is_complex(a)) outs.push_back(W2.im);
+  GraphRef body = g.end(outs);
   Value piv0 = L.op("Expand", {scalar(L, dtype::i64, 0.0), shape_value(L, pva.shape)}, pva);
   Value perm0 = L.op("Expand", {iota(L, m, {m}), shape_value(L, pma.shape)}, pma);
-  std::vector<Value> res = L.op_n("Loop", {count(L, K), scalar(L, dtype::boolean, 1), a.v, piv0, perm0},
-                                  {a.a, pva, pma}, {Attr::graph("body", body)});
-  L.bind(0, res[0]);
+  std::vector<Value> init = {count(L, K), scalar(L, dtype::boolean, 1), a.v, piv0, perm0};
+  std::vector<Aval> types = {a.a, pva, pma};
+  if (is_complex(a)) {
+    init.push_back(a.im);
+    types.push_back(a.a);
+  }
+  std::vector<Value> res = L.op_n("Loop", init, types, {Attr::graph("body", body)});
+  T lu{res[0], a.a};
+  if (is_complex(a)) lu.im = res[3];
+  L.bind(0, result(L, lu, 0));
   if (L.output_used(1)) L.bind(1, cast(L, res[1], pva, L.out_aval(1).dtype));
   if (L.output_used(2)) L.bind(2, cast(L, res[2], pma, L.out_aval(2).dtype));
 }
@@ -79,8 +103,8 @@ void lu_loop(Lowering& L, const T& a, const Dim& m, const Dim& n) {
 // emits it as row k of the result, moves W's row 0 into its place, and
 // eliminates column k below the pivot.
 void lower_lu(Lowering& L) {
-  T a{L.input(0), L.in_aval(0)};
-  require_float(L, a.a);
+  T a = operand(L, 0);
+  require_float(L, a.a, /*complex_ok=*/true);
   int64_t r = rank_of(a);
   const Dim md = a.a.shape[static_cast<size_t>(r - 2)], nd = a.a.shape[static_cast<size_t>(r - 1)];
   if (!unrolled(md) || !unrolled(nd)) return lu_loop(L, a, md, nd);
@@ -106,13 +130,13 @@ void lower_lu(Lowering& L) {
     Aval one_a = a.a.with_shape(batch_then(a.a, {1, 1}));
     Aval row_a = a.a.with_shape(batch_then(a.a, {1, n}));
     T col = slice(L, W, r - 1, k, k + 1);
-    T absc = node(L, "Abs", {col.v}, col.a);
+    T absc = pivot_size(L, col);
     T p = node(L, "ArgMax", {absc.v}, one_a.with_dtype(dtype::i64),
                {Attr::i("axis", r - 2), Attr::i("keepdims", 1), Attr::i("select_last_index", 0)});
     std::vector<int64_t> iota_r(iota_m.begin(), iota_m.begin() + R);
     T hot = node(L, "Equal", {L.constant(iota_r, {R, 1}), p.v}, col_a.with_dtype(dtype::boolean));
     // Row p of W and of P, exactly: every other row contributes +0.
-    T wsel = node(L, "Where", {hot.v, W.v, zero}, W.a.with_shape(batch_then(a.a, {R, n})));
+    T wsel = where(L, hot.v, W, scalar_like(W, zero), W.a.with_shape(batch_then(a.a, {R, n})));
     T prow = sum_keep(L, wsel, r - 2);
     prow.a = row_a;
     T psel = node(L, "Where", {hot.v, P.v, izero}, col_a.with_dtype(dtype::i64));
@@ -123,7 +147,7 @@ void lower_lu(Lowering& L) {
     if (R == 1) break;
     // Row 0 of W takes the pivot row's place; the new W is rows 1.. of that.
     T w0 = slice(L, W, r - 2, 0, 1);
-    T swapped = node(L, "Where", {hot.v, w0.v, W.v}, wsel.a);
+    T swapped = where(L, hot.v, w0, W, wsel.a);
     T rest = slice(L, swapped, r - 2, 1, R);
     T p0 = slice(L, P, r - 2, 0, 1);
     T pswapped = node(L, "Where", {hot.v, p0.v, P.v}, psel.a);
@@ -132,17 +156,17 @@ void lower_lu(Lowering& L) {
     // is all zeros and getf2 leaves it), trailing -= l * pivot_row.
     T pv = slice(L, prow, r - 1, k, k + 1);
     T cr = slice(L, rest, r - 1, k, k + 1);
-    T q = node(L, "Div", {cr.v, pv.v}, cr.a);
-    T pz = node(L, "Equal", {pv.v, zero}, pv.a.with_dtype(dtype::boolean));
-    T l = node(L, "Where", {pz.v, cr.v, q.v}, cr.a);
+    T q = div(L, cr, pv, cr.a);
+    Value pz = is_zero(L, pv, zero);
+    T l = where(L, pz, cr, q, cr.a);
     std::vector<T> parts;
     if (k > 0) parts.push_back(slice(L, rest, r - 1, 0, k));
     parts.push_back(l);
     if (k + 1 < n) {
       T tr = slice(L, rest, r - 1, k + 1, n);
       T ur = slice(L, prow, r - 1, k + 1, n);
-      T upd = node(L, "Mul", {l.v, ur.v}, tr.a);
-      parts.push_back(node(L, "Sub", {tr.v, upd.v}, tr.a));
+      T upd = mul(L, l, ur, tr.a);
+      parts.push_back(sub(L, tr, upd, tr.a));
     }
     W = concat(L, parts, r - 1);
   }
@@ -151,7 +175,7 @@ void lower_lu(Lowering& L) {
     perms.push_back(P);
   }
   T lu = concat(L, rows, r - 2);
-  L.bind(0, lu.v);
+  L.bind(0, result(L, lu, 0));
   if (L.output_used(1)) {
     T pv = concat(L, pivs, r - 1);  // [..., 1, K]
     Aval out = L.out_aval(1);
