@@ -49,9 +49,12 @@
 // float64 output). bool convolutions (XLA: products AND, sums OR) count in
 // int32, nonzero cast back to true.
 //
-// Complex operands (carried as float[..., 2], jaxonnx/complex.hpp) are four
-// real convolutions of the parts, the float path above for each:
-// re = conv(xr, wr) - conv(xi, wi), im = conv(xr, wi) + conv(xi, wr).
+// Complex operands (carried as float[..., 2], jaxonnx/complex.hpp) are three
+// real convolutions of the parts (Gauss), the float path above for each, as
+// JAX itself lowers them: k1 = conv(xr + xi, wr), k2 = conv(xr, wi - wr),
+// k3 = conv(xi, wr + wi); re = k1 - k3, im = k1 + k2. The part sums round in
+// the operand type, as in JAX, so a complex64 convolution with a complex128
+// result matches JAX's to float64 rounding.
 //
 // An output with a 0 dim (a dilated kernel larger than the padded input,
 // where JAX's output size is 0) is the empty result itself, no Conv.
@@ -419,16 +422,18 @@ void lower_conv(Lowering& L) {
     L.bind(0, real_conv(L, p, L.input(0), lhs_a, L.input(1), rhs_a, out_a));
     return;
   }
-  // Four real convolutions of the parts (see the header); JAX gives both
-  // operands the result's complex dtype.
+  // Three real convolutions of the parts (see the header); JAX gives both
+  // operands the same complex dtype.
   if (!complex::is(lhs_a.dtype) || !complex::is(rhs_a.dtype))
     L.fail("conv_general_dilated: a complex result needs complex operands, got " + lhs_a.str() + " and " +
            rhs_a.str());
   const Aval out_p = complex::part(out_a), xa = complex::part(lhs_a), wa = complex::part(rhs_a);
   const complex::Parts x = complex::split(L, L.input(0), lhs_a), w = complex::split(L, L.input(1), rhs_a);
   auto conv = [&](Value a, Value b) { return real_conv(L, p, a, xa, b, wa, out_p); };
-  Value re = L.op("Sub", {conv(x.re, w.re), conv(x.im, w.im)}, out_p);
-  Value im = L.op("Add", {conv(x.re, w.im), conv(x.im, w.re)}, out_p);
+  Value k1 = conv(L.op("Add", {x.re, x.im}, xa), w.re);
+  Value k2 = conv(x.re, L.op("Sub", {w.im, w.re}, wa));
+  Value k3 = conv(x.im, L.op("Add", {w.re, w.im}, wa));
+  Value re = L.op("Sub", {k1, k3}, out_p), im = L.op("Add", {k1, k2}, out_p);
   L.bind(0, complex::pack(L, re, im, out_a));
 }
 
