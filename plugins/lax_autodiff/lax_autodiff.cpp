@@ -16,10 +16,21 @@
 //   i * stride + offset (a Gather from a per-axis offset table), stacked to
 //   [out..., rank] indices of a ScatterND(reduction="add") of the source into
 //   zeros of the padded shape, then the padding is sliced off.
-// Known differences, all outside finite inputs: a NaN in a window makes
-// ArgMax's pick onnxruntime's, not XLA's; and where every in-bounds element
-// of a window is -inf (+inf for min) and padding comes first, the pick may
-// fall on the padding (XLA never picks padding), dropping that gradient.
+// - base_dilation > 1 (select_and_gather_add only): b - 1 holes between
+//   neighbours, filled like padding (-inf/+inf, tangent 0), first.
+// Padding and holes hold the select's identity (-inf/+inf; an integer
+// type's minimum/maximum), which XLA's CPU backend also compares: where a
+// window's in-bounds extremum equals it and padding comes first, both pick
+// the padding and that source element is dropped. A NaN in a window makes
+// ArgMax's pick onnxruntime's, not XLA's.
+//
+// Integer and bool operands (select_and_scatter_add): the selection runs in
+// a type ArgMax has a kernel for that holds every value (bool as uint8,
+// 16-bit as int32, uint32 as int64; uint64 as int64 with its sign bit
+// flipped, which keeps the order), the scatter adds in the source's own
+// type, wrapping as JAX does; bool adds as OR (an int32 count, nonzero).
+// Complex add_any adds the packed [..., 2] forms.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
@@ -38,6 +49,13 @@ using namespace jaxonnx::sdk;
 // Before opset 14 Add has no 8- and 16-bit integer form: int32, wrapped back.
 void lower_add_any(Lowering& L) {
   Aval a = L.out_aval(0);
+  if (complex::is(a.dtype)) {  // part by part: the packed forms add elementwise
+    const int32_t pt = complex::part_dtype(a.dtype);
+    Value x = cast(L, L.input(0), complex::packed(L.in_aval(0)), pt);
+    Value y = cast(L, L.input(1), complex::packed(L.in_aval(1)), pt);
+    L.bind(0, L.op("Add", {x, y}, complex::packed(a)));
+    return;
+  }
   int32_t c = a.dtype == dtype::bf16 ? dtype::f32 : a.dtype;
   if (L.opset() < 14 && (c == dtype::i8 || c == dtype::u8 || c == dtype::i16 || c == dtype::u16))
     c = dtype::i32;
@@ -54,7 +72,7 @@ void lower_zeros_like(Lowering& L) {
 // ------------------------------------------------------- window selection --
 
 struct Window {
-  std::vector<int64_t> dims, strides, dilation;
+  std::vector<int64_t> dims, strides, dilation, base;
   std::vector<std::pair<int64_t, int64_t>> padding;
   bool is_max;
 };
@@ -70,24 +88,40 @@ Window window_params(Lowering& L, int64_t rank) {
     if (w.padding.back().first < 0 || w.padding.back().second < 0)
       L.fail(std::string(L.primitive()) + ": negative padding is not supported");
   }
-  if (L.has_param("base_dilation"))
-    for (int64_t b : L.param("base_dilation").as_ints())
-      if (b != 1) L.fail(std::string(L.primitive()) + ": base_dilation > 1 is not supported");
+  w.base = L.has_param("base_dilation") ? L.param("base_dilation").as_ints() : std::vector<int64_t>(rank, 1);
+  for (int64_t b : w.base)
+    if (b < 1) L.fail(std::string(L.primitive()) + ": base_dilation " + std::to_string(b) + " must be >= 1");
   std::string sel = L.param("select_prim").as_string();
   if (sel != "ge" && sel != "le" && sel != "gt" && sel != "lt")
     L.fail(std::string(L.primitive()) + ": select_prim '" + sel + "' is not ge/gt (max) or le/lt (min)");
   w.is_max = sel == "ge" || sel == "gt";
   if (int64_t(w.dims.size()) != rank || int64_t(w.strides.size()) != rank ||
-      int64_t(w.dilation.size()) != rank || int64_t(w.padding.size()) != rank)
+      int64_t(w.dilation.size()) != rank || int64_t(w.padding.size()) != rank || int64_t(w.base.size()) != rank)
     L.fail(std::string(L.primitive()) + ": window params do not match the operand rank");
   return w;
 }
 
-// Floats only (these come from differentiating max/min pools); f16/bf16 run in f32.
+// The dtype the window selection (ArgMax/ArgMin) runs in: f16/bf16 in f32,
+// integers and bool in a type with an ArgMax kernel that holds each value
+// (uint64 maps to int64 by select_key).
 int32_t compute_dtype(Lowering& L, int32_t t) {
-  if (t == dtype::f32 || t == dtype::f64) return t;
-  if (t == dtype::f16 || t == dtype::bf16) return dtype::f32;
-  L.fail(std::string(L.primitive()) + ": takes a floating operand, got " + dtype::name(t));
+  switch (t) {
+    case dtype::f32: case dtype::f64: case dtype::u8: case dtype::i8: case dtype::i32: case dtype::i64:
+      return t;
+    case dtype::f16: case dtype::bf16: return dtype::f32;
+    case dtype::boolean: return dtype::u8;
+    case dtype::i16: case dtype::u16: return dtype::i32;
+    case dtype::u32: case dtype::u64: return dtype::i64;
+    default: L.fail(std::string(L.primitive()) + ": takes a real or integer operand, got " + dtype::name(t));
+  }
+}
+
+// `x` (aval `a`) in the selection dtype `c`, order kept: a Cast, except that
+// uint64 becomes int64 with the sign bit flipped (2^63 subtracted, wrapping).
+Value select_key(Lowering& L, Value x, const Aval& a, int32_t c) {
+  Value k = cast(L, x, a, c);
+  if (a.dtype != dtype::u64) return k;
+  return L.op("Add", {k, L.constant(std::vector<int64_t>{INT64_MIN}, {})}, a.with_dtype(c));
 }
 
 // The window offsets in row-major order, each one index per axis.
@@ -155,7 +189,46 @@ Value pick(Lowering& L, Value stacked, const Shape& out_shape, bool is_max, int6
               {Attr::i("axis", axis), Attr::i("keepdims", 1), Attr::i("select_last_index", 0)});
 }
 
-Value extreme_pad(Lowering& L, int32_t t, bool is_max) { return scalar(L, t, is_max ? -INFINITY : INFINITY); }
+// The select's identity in the selection dtype `c` for an operand of dtype
+// `t`: -inf/+inf, or t's minimum/maximum (as select_key maps it), as XLA pads.
+Value extreme_pad(Lowering& L, int32_t t, int32_t c, bool is_max) {
+  if (dtype::is_float(t)) return scalar(L, c, is_max ? -INFINITY : INFINITY);
+  int64_t lo = 0, hi = 1;  // bool
+  switch (t) {
+    case dtype::i8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case dtype::u8: hi = UINT8_MAX; break;
+    case dtype::i16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case dtype::u16: hi = UINT16_MAX; break;
+    case dtype::i32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case dtype::u32: hi = UINT32_MAX; break;
+    case dtype::i64: case dtype::u64: lo = INT64_MIN; hi = INT64_MAX; break;  // u64 after select_key
+    default: break;
+  }
+  const int64_t v = is_max ? lo : hi;
+  if (c == dtype::i64) return L.constant(std::vector<int64_t>{v}, {});
+  return scalar(L, c, static_cast<double>(v));  // |v| < 2^32: exact
+}
+
+// base_dilation (see the header): b - 1 holes of `fill` between neighbours
+// along each axis with b > 1: Unsqueeze a unit axis after d, Pad it to b,
+// merge the two, Slice off the b - 1 trailing holes.
+Value dilate_base(Lowering& L, Value x, Aval a, const Window& w, Value fill) {
+  for (size_t d = 0; d < w.base.size(); ++d) {
+    const int64_t b = w.base[d];
+    if (b == 1) continue;
+    const Dim n = a.shape[d];
+    Shape grown = a.shape, merged = a.shape;
+    grown.insert(grown.begin() + int64_t(d) + 1, Dim(b));
+    merged[d] = n.is_static() ? Dim(n.value * b) : Dim::sym(std::to_string(b) + "*(" + n.symbol + ")");
+    Value u = L.op("Unsqueeze", {x, i64s(L, {int64_t(d) + 1})}, Aval::of_unknown_shape(a.dtype));
+    Value p = pad_axis(L, u, int64_t(grown.size()), int64_t(d) + 1, 0, b - 1, fill, Aval(a.dtype, grown));
+    Value m = reshape(L, p, Aval(a.dtype, grown), Aval(a.dtype, merged));
+    a.shape[d] = n.is_static() ? Dim(n.value == 0 ? 0 : (n.value - 1) * b + 1)
+                               : Dim::sym(std::to_string(b) + "*(" + n.symbol + ") - " + std::to_string(b - 1));
+    x = L.op("Slice", {m, i64s(L, {0}), i64s(L, {-(b - 1)}), i64s(L, {int64_t(d)})}, a);
+  }
+  return x;
+}
 
 // select_and_gather_add(tangents, operand): per window, the tangent at the
 // operand's first extremum.
@@ -163,9 +236,14 @@ void lower_select_and_gather_add(Lowering& L) {
   const Aval in = L.in_aval(1), out = L.out_aval(0);
   const Window w = window_params(L, in.rank());
   const int32_t c = compute_dtype(L, in.dtype);
+  if (!dtype::is_float(in.dtype))
+    L.fail(std::string(L.primitive()) + ": takes a floating operand (a JVP), got " + dtype::name(in.dtype));
   const Aval ca = in.with_dtype(c);
-  Value ops = stacked_windows(L, cast(L, L.input(1), in, c), ca, extreme_pad(L, c, w.is_max), w, out.shape);
-  Value tan = stacked_windows(L, cast(L, L.input(0), L.in_aval(0), c), ca, scalar(L, c, 0), w, out.shape);
+  Value pad = extreme_pad(L, in.dtype, c, w.is_max), zero = scalar(L, c, 0);
+  Value ops = dilate_base(L, cast(L, L.input(1), in, c), ca, w, pad);
+  Value tan = dilate_base(L, cast(L, L.input(0), L.in_aval(0), c), ca, w, zero);
+  ops = stacked_windows(L, ops, ca, pad, w, out.shape);
+  tan = stacked_windows(L, tan, ca, zero, w, out.shape);
   Value idx = pick(L, ops, out.shape, w.is_max, in.rank());
   Shape one = out.shape;
   one.push_back(1);
@@ -187,9 +265,11 @@ void lower_select_and_scatter_add(Lowering& L) {
   const Aval src = L.in_aval(0), in = L.in_aval(1), out = L.out_aval(0);
   const int64_t r = in.rank();
   const Window w = window_params(L, r);
-  const int32_t c = compute_dtype(L, in.dtype);
-  Value ops = stacked_windows(L, cast(L, L.input(1), in, c), in.with_dtype(c), extreme_pad(L, c, w.is_max), w,
-                              src.shape);
+  for (int64_t b : w.base)
+    if (b != 1) L.fail("select_and_scatter_add: base_dilation > 1 is not supported");
+  int32_t c = compute_dtype(L, in.dtype);
+  Value ops = stacked_windows(L, select_key(L, L.input(1), in, c), in.with_dtype(c),
+                              extreme_pad(L, in.dtype, c, w.is_max), w, src.shape);
   Value choice = pick(L, ops, src.shape, w.is_max, r);  // [src..., 1]
   const auto offs = offsets(w);
   const Aval idx1(dtype::i64, [&] { Shape s = src.shape; s.push_back(1); return s; }());
@@ -243,6 +323,8 @@ void lower_select_and_scatter_add(Lowering& L) {
     dims.push_back(dim_plus(L, in.shape[d], extra));
   }
   Value pshape = r == 1 ? dims[0] : L.op("Concat", dims, Aval(dtype::i64, {r}), {Attr::i("axis", 0)});
+  // The sum's dtype: floats as selected, integers their own (wrapping), bool an int32 count.
+  c = dtype::is_float(out.dtype) ? c : out.dtype == dtype::boolean ? dtype::i32 : out.dtype;
   Value zeros = L.op("Expand", {scalar(L, c, 0), pshape}, Aval::of_unknown_shape(c));
   Value s = cast(L, L.input(0), src, c);
   Value y = scatter_nd_reduce(L, zeros, indices, s, Aval::of_unknown_shape(c), "add");
@@ -274,7 +356,8 @@ JAXONNX_PLUGIN("lax_autodiff", "0.1.0") {
       .doc(onnx_doc("Expand"));
   plugin.primitive("select_and_gather_add", lower_select_and_gather_add)
       .emits({"Pad", "Unsqueeze", "Slice", "Concat", "ArgMax", "ArgMin", "GatherElements", "Squeeze",
-              "Cast"})
+              "Cast", "Reshape"})  // Reshape: base_dilation
+      .emits_shape_ops()
       .summary("JVP of max/min pooling: ArgMax over the stacked window slices, GatherElements of the tangents");
   plugin.primitive("select_and_scatter_add", lower_select_and_scatter_add)
       .emits({"Pad", "Unsqueeze", "Slice", "Concat", "ArgMax", "ArgMin", "Range", "Squeeze", "Mul",

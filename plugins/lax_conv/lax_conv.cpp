@@ -37,11 +37,28 @@
 // 2) Concatenated to [N, C, K, out...], Reshaped to [N, G, C/G*K, P] and
 // multiplied by the kernel as [G, M/G, C/G*K]; K = prod(kernel), P =
 // prod(out spatial). It needs static kernel and feature dims.
-// preferred_element_type sets the output dtype. Integer convolutions are
-// refused.
+// preferred_element_type sets the output dtype.
+//
+// Integers (onnxruntime's Conv has no integer kernel; ConvInteger is 8-bit
+// only) take the same im2col + MatMul form in int32 (int64 when either side
+// is 64-bit; onnxruntime has both MatMul kernels), cast back to the output
+// type. JAX accumulates in the output type with wraparound, and sums and
+// products modulo 2^32 (2^64) agree with those modulo 2^8/2^16/2^32 after the
+// final Cast, so this is exact, overflow included. Integer operands with a
+// float preferred_element_type convolve as floats (float32, float64 for a
+// float64 output). bool convolutions (XLA: products AND, sums OR) count in
+// int32, nonzero cast back to true.
+//
+// Complex operands (carried as float[..., 2], jaxonnx/complex.hpp) are three
+// real convolutions of the parts (Gauss), the float path above for each, as
+// JAX itself lowers them: k1 = conv(xr + xi, wr), k2 = conv(xr, wi - wr),
+// k3 = conv(xi, wr + wi); re = k1 - k3, im = k1 + k2. The part sums round in
+// the operand type, as in JAX, so a complex64 convolution with a complex128
+// result matches JAX's to float64 rounding.
 //
 // An output with a 0 dim (a dilated kernel larger than the padded input,
 // where JAX's output size is 0) is the empty result itself, no Conv.
+#include <jaxonnx/complex.hpp>
 #include <jaxonnx/empty_result.hpp>
 #include <jaxonnx/plugin.hpp>
 
@@ -213,16 +230,23 @@ Tensor crop(Lowering& L, Tensor x, size_t n, Ints& lo, Ints& hi) {
   return {v, out};
 }
 
-// The dtype the Conv runs in: onnxruntime has float32/float16 kernels only.
+// The dtype the convolution runs in: onnxruntime's Conv has float32/float16
+// kernels only; float64 and integers go through im2col + MatMul.
 int32_t compute_dtype(Lowering& L, int32_t in, int32_t out) {
   if (in == dtype::f16 && out == dtype::f16) return dtype::f16;
   if (in == dtype::f64 || out == dtype::f64) return dtype::f64;
-  if (dtype::is_float(in)) return dtype::f32;
-  L.fail(std::string("conv_general_dilated: ") + dtype::name(in) +
-         " operands are not supported (onnxruntime's Conv takes floats only)");
+  const bool int_in = dtype::is_int(in) || in == dtype::boolean;
+  if (dtype::is_float(in) || (int_in && dtype::is_float(out))) return dtype::f32;
+  if (int_in && (dtype::is_int(out) || out == dtype::boolean))
+    return dtype::itemsize(in) == 8 || dtype::itemsize(out) == 8 ? dtype::i64 : dtype::i32;
+  L.fail(std::string("conv_general_dilated: ") + dtype::name(in) + " operands with a " + dtype::name(out) +
+         " result are not supported (onnxruntime's Conv takes floats only)");
 }
 
-// The float64 convolution of x ([N, C, spatial...], pads >= 0) with w
+// True for the compute dtypes that convolve as im2col + MatMul.
+bool by_matmul(int32_t cd) { return cd == dtype::f64 || dtype::is_int(cd); }
+
+// The float64 or integer convolution of x ([N, C, spatial...], pads >= 0) with w
 // ([M, C/G, k...], aval `wa`) as im2col + MatMul (see the header).
 Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const ConvParams& p,
                   const Ints& lo, const Ints& hi, int64_t group, const Aval& y_aval) {
@@ -232,7 +256,7 @@ Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const C
   // symbolic (the weight gradient's "kernel" is a cotangent with the batch in it).
   for (size_t i = 0; i < n; ++i)
     if (!wa.shape[2 + i].is_static())
-      L.fail("conv_general_dilated: float64 needs static kernel spatial dims, got " + wa.str());
+      L.fail(std::string("conv_general_dilated: ") + dtype::name(t) + " (im2col) needs static kernel spatial dims, got " + wa.str());
   const Dim md = wa.shape[0], cgd = wa.shape[1];
   Ints k(n);
   int64_t kk = 1;
@@ -241,7 +265,7 @@ Value im2col_conv(Lowering& L, const Tensor& x, Value w, const Aval& wa, const C
   for (size_t i = 0; i < n; ++i)
     p_static = y_aval.shape[2 + i].is_static() && p_static >= 0 ? p_static * y_aval.shape[2 + i].value : -1;
   if ((!md.is_static() && !cgd.is_static()) || (!cgd.is_static() && p_static < 0))
-    L.fail("conv_general_dilated: float64 needs static feature dims or output spatial dims, got kernel " +
+    L.fail(std::string("conv_general_dilated: ") + dtype::name(t) + " (im2col) needs static feature dims or output spatial dims, got kernel " +
            wa.str() + " and output " + y_aval.str());
   const Dim ck = dims_product({cgd, Dim(kk)});  // C/G*K
   const Dim m_per_group = md.is_static() ? Dim(md.value / group)
@@ -330,20 +354,20 @@ bool conv_transpose(Lowering& L, const ConvParams& p, const Tensor& x, Value rhs
   return true;
 }
 
-void lower_conv(Lowering& L) {
-  ConvParams p = read_params(L);
-  const Aval lhs_a = L.in_aval(0), rhs_a = L.in_aval(1), out_a = L.out_aval(0);
+// The real convolution of `lhs` (aval `lhs_a`) and `rhs` (`rhs_a`) to a value
+// of aval `out_a`, all in JAX's layouts.
+Value real_conv(Lowering& L, const ConvParams& p, Value lhs, const Aval& lhs_a, Value rhs, const Aval& rhs_a,
+                const Aval& out_a) {
   const int32_t cd = compute_dtype(L, lhs_a.dtype, out_a.dtype);
   const size_t n = p.n;
   // A dilated kernel larger than the padded input: JAX gives an empty
   // result, where Conv would compute a negative output dim.
   if (has_static_zero(out_a)) {
-    L.bind(0, cast(L, empty_of(L, out_a.with_dtype(cd)), out_a.with_dtype(cd), out_a.dtype));
-    return;
+    return cast(L, empty_of(L, out_a.with_dtype(cd)), out_a.with_dtype(cd), out_a.dtype);
   }
 
   // X in [N, C, spatial...].
-  Tensor x{transpose(L, L.input(0), lhs_a, p.lhs_spec), permuted(lhs_a, p.lhs_spec)};
+  Tensor x{transpose(L, lhs, lhs_a, p.lhs_spec), permuted(lhs_a, p.lhs_spec)};
   x.v = cast(L, x.v, x.a, cd);
   x.a = x.a.with_dtype(cd);
   // The Conv's output, [N, M, spatial...] (out_spec says where each goes).
@@ -351,7 +375,7 @@ void lower_conv(Lowering& L) {
 
   Value y = kNoValue;
   const bool dilated = std::any_of(p.lhs_dil.begin(), p.lhs_dil.end(), [](int64_t d) { return d != 1; });
-  if (!(dilated && cd != dtype::f64 && conv_transpose(L, p, x, L.input(1), rhs_a, cd, y_aval, y))) {
+  if (!(dilated && !by_matmul(cd) && conv_transpose(L, p, x, rhs, rhs_a, cd, y_aval, y))) {
     int64_t group = p.fgc;
     if (p.bgc > 1) {
       // [N, C, s...] -> [G, N/G, C, s...] -> [N/G, G, C, s...] -> [N/G, G*C, s...]
@@ -375,12 +399,11 @@ void lower_conv(Lowering& L) {
     Ints lo = p.lo, hi = p.hi;
     if (p.symbolic_pads) x = pad_at_run_time(L, x, p.lo_dims, p.hi_dims);
     else x = crop(L, x, n, lo, hi);
-    Value w = cast(L, transpose(L, L.input(1), rhs_a, p.rhs_spec), permuted(rhs_a, p.rhs_spec), cd);
-    if (cd == dtype::f64) {
+    Value w = cast(L, transpose(L, rhs, rhs_a, p.rhs_spec), permuted(rhs_a, p.rhs_spec), cd);
+    if (by_matmul(cd)) {
       y = im2col_conv(L, x, w, permuted(rhs_a, p.rhs_spec).with_dtype(cd), p, lo, hi, group, y_aval);
       y = cast(L, y, y_aval, out_a.dtype);
-      L.bind(0, transpose(L, y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec)));
-      return;
+      return transpose(L, y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec));
     }
     Ints pads = lo;
     pads.insert(pads.end(), hi.begin(), hi.end());
@@ -389,7 +412,29 @@ void lower_conv(Lowering& L) {
               Attr::ints("pads", pads), Attr::i("group", group)});
   }
   y = cast(L, y, y_aval, out_a.dtype);
-  L.bind(0, transpose(L, y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec)));
+  return transpose(L, y, y_aval.with_dtype(out_a.dtype), inverse(p.out_spec));
+}
+
+void lower_conv(Lowering& L) {
+  const ConvParams p = read_params(L);
+  const Aval lhs_a = L.in_aval(0), rhs_a = L.in_aval(1), out_a = L.out_aval(0);
+  if (!complex::is(out_a.dtype)) {
+    L.bind(0, real_conv(L, p, L.input(0), lhs_a, L.input(1), rhs_a, out_a));
+    return;
+  }
+  // Three real convolutions of the parts (see the header); JAX gives both
+  // operands the same complex dtype.
+  if (!complex::is(lhs_a.dtype) || !complex::is(rhs_a.dtype))
+    L.fail("conv_general_dilated: a complex result needs complex operands, got " + lhs_a.str() + " and " +
+           rhs_a.str());
+  const Aval out_p = complex::part(out_a), xa = complex::part(lhs_a), wa = complex::part(rhs_a);
+  const complex::Parts x = complex::split(L, L.input(0), lhs_a), w = complex::split(L, L.input(1), rhs_a);
+  auto conv = [&](Value a, Value b) { return real_conv(L, p, a, xa, b, wa, out_p); };
+  Value k1 = conv(L.op("Add", {x.re, x.im}, xa), w.re);
+  Value k2 = conv(x.re, L.op("Sub", {w.im, w.re}, wa));
+  Value k3 = conv(x.im, L.op("Add", {w.re, w.im}, wa));
+  Value re = L.op("Sub", {k1, k3}, out_p), im = L.op("Add", {k1, k2}, out_p);
+  L.bind(0, complex::pack(L, re, im, out_a));
 }
 
 }  // namespace
@@ -397,7 +442,8 @@ void lower_conv(Lowering& L) {
 JAXONNX_PLUGIN("lax_conv", "0.1.0") {
   plugin.primitive("conv_general_dilated", lower_conv)
       .emits({"Conv", "ConvTranspose", "Transpose", "Cast", "Slice", "Pad", "Unsqueeze", "Reshape", "Concat",
-              "MatMul", "Expand"})
+              "MatMul", "Expand",
+              "Gather", "Sub", "Add"})  // complex: split, the parts combined, pack
       .emits_shape_ops()
       .doc(onnx_doc("Conv"));
 }

@@ -41,14 +41,20 @@
 // part by part: set, add and sub act on each part alone; mul multiplies the
 // operand by the scattered product of its updates, built in polar form (the
 // moduli multiplied into ones, the angles added into zeros), so positions no
-// update reaches are multiplied by exactly 1. JAX orders no complex values:
-// scatter-min/max never see one.
+// update reaches are multiplied by exactly 1. scatter-max/min order complex
+// values as JAX's max/min do, lexicographically (real part, then imaginary):
+// the packed form is scattered whole (its parts axis one more window dim), a
+// first ScatterND(max) of the real parts gives each position's winning real
+// part, and a second one of the imaginary parts of only the values that
+// reach it (the others -inf; +inf and min for scatter-min) the winner's
+// imaginary part. (A NaN real part is not ordered as XLA does.)
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,12 +98,43 @@ Value scatter_nd(Lowering& L, Value data, Value idx, Value upd, const Aval& out,
   return scatter_nd_reduce(L, data, idx, upd, out, reduction);
 }
 
+// A reduction in place of one ScatterND: (data, index tuples, updates, the
+// result's aval) -> the result.
+using Reduce = std::function<Value(Value, Value, Value, const Aval&)>;
+
+// The lexicographic scatter-max/min of packed complex data and updates (see
+// the header).
+Reduce lexicographic(Lowering& L, bool is_max) {
+  return [&L, is_max](Value data, Value full, Value upd, const Aval& pa) {
+    auto take = [&](Value v, int64_t k) {
+      const Aval a = L.aval_of(v);
+      const Aval part = a.unknown_rank ? a : a.with_shape(Shape(a.shape.begin(), a.shape.end() - 1));
+      return L.op("Gather", {v, L.constant(std::vector<int64_t>{k}, {})}, part, {Attr::i("axis", -1)});
+    };
+    const std::string red = is_max ? "max" : "min";
+    Value dre = take(data, 0), dim = take(data, 1), ure = take(upd, 0), uim = take(upd, 1);
+    const Aval da = L.aval_of(dre), ua = L.aval_of(ure);
+    Value re = scatter_nd(L, dre, full, ure, da, red);
+    Value at = L.op("GatherND", {re, full}, ua);  // each update's position's winning real part
+    Value none = scalar(L, pa.dtype, is_max ? -INFINITY : INFINITY);
+    Value dcand = L.op("Where", {L.op("Equal", {dre, re}, da.with_dtype(dtype::boolean)), dim, none}, da);
+    Value ucand = L.op("Where", {L.op("Equal", {ure, at}, ua.with_dtype(dtype::boolean)), uim, none}, ua);
+    Value im = scatter_nd(L, dcand, full, ucand, da, red);
+    Value axis = i64s(L, {-1});
+    Shape one = da.shape;
+    one.push_back(Dim(1));
+    const Aval col = da.unknown_rank ? da : da.with_shape(one);
+    return L.op("Concat", {L.op("Unsqueeze", {re, axis}, col), L.op("Unsqueeze", {im, axis}, col)}, pa,
+                {Attr::i("axis", -1)});
+  };
+}
+
 // The scatter `dn` of `upd` (aval `ua`) into `data` (aval `da`) at int64
 // indices `idx` (shape `ishape`, index vector last), combining with ScatterND
 // `reduction`. Data and updates already have a dtype the reduction accepts.
 Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Shape& ishape,
                     Value upd, const Aval& ua, const DimNumbers& dn, Mode mode,
-                    const std::string& reduction, bool nan_fix) {
+                    const std::string& reduction, bool nan_fix, const Reduce& reduce = nullptr) {
   const int64_t R = da.rank(), Ur = ua.rank(), Ir = static_cast<int64_t>(ishape.size());
   const int64_t nb = Ir - 1;  // scatter (batch) dims of indices
   const auto& uwd = dn.update_window_dims;
@@ -250,7 +287,7 @@ Value lower_scatter(Lowering& L, Value data, const Aval& da, Value idx, const Sh
     add_offset(t, dn.operand_batching_dims[j], ishape[static_cast<size_t>(t)]);
   }
 
-  Value res = scatter_nd(L, data, full, upd, pa, reduction);
+  Value res = reduce ? reduce(data, full, upd, pa) : scatter_nd(L, data, full, upd, pa, reduction);
   if (nan_fix) {
     // Every position that met a NaN (in the operand or any update) is NaN.
     Aval pb = pa.with_dtype(dtype::boolean), ub(dtype::boolean, us);
@@ -291,6 +328,13 @@ int32_t compute_dtype(int32_t t, const std::string& reduction) {
 // A complex scatter (see the header); `idx` is int64 already.
 Value complex_scatter(Lowering& L, const Aval& da, Value idx, const Shape& ishape, const Aval& ua,
                       const DimNumbers& dn, Mode mode, const std::string& reduction, bool negate) {
+  if (reduction == "max" || reduction == "min") {
+    // The packed form whole: its parts axis is one more (trailing) window dim.
+    DimNumbers pdn = dn;
+    pdn.update_window_dims.push_back(ua.rank());
+    return lower_scatter(L, L.input(0), complex::packed(da), idx, ishape, L.input(2), complex::packed(ua), pdn,
+                         mode, reduction, false, lexicographic(L, reduction == "max"));
+  }
   const Aval pd = complex::part(da), pu = complex::part(ua);
   complex::Parts x = complex::split(L, L.input(0), da), u = complex::split(L, L.input(2), ua);
   if (reduction == "none" || reduction == "add") {
@@ -394,6 +438,8 @@ JAXONNX_PLUGIN("lax_scatter", "0.1.0") {
     ref.emits({JAXONNX_SCATTER_OPS});
     if (sc.extra) ref.emits({sc.extra});
     ref.emits({"Concat", "Neg"});  // complex operands: split/pack
+    if (sc.extra && std::string(sc.extra) == "IsNaN")  // complex: lexicographic
+      ref.emits({"Gather", "GatherND", "Equal", "Where", "Unsqueeze", "Concat"});
     if (std::string(sc.reduction) == "mul")  // complex: polar form, abs, atan2, the product
       ref.emits({"Expand", "Abs", "Div", "Sqrt", "Or", "Less", "Greater", "Atan", "IsInf", "Cos", "Sin"});
     ref.emits_shape_ops().doc(onnx_doc("ScatterND"));

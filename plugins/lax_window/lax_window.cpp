@@ -45,8 +45,10 @@
 // packed form is windowed (its parts axis never is); add windows sum it,
 // max/min windows keep the lexicographically larger/smaller value, as JAX
 // orders complex values (real part, then imaginary), padding both parts with
-// -inf/+inf. mul windows of complex values are refused (Pad cannot put the
-// identity 1 + 0i into the packed form).
+// -inf/+inf. mul windows multiply complex values pairwise in window order;
+// Pad cannot put their identity 1 + 0i into the packed form (one scalar pads
+// both parts), so their padding and holes are padded with 0 and then set to
+// [1, 0] where a Pad of a false mask put true (Where).
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
@@ -177,24 +179,35 @@ Value scalar_const(Lowering& L, int32_t t, const std::vector<char>& b) {
 // `out_shape` is JAX's output shape.
 // How two windows' worth of values (aval `cur`) combine.
 using Combine = std::function<Value(Value, Value, const Aval&)>;
+// Pads a value with the monoid's identity (padding and base-dilation holes):
+// given `x` and `pad(v, fill, dtype)`, which pads any `v` of x's shape (and
+// dtype `dtype`) the same way with the scalar `fill`.
+using Fill = std::function<Value(Value, Value, int32_t)>;
+using Padder = std::function<Value(Value, const Fill&)>;
+// The usual padder: `fill` (a scalar of the compute dtype) itself.
+Padder pad_with(Value fill) {
+  return [fill](Value x, const Fill& pad) { return pad(x, fill, -1); };
+}
 
 // base_dilation b along axis d: b - 1 holes between neighbours, filled with
 // the monoid's identity `pad` (XLA treats them as padding), so n elements
 // become (n - 1) * b + 1 (none for n = 0): Unsqueeze a unit axis after d, Pad
 // it to b, merge the two, Slice off the b - 1 trailing holes (clamped at 0).
-Value dilate_base(Lowering& L, Value x, const Aval& cur, size_t d, int64_t b, Value pad) {
+Value dilate_base(Lowering& L, Value x, const Aval& cur, size_t d, int64_t b, const Padder& pad) {
   const int32_t t = cur.dtype;
   const Dim n = cur.shape[d];
   Shape grown = cur.shape, merged = cur.shape;
   grown.insert(grown.begin() + int64_t(d) + 1, Dim(b));
   merged[d] = n.is_static() ? Dim(n.value * b) : Dim::sym(std::to_string(b) + "*(" + n.symbol + ")");
   Value u = L.op("Unsqueeze", {x, i64s(L, {int64_t(d) + 1})}, Aval::of_unknown_shape(t));
-  Value p = pad_axis(L, u, int64_t(grown.size()), int64_t(d) + 1, 0, b - 1, pad, Aval(t, grown));
+  Value p = pad(u, [&](Value v, Value fill, int32_t vt) {
+    return pad_axis(L, v, int64_t(grown.size()), int64_t(d) + 1, 0, b - 1, fill, Aval(vt < 0 ? t : vt, grown));
+  });
   Value m = reshape(L, p, Aval(t, grown), Aval(t, merged));
   return L.op("Slice", {m, i64s(L, {0}), i64s(L, {-(b - 1)}), i64s(L, {int64_t(d)})}, Aval::of_unknown_shape(t));
 }
 
-Value windowed(Lowering& L, const Combine& combine, Value x, Aval cur, Value pad, const Window& w,
+Value windowed(Lowering& L, const Combine& combine, Value x, Aval cur, const Padder& pad, const Window& w,
                const Shape& out_shape) {
   const size_t rank = w.dims.size();  // a complex operand's parts axis is not windowed
   for (size_t d = 0; d < rank; ++d) {
@@ -205,8 +218,10 @@ Value windowed(Lowering& L, const Combine& combine, Value x, Aval cur, Value pad
     if (w.base[d] > 1) x = dilate_base(L, x, cur, d, w.base[d], pad);
     if (!lo_dim.is_static() || !hi_dim.is_static()) {
       // Runtime pads; a negative one crops, as ONNX Pad does.
-      x = pad_axis_by(L, x, cur.rank(), int64_t(d), dim_value(L, lo_dim), dim_value(L, hi_dim), pad,
-                      Aval::of_unknown_shape(cur.dtype));
+      x = pad(x, [&](Value v, Value fill, int32_t vt) {
+        return pad_axis_by(L, v, cur.rank(), int64_t(d), dim_value(L, lo_dim), dim_value(L, hi_dim), fill,
+                           Aval::of_unknown_shape(vt < 0 ? cur.dtype : vt));
+      });
     } else {
       const int64_t lo = lo_dim.value, hi = hi_dim.value;
       // Negative padding crops.
@@ -216,8 +231,10 @@ Value windowed(Lowering& L, const Combine& combine, Value x, Aval cur, Value pad
         x = L.op("Slice", {x, i64s(L, {start}), i64s(L, {end}), axes}, Aval::of_unknown_shape(cur.dtype));
       }
       if (lo > 0 || hi > 0)
-        x = pad_axis(L, x, cur.rank(), int64_t(d), lo > 0 ? lo : 0, hi > 0 ? hi : 0, pad,
-                     Aval::of_unknown_shape(cur.dtype));
+        x = pad(x, [&](Value v, Value fill, int32_t vt) {
+          return pad_axis(L, v, cur.rank(), int64_t(d), lo > 0 ? lo : 0, hi > 0 ? hi : 0, fill,
+                          Aval::of_unknown_shape(vt < 0 ? cur.dtype : vt));
+        });
     }
     cur.shape[d] = out_shape[d];
     const int64_t eff = (kd - 1) * dil + 1;
@@ -238,10 +255,16 @@ Value windowed(Lowering& L, const Combine& combine, Value x, Aval cur, Value pad
 // lexicographic max/min (the second value where it beats the first).
 Combine complex_combine(Lowering& L, Kind k, int32_t t) {
   if (k == Kind::Add) return [&L](Value a, Value b, const Aval& packed) { return L.op("Add", {a, b}, packed); };
+  // The complex aval a packed value carries (a folded-in init is rank 0).
+  auto logical_of = [t](const Aval& v) { return Aval(t, Shape(v.shape.begin(), v.shape.end() - 1)); };
+  if (k == Kind::Mul)
+    return [&L, logical_of](Value a, Value b, const Aval& packed) {
+      const Aval logical = logical_of(packed);
+      complex::Parts x = complex::split(L, a, logical_of(L.aval_of(a))), y = complex::split(L, b, logical_of(L.aval_of(b)));
+      return complex::pack(L, complex::mul(L, x, y, complex::part(logical)), logical);
+    };
   const char* beats = k == Kind::Max ? "Greater" : "Less";
-  return [&L, beats, t](Value a, Value b, const Aval& packed) {
-    // The complex aval a packed value carries (a folded-in init is rank 0).
-    auto logical_of = [t](const Aval& v) { return Aval(t, Shape(v.shape.begin(), v.shape.end() - 1)); };
+  return [&L, beats, logical_of](Value a, Value b, const Aval& packed) {
     const Aval logical = logical_of(packed), mask = logical.with_dtype(dtype::boolean);
     complex::Parts x = complex::split(L, a, logical_of(L.aval_of(a))), y = complex::split(L, b, logical_of(L.aval_of(b)));
     Value take = L.op("Or", {L.op(beats, {y.re, x.re}, mask),
@@ -261,12 +284,25 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
   const Aval out = L.out_aval(xi);
   const Window w = window_params(L, in.rank());
   if (complex::is(in.dtype)) {
-    if (k != Kind::Add && k != Kind::Max && k != Kind::Min)
-      L.fail(std::string(L.primitive()) + ": only add, max and min windows of complex operands are lowered");
+    if (k != Kind::Add && k != Kind::Mul && k != Kind::Max && k != Kind::Min)
+      L.fail(std::string(L.primitive()) + ": only add, mul, max and min windows of complex operands are lowered");
     const Aval p = complex::part(in);
     const Combine c = complex_combine(L, k, in.dtype);
-    const double pad = k == Kind::Add ? 0 : k == Kind::Max ? -INFINITY : INFINITY;
-    Value r = windowed(L, c, L.input(xi), complex::packed(in), scalar(L, p.dtype, pad), w, out.shape);
+    const double fill = k == Kind::Add || k == Kind::Mul ? 0 : k == Kind::Max ? -INFINITY : INFINITY;
+    Padder pad = pad_with(scalar(L, p.dtype, fill));
+    if (k == Kind::Mul) {  // 0 + 0i padded, then 1 + 0i where a false mask padded true
+      const int32_t pt = p.dtype;
+      pad = [&L, pt](Value x, const Fill& pad_like) {
+        Value zeros = pad_like(x, scalar(L, pt, 0), -1);
+        Value shape = L.op("Shape", {x}, Aval::of_unknown_shape(dtype::i64));
+        Value none = L.op("Expand", {scalar(L, dtype::boolean, 0), shape}, Aval::of_unknown_shape(dtype::boolean));
+        Value held = pad_like(none, scalar(L, dtype::boolean, 1), dtype::boolean);
+        Value one = pt == dtype::f32 ? L.constant(std::vector<float>{1, 0}, {2})
+                                     : L.constant(std::vector<double>{1, 0}, {2});
+        return L.op("Where", {held, one, zeros}, L.aval_of(zeros));
+      };
+    }
+    Value r = windowed(L, c, L.input(xi), complex::packed(in), pad, w, out.shape);
     return init == kNoValue ? r : c(init, r, complex::packed(out));
   }
   const int32_t ct = compute_dtype(k, in.dtype, L.opset());
@@ -279,7 +315,7 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
   Value pad = cast(L, scalar_const(L, id_t, encode(identity(k, in.dtype), id_t)), Aval(id_t, {}), ct);
   Value x = cast(L, L.input(xi), in, ct);
   Value r = windowed(L, [&](Value a, Value b, const Aval& t) { return bitwise(L, op, {a, b}, t); }, x,
-                     in.with_dtype(ct), pad, w, out.shape);
+                     in.with_dtype(ct), pad_with(pad), w, out.shape);
   Aval rc = out.with_dtype(ct);
   if (init != kNoValue) r = bitwise(L, op, {cast(L, init, Aval(in.dtype, {}), ct), r}, rc);
   return cast(L, r, rc, out.dtype);
@@ -348,6 +384,7 @@ JAXONNX_PLUGIN("lax_window", "0.1.0") {
       .emits({"Pad", "Slice", "Add", "Mul", "Max", "Min", "And", "Or", "Xor", "BitwiseAnd",
               "BitwiseOr", "BitwiseXor", "Cast",
               "Gather", "Greater", "Less", "Equal", "Unsqueeze", "Where"})  // complex: lexicographic
+      .emits({"Sub", "Concat", "Shape", "Expand"})  // complex mul: the product, its padding
       .emits({"Reshape", "Concat"})  // base_dilation, runtime pads
       .emits_shape_ops()
       .summary("when its body is add/mul/max/min/and/or/xor per operand");

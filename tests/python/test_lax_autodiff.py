@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 from jax import lax
 from jax._src import ad_util
+from jax._src.lax import windowed_reductions
 
-from helpers import check, op_types
+from helpers import check, check_harness, op_types
+from jaxonnx.testing import Variant
+from jaxonnx.testing import check as check_variants
 
 FLOATS = [(np.float32, False), (np.float64, True)]
 IDS = ["f32", "f64"]
@@ -73,6 +76,20 @@ def test_add_any_integer_direct():
     check(lambda x, y: ad_util.add_jaxvals_p.bind(x, y), [("B", 4), ("B", 4)], [np.int8, np.int8])
 
 
+@pytest.mark.parametrize("cdtype,real", [("complex64", "float32"), ("complex128", "float64")], ids=["c64", "c128"])
+def test_add_any_complex(cdtype, real):
+    # The packed [..., 2] forms add part by part.
+    check_variants(lambda x, y: ad_util.add_jaxvals_p.bind(x, y), [(("B", 4), cdtype), (("B", 4), cdtype)],
+                   variants=[Variant(real, False), Variant(real, True)])
+    # ... and as jax.grad of a complex function sums its cotangents.
+    f = jax.grad(lambda z: jnp.real(jnp.sum(z * z + jnp.sin(z))), holomorphic=False)
+    check_variants(f, [((3, 4), cdtype)], variants=[Variant(real, False)])
+
+
+def test_add_any_complex_catalog():
+    check_harness("add_any", "dtypes_lhs_complex64_2_rhs_complex64_2_")
+
+
 # JAX 0.10 keeps zeros_like_p without an abstract eval (it no longer emits it); older
 # JAX and third-party code bind a primitive of that name. One with the same name:
 zeros_like_p = jax.extend.core.Primitive("zeros_like")
@@ -132,6 +149,64 @@ def test_select_and_scatter_add_ties_pick_the_first(dtype, x64):
     check(f, [("B", 6, 7, 2), ("B", 3, 4, 2)], x64=x64, make_inputs=ties)
 
 
+def _scatter_add_window(select, window, strides, padding):
+    return lambda s, x: windowed_reductions._select_and_scatter_add(s, x, select, window, strides, padding)
+
+
+def _full_range(s, d, rng):
+    if d == np.bool_:
+        return rng.random(s) < 0.5
+    info = np.iinfo(d)
+    # A third of the values at the type's extremes, so windows tie on them.
+    v = rng.integers(info.min, info.max, size=s, endpoint=True, dtype=np.int64 if info.min < 0 else np.uint64)
+    pick = rng.integers(0, 3, size=s)
+    return np.where(pick == 0, info.min, np.where(pick == 1, info.max, v)).astype(d)
+
+
+INT_SCATTER = [  # (select, window, strides, padding) over [B, 6, 5] operands
+    (lax.ge_p, (1, 2, 2), (1, 2, 1), ((0, 0), (0, 0), (0, 0))),
+    (lax.le_p, (1, 3, 2), (1, 2, 2), ((0, 0), (1, 1), (0, 1))),  # overlapping, padded
+    (lax.ge_p, (2, 1, 3), (1, 1, 1), ((0, 0), (1, 0), (1, 1))),
+]
+
+
+def _source_shape(window, strides, padding, operand=("B", 6, 5)):
+    out = []
+    for n, k, s, (lo, hi) in zip(operand, window, strides, padding):
+        out.append(n if isinstance(n, str) and k == 1 and s == 1 else (n + lo + hi - k) // s + 1)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.bool_],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("form", range(len(INT_SCATTER)))
+def test_select_and_scatter_add_integers_and_bool(dtype, form):
+    # The select compares the operand, ties (at the type's extremes too) pick
+    # the first, the source adds in its own type (wrapping; bool: OR).
+    select, window, strides, padding = INT_SCATTER[form]
+    operand = ("B", 6, 5) if window[0] == 1 and strides[0] == 1 else (3, 6, 5)
+    check(_scatter_add_window(select, window, strides, padding),
+          [_source_shape(window, strides, padding, operand), operand], [dtype, dtype], make_inputs=_full_range)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64], ids=["int64", "uint64"])
+def test_select_and_scatter_add_64bit(dtype):
+    # uint64 compares as int64 with its sign bit flipped.
+    for select, window, strides, padding in INT_SCATTER[:2]:
+        check(_scatter_add_window(select, window, strides, padding),
+              [_source_shape(window, strides, padding), ("B", 6, 5)], [dtype, dtype], x64=True,
+              make_inputs=_full_range)
+
+
+@pytest.mark.parametrize("name", [
+    "dtypes_shape_uint16_2_4_6_selectprim_ge_windowdimensions_2_2_2_windowstrides_1_1_1_padding_0_0_0_0_0_0_",
+    "dtypes_shape_uint32_2_4_6_selectprim_ge_windowdimensions_2_2_2_windowstrides_1_1_1_padding_0_0_0_0_0_0_",
+    "dtypes_shape_bool_2_4_6_selectprim_ge_windowdimensions_2_2_2_windowstrides_1_1_1_padding_0_0_0_0_0_0_",
+], ids=["uint16", "uint32", "bool"])
+def test_select_and_scatter_add_catalog(name):
+    check_harness("select_and_scatter_add", name)
+
+
 def test_grad_min_pool_and_1d():
     def f(x):
         y = lax.reduce_window(x, jnp.inf, lax.min, (1, 3), (1, 2), "SAME")
@@ -154,6 +229,27 @@ def test_jvp_max_pool_select_and_gather_add(dtype, x64):
         spec = jax.ShapeDtypeStruct((1, 6, 7, 2), dtype)
         assert "select_and_gather_add" in primitives(f, spec, spec)
     check(f, [("B", 6, 7, 2), ("B", 6, 7, 2)], x64=x64)
+
+
+@pytest.mark.parametrize("dtype,x64", FLOATS, ids=IDS)
+@pytest.mark.parametrize("select", [lax.ge_p, lax.le_p], ids=["ge", "le"])
+def test_select_and_gather_add_base_dilation(dtype, x64, select):
+    # Holes between the operand's elements hold -inf/+inf (tangent 0), like padding.
+    def f(t, x):
+        return windowed_reductions._select_and_gather_add(t, x, select, (2, 3, 2), (1, 2, 1),
+                                                          ((0, 0), (1, 0), (0, 2)), (1, 2, 3), (1, 1, 2))
+    check(f, [("B", 5, 4), ("B", 5, 4)], [dtype, dtype], x64=x64, make_inputs=ties)
+    check(f, [("B", 5, 4), ("B", 5, 4)], [dtype, dtype], x64=x64)
+
+
+@pytest.mark.parametrize("name", [
+    "dilations_shape_float32_4_6_selectprim_le_windowdimensions_2_2_windowstrides_1_1_padding_0_0_0_0_"
+    "basedilation_2_3_windowdilation_1_1_",
+    "dilations_shape_float32_4_6_selectprim_le_windowdimensions_2_2_windowstrides_1_1_padding_0_0_0_0_"
+    "basedilation_2_3_windowdilation_3_2_",
+], ids=["base", "base_and_window"])
+def test_select_and_gather_add_dilations_catalog(name):
+    check_harness("select_and_gather_add", name)
 
 
 def test_jacfwd_max_pool_1d():

@@ -7,8 +7,11 @@ import pytest
 from jax import lax
 
 import jaxonnx
-from helpers import check, check_harness, op_types
-from jaxonnx.testing import expect_graph
+import onnx
+
+from helpers import catalog_harness, check, check_harness, op_types
+from jaxonnx.testing import Variant, expect_graph, ort_session, packed
+from jaxonnx.testing import check as check_variants
 
 # f64 is exact (im2col + float64 MatMul; onnxruntime has no double Conv): default 1e-9.
 FLOATS = [(np.float32, False, 1e-4), (np.float64, True, None)]
@@ -196,10 +199,122 @@ def test_lax_conv_and_conv_transpose_api():
                   [("B", 5, 5, 3), (3, 3, 4, 3) if transpose_kernel else (3, 3, 3, 4)], rtol=1e-4, atol=1e-4)
 
 
-def test_integer_conv_fails():
-    with pytest.raises(Exception, match="int32"):
-        jaxonnx.to_onnx(lambda x, w: lax.conv(x, w, (1, 1), "SAME"),
-                        [jax.ShapeDtypeStruct((1, 2, 4, 4), jnp.int32), jax.ShapeDtypeStruct((2, 2, 3, 3), jnp.int32)])
+# ------------------------------------------------------ integers, complex --
+
+def _full_range(s, d, rng):
+    """Integers over the dtype's whole range: the sums wrap."""
+    info = np.iinfo(d)
+    return rng.integers(info.min, info.max, size=s, endpoint=True, dtype=np.int64).astype(d)
+
+
+# Integer forms: strides, asymmetric and negative padding, both dilations,
+# feature and batch groups, a layout; each wraps like JAX on full-range inputs.
+INT_FORMS = [
+    lambda x, w: lax.conv_general_dilated(x, w, (2, 1), ((1, 2), (0, -1)), rhs_dilation=(1, 2)),
+    lambda x, w: lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (2, 0)), lhs_dilation=(2, 1)),
+    lambda x, w: lax.conv_general_dilated(x[:, :2], w[:4, :1], (1, 1), "SAME", feature_group_count=2),
+    lambda x, w: lax.conv_general_dilated(x, w[:4], (1, 1), "VALID", batch_group_count=2),
+    lambda x, w: lax.conv_general_dilated(jnp.transpose(x, (0, 2, 3, 1)), jnp.transpose(w, (2, 3, 1, 0)),
+                                          (1, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.uint8], ids=str)
+def test_integer_conv_is_exact_and_wraps(dtype):
+    fn = lambda x, w: tuple(f(x, w) for f in INT_FORMS)
+    model = check(fn, [(4, 2, 6, 5), (6, 2, 3, 2)], [dtype, dtype], make_inputs=_full_range)
+    ops = op_types(model)
+    assert "Conv" not in ops and "ConvTranspose" not in ops and ops.count("MatMul") == len(INT_FORMS)
+
+
+def test_integer_conv_symbolic_batch():
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (2, 2), "SAME", rhs_dilation=(2, 1),
+                                               dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    check(fn, [("B", 7, 6, 3), (3, 2, 3, 4)], [np.int32, np.int32], make_inputs=_full_range)
+
+
+def test_integer_conv_preferred_element_type():
+    # int8 operands accumulated as int16/int32 (the operands widen first, then wrap in
+    # the wider type), or as floats.
+    fn = lambda x, w: tuple(lax.conv_general_dilated(x, w, (1, 1), "SAME", preferred_element_type=t)
+                            for t in (jnp.int8, jnp.int16, jnp.int32, jnp.float32, jnp.float16))
+    check(fn, [("B", 3, 6, 5), (4, 3, 3, 3)], [np.int8, np.int8], make_inputs=_full_range,
+          rtol=1e-2, atol=1e-2)
+
+
+def test_int64_conv_wraps():
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (1, 2), ((1, 0), (1, 1)), feature_group_count=2)
+    model = check(fn, [("B", 4, 5, 6), (4, 2, 2, 3)], [np.int64, np.int64], x64=True,
+                  make_inputs=_full_range)
+    assert "Cast" not in op_types(model)
+
+
+@pytest.mark.parametrize("name", [
+    "lhs_int8_2_3_9_10_rhs_int8_3_3_4_5_windowstrides_1_1_padding_0_0_0_0_lhsdilation_1_1_rhsdilation_1_1_"
+    "dimensionnumbers_NCHW_OIHW_NCHW_featuregroupcount_1_batchgroupcount_1_precision_None_preferred_int8_"
+    "enablexla_True",
+    "lhs_int16_2_3_9_10_rhs_int16_3_3_4_5_windowstrides_1_1_padding_0_0_0_0_lhsdilation_1_1_rhsdilation_1_1_"
+    "dimensionnumbers_NCHW_OIHW_NCHW_featuregroupcount_1_batchgroupcount_1_precision_None_preferred_int32_"
+    "enablexla_True",
+    "lhs_int32_2_3_9_10_rhs_int32_3_3_4_5_windowstrides_1_1_padding_0_0_0_0_lhsdilation_1_1_rhsdilation_1_1_"
+    "dimensionnumbers_NCHW_OIHW_NCHW_featuregroupcount_1_batchgroupcount_1_precision_None_preferred_float32_"
+    "enablexla_True",
+], ids=["int8", "int16_to_int32", "int32_to_float32"])
+def test_catalog_preferred(name):
+    check_harness("conv_general_dilated", "preferred_" + name)
+
+
+def test_catalog_complex64():
+    # Sums of 60 products of unit-sized parts cancel to ~0.5 out of ~200: float32
+    # rounding of that order, so the tolerance scales with max|JAX| (as the
+    # catalog's does) rather than check_harness's absolute 1e-5.
+    h = catalog_harness("conv_general_dilated",
+                        "preferred_lhs_complex64_2_3_9_10_rhs_complex64_3_3_4_5_windowstrides_1_1_padding_0_0_0_0_"
+                        "lhsdilation_1_1_rhsdilation_1_1_dimensionnumbers_NCHW_OIHW_NCHW_featuregroupcount_1_"
+                        "batchgroupcount_1_precision_None_preferred_complex64_enablexla_True")
+    args = h.dyn_args_maker(np.random.RandomState(0))
+    model = jaxonnx.to_onnx(h.dyn_fun, args)
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort_session(model)
+    (got,) = sess.run(None, {i.name: packed(a) for i, a in zip(sess.get_inputs(), args)})
+    expected = packed(jax.jit(h.dyn_fun)(*args))
+    assert got.shape == expected.shape and got.dtype == expected.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6 * np.abs(expected).max())
+
+
+COMPLEX = [("complex64", "float32", 1e-4), ("complex128", "float64", None)]
+
+
+@pytest.mark.parametrize("cdtype,real,tol", COMPLEX, ids=["c64", "c128"])
+def test_complex_conv(cdtype, real, tol):
+    # Three real convolutions of the parts (JAX's own Gauss form), through each
+    # path of the real one.
+    def fn(x, w, xb):
+        return (lax.conv_general_dilated(x, w, (2, 1), ((1, 2), (0, -1)), rhs_dilation=(1, 2)),
+                lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (2, 0)), lhs_dilation=(2, 2)),
+                lax.conv_general_dilated(x[:, :2], w[:4, :1], (1, 1), "SAME", feature_group_count=2),
+                lax.conv_general_dilated(xb, w[:4], (1, 1), "VALID", batch_group_count=2))
+    variants = [Variant(real, False), Variant(real, True)]
+    models = check_variants(fn, [(("B", 2, 6, 5), cdtype), ((6, 2, 3, 2), cdtype), ((4, 2, 5, 5), cdtype)],
+                            variants=variants, rtol=tol, atol=tol)
+    ops = op_types(next(iter(models.values())))
+    assert ops.count("Conv") + ops.count("ConvTranspose") + ops.count("MatMul") == 4 * 3
+
+
+def test_complex64_conv_to_complex128():
+    # The part sums round in complex64 as in JAX's lowering, the convolutions run
+    # in float64: JAX's result to float64 rounding (four products per term would not be).
+    fn = lambda x, w: lax.conv_general_dilated(x, w, (1, 2), "SAME", preferred_element_type=jnp.complex128)
+    check_variants(fn, [(("B", 3, 7, 6), "complex64"), ((4, 3, 3, 2), "complex64")],
+                   variants=[Variant("float64", False), Variant("float64", True)])
+
+
+def test_bool_conv_is_or_of_ands():
+    # XLA's bool convolution: products are AND, sums OR (an int32 count, nonzero).
+    fn = lambda x, w: (lax.conv_general_dilated(x, w, (1, 1), "SAME"),
+                       lax.conv_general_dilated(x, w, (2, 1), ((0, 1), (1, 0)), lhs_dilation=(1, 2)))
+    gen = lambda s, d, rng: rng.random(s) < 0.2
+    check(fn, [("B", 3, 6, 5), (4, 3, 3, 2)], [np.bool_, np.bool_], make_inputs=gen)
 
 
 # ---------------------------------------------------------------- flax nnx --

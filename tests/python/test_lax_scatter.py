@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from jax import lax
 
-from helpers import check, op_types, random_input
+from helpers import check, check_harness, op_types, random_input
+from jaxonnx.testing import Variant
+from jaxonnx.testing import check as check_variants
 
 F32, F64, I32 = (np.float32, False), (np.float64, True), (np.int32, False)
 Mode = lax.GatherScatterMode
@@ -221,3 +223,36 @@ def test_other_dtypes():
 
     shapes = [(4,)] + [(5, 2), (4, 2)] * len(dtypes)
     check(fn, shapes, [np.int32] + [d for d in dtypes for _ in (0, 1)], make_inputs=indices_in(-6, 7))
+
+
+# ------------------------------------------------------- complex min / max --
+
+def _tied_complex(shape, dtype, rng):
+    """Parts from a few small integers (real parts tie often, so the imaginary
+    part decides); int inputs are indices in [-2, 8) (dropped, clipped, duplicated)."""
+    if np.issubdtype(np.dtype(dtype), np.integer):
+        return rng.integers(-2, 8, size=shape).astype(dtype)
+    return (rng.integers(-2, 3, size=shape) + 1j * rng.integers(-2, 3, size=shape)).astype(dtype)
+
+
+@jax.jit
+def complex_min_max(z, i, u):
+    # JAX orders complex values lexicographically: real part, then imaginary.
+    return (z.at[i].max(u), z.at[i].min(u),
+            z.at[i].max(u, mode=Mode.CLIP), z.at[i, 1].min(u[:, 0]),
+            z.at[i[:, None], jnp.arange(4)[None, :3]].max(u[:, :3]))
+
+
+@pytest.mark.parametrize("cdtype,real", [("complex64", "float32"), ("complex128", "float64")], ids=["c64", "c128"])
+def test_complex_scatter_min_max(cdtype, real):
+    check_variants(complex_min_max, [((6, 4), cdtype), (("B",), "int32"), (("B", 4), cdtype)],
+                   variants=[Variant(real, False), Variant(real, True)], batches=(1, 5, 9),
+                   make_inputs=_tied_complex)
+
+
+@pytest.mark.parametrize("group", ["scatter_max", "scatter_min"])
+def test_complex_scatter_min_max_catalog(group):
+    check_harness(group, "dtypes_shape_complex64_5_scatterindices_0_2_updateshape_2_dimension_numbers_"
+                  "ScatterDimensionNumbers_update_window_dims_inserted_window_dims_0_scatter_dims_to_operand_"
+                  "dims_0_operand_batching_dims_scatter_indices_batching_dims_indicesaresorted_False_unique"
+                  "indices_False_mode_GatherScatterMode_FILL_OR_DROP_enablexla_True")

@@ -9,8 +9,9 @@ from jax import lax
 
 import jaxonnx
 import onnx
-from helpers import check, op_types
-from jaxonnx.testing import expect_graph
+from helpers import check, check_harness, op_types
+from jaxonnx.testing import Variant, expect_graph
+from jaxonnx.testing import check as check_variants
 
 FLOATS = [(np.float32, False), (np.float64, True)]
 PRIMS = {
@@ -185,3 +186,34 @@ def test_half_floats():
     # bfloat16 takes the same path; onnxruntime's Python API cannot feed it, so only validate.
     model = jaxonnx.to_onnx(all_windows("sum", "max"), [jax.ShapeDtypeStruct((2, 6, 7, 3), jnp.bfloat16)])
     onnx.checker.check_model(model, full_check=True)
+
+
+# ------------------------------------------------------------ complex mul --
+
+def _unit_complex(s, d, rng):
+    """Complex values near the unit circle: long window products stay finite."""
+    z = np.exp(1j * rng.uniform(-np.pi, np.pi, size=s)) * rng.uniform(0.5, 1.5, size=s)
+    return z.astype(d)
+
+
+@pytest.mark.parametrize("cdtype,real,tol", [("complex64", "float32", 1e-5), ("complex128", "float64", None)],
+                         ids=["c64", "c128"])
+def test_complex_mul_window(cdtype, real, tol):
+    # Padding and base-dilation holes hold 1 + 0i (the packed form is padded with
+    # 0 and set to [1, 0] there); non-identity inits fold in once per window.
+    one, other = np.dtype(cdtype).type(1), np.dtype(cdtype).type(0.5 - 2j)
+
+    def f(z):
+        return (lax.reduce_window(z, one, lax.mul, (1, 2, 2), (1, 1, 1), "VALID"),
+                lax.reduce_window(z, other, lax.mul, (1, 3, 2), (1, 2, 1), ((0, 0), (1, 2), (2, 0))),
+                lax.reduce_window(z, one, lax.mul, (1, 2, 3), (1, 1, 2), ((0, 0), (0, 1), (1, 1)),
+                                  base_dilation=(1, 2, 1), window_dilation=(1, 1, 2)),
+                lax.reduce_window(z, other, lax.mul, (2, 1, 2), (1, 1, 1), "SAME"))
+    check_variants(f, [(("B", 5, 6), cdtype)], variants=[Variant(real, False), Variant(real, True)],
+                   make_inputs=_unit_complex, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("init", [0, 1, 2])
+def test_complex_mul_window_catalog(init):
+    check_harness("reduce_window_mul", f"dtypes_shape_complex64_4_6_initvalue_{init}_windowdimensions_2_2_"
+                  "windowstrides_1_1_padding_0_0_0_0_basedilation_1_1_windowdilation_1_1_enablexla_True")
