@@ -49,11 +49,22 @@ def unused_token(spec, tokens, prompts):
 
 
 # batch 1 for one model, batch 2 (prompts of different lengths) for each; the
-# contrib target for both forms of attention (einsum/softmax and
-# jax.nn.dot_product_attention, which it makes one Attention op).
+# contrib target for both forms of attention (einsum/softmax, whose attention
+# over the cache becomes GroupQueryAttention and the cache one shared buffer,
+# and jax.nn.dot_product_attention, which it makes one Attention op).
 CASES = [("llama", 1, "onnxruntime"), ("llama", 2, "onnxruntime"), ("qwen3", 2, "onnxruntime"),
          ("gemma", 2, "onnxruntime"), ("moe", 2, "onnxruntime"), ("llama_sdpa", 2, "onnxruntime"),
-         ("llama", 2, "onnxruntime-contrib"), ("llama_sdpa", 2, "onnxruntime-contrib")]
+         ("llama", 1, "onnxruntime-contrib"), ("llama", 2, "onnxruntime-contrib"),
+         ("qwen3", 2, "onnxruntime-contrib"), ("gemma", 2, "onnxruntime-contrib"),
+         ("moe", 2, "onnxruntime-contrib"), ("llama_sdpa", 2, "onnxruntime-contrib")]
+# Under the contrib target: the layers whose attention becomes GroupQueryAttention
+# (Gemma's sliding-window layer too, with local_window_size; attention through
+# jax.nn.dot_product_attention stays an Attention op).
+GQA_LAYERS = {"llama": 2, "qwen3": 3, "gemma": 2, "moe": 2, "llama_sdpa": 0}
+
+
+def op_count(model, op, domain=""):
+    return sum(n.op_type == op and n.domain == domain for n in model.graph.node)
 
 
 @pytest.mark.parametrize("name,batch,target", CASES, ids=[f"{n}-b{b}-{t}" for n, b, t in CASES])
@@ -63,12 +74,17 @@ def test_generate_matches_jax(tmp_path, name, batch, target):
     prompts = PROMPTS[batch]
     want_tokens, want_logits = lm.greedy(step, spec, prompts, NEW_TOKENS)
     genai.export(step, spec.config(unused_token(spec, want_tokens, prompts)), tmp_path, target=target)
-    # No rule makes GroupQueryAttention over the cache yet: genai grows the cache.
+    model = onnx.load(tmp_path / "model.onnx")
+    gqa = op_count(model, "GroupQueryAttention", "com.microsoft")
+    assert gqa == (GQA_LAYERS[name] if target == "onnxruntime-contrib" else 0)
+    # The cache is one buffer updated in place when every layer's attention is GQA.
     config = json.loads((tmp_path / "genai_config.json").read_text())
-    assert config["search"]["past_present_share_buffer"] is False
+    assert config["search"]["past_present_share_buffer"] is (gqa == spec.layers)
+    if gqa:
+        onnx.checker.check_model(model, full_check=True)
     if name == "llama_sdpa" and target == "onnxruntime-contrib":
         # One Attention per layer, inside nn_attention's guard for empty sizes.
-        guarded = [x.op_type for n in onnx.load(tmp_path / "model.onnx").graph.node
+        guarded = [x.op_type for n in model.graph.node
                    if n.op_type == "If" for a in n.attribute for x in a.g.node]
         assert guarded.count("Attention") == spec.layers
     tokens, logits = generate(tmp_path, prompts, spec.pad, NEW_TOKENS)
@@ -78,6 +94,101 @@ def test_generate_matches_jax(tmp_path, name, batch, target):
     # The greedy margins are far above the logits' error, so equal tokens are not luck.
     top2 = np.sort(want_logits, axis=-1)[..., -2:]
     assert (top2[..., 1] - top2[..., 0]).min() > 10 * np.abs(logits - want_logits).max()
+
+
+VISIBLE = lm.visible  # the test models' mask, which the near misses below replace
+
+
+def off_by_one(attention_mask, position_ids, window):
+    """The causal condition one slot late: each token also sees the next one."""
+    s, t = position_ids.shape[1], attention_mask.shape[1]
+    slot_q = jnp.arange(s)[:, None] + (t - s) + 1
+    return (jnp.arange(t)[None, :] <= slot_q)[None] & (attention_mask[:, None, :] == 1)
+
+
+def no_padding(attention_mask, position_ids, window):
+    """Causal only: padding slots stay visible."""
+    s, t = position_ids.shape[1], attention_mask.shape[1]
+    slot_q = jnp.arange(s)[:, None] + (t - s)
+    return jnp.broadcast_to((jnp.arange(t)[None, :] <= slot_q)[None], (attention_mask.shape[0], s, t))
+
+
+def strict(attention_mask, position_ids, window):
+    """Causal with < for <=: a token does not see itself."""
+    s, t = position_ids.shape[1], attention_mask.shape[1]
+    slot_q = jnp.arange(s)[:, None] + (t - s)
+    return (jnp.arange(t)[None, :] < slot_q)[None] & (attention_mask[:, None, :] == 1)
+
+
+def window_in_slots(attention_mask, position_ids, window):
+    """A sliding window counted in cache slots, not positions."""
+    s, t = position_ids.shape[1], attention_mask.shape[1]
+    slot_q = jnp.arange(s)[:, None] + (t - s)
+    ok = VISIBLE(attention_mask, position_ids, None)
+    return ok & ((slot_q - jnp.arange(t)[None, :]) < 4)[None]
+
+
+def window_reversed(attention_mask, position_ids, window):
+    """A "window" of keys ahead of the query (key position - query position < 4)."""
+    key_pos = jnp.cumsum(attention_mask, axis=1) - 1
+    return VISIBLE(attention_mask, position_ids, None) & (
+        key_pos[:, None, :] - position_ids[:, :, None] < 4)
+
+
+@pytest.mark.parametrize("visible", [off_by_one, no_padding, strict, window_in_slots, window_reversed,
+                                     "other_present"])
+def test_near_misses_stay_standard(tmp_path, monkeypatch, visible):
+    """Attention GroupQueryAttention does not compute keeps its standard ops
+    under the contrib target, and genai grows the cache."""
+    spec = lm.LLAMA
+    step = lm.decoder_step(spec, lm.init(spec))
+    if visible == "other_present":  # the cache returned is not the keys attended to
+        inner = step
+
+        def step(input_ids, attention_mask, position_ids, past):
+            logits, present = inner(input_ids, attention_mask, position_ids, past)
+            return logits, [(k * 2.0, v) for k, v in present]
+    else:
+        monkeypatch.setattr(lm, "visible", visible)
+    genai.export(step, spec.config(2), tmp_path, target="onnxruntime-contrib")
+    model = onnx.load(tmp_path / "model.onnx")
+    assert op_count(model, "GroupQueryAttention", "com.microsoft") == 0
+    assert op_count(model, "Softmax") == spec.layers
+    config = json.loads((tmp_path / "genai_config.json").read_text())
+    assert config["search"]["past_present_share_buffer"] is False
+
+
+def test_window_spellings(monkeypatch):
+    """A window written with <= is the window one larger: local_window_size counts
+    the keys a query sees, its own included."""
+    def inclusive(attention_mask, position_ids, window):
+        key_pos = jnp.cumsum(attention_mask, axis=1) - 1
+        return VISIBLE(attention_mask, position_ids, None) & (
+            position_ids[:, :, None] - key_pos[:, None, :] <= 4)
+
+    monkeypatch.setattr(lm, "visible", inclusive)
+    spec = lm.LLAMA
+    step = lm.decoder_step(spec, lm.init(spec))
+    model = contrib_model(step, spec, target="onnxruntime-contrib")
+    windows = [a.i for n in model.graph.node if n.op_type == "GroupQueryAttention"
+               for a in n.attribute if a.name == "local_window_size"]
+    assert windows == [5] * spec.layers
+
+
+def contrib_model(step, spec, **kw):
+    specs, names, outs, _ = genai._specs(genai.check_config(spec.config(2)), np.dtype(np.float32))
+    flat = genai._flat(step, spec.layers, "BKLH")
+    return jaxonnx.to_onnx(flat, specs, input_names=names, output_names=outs, **kw)
+
+
+def test_to_onnx_contrib_alone_makes_gqa():
+    """The rewrite belongs to to_onnx's contrib target, not to genai.export."""
+    spec = lm.LLAMA
+    step = lm.decoder_step(spec, lm.init(spec))
+    model = contrib_model(step, spec, target="onnxruntime-contrib")
+    assert op_count(model, "GroupQueryAttention", "com.microsoft") == spec.layers
+    assert genai._shares_buffer(model, spec.layers)
+    assert op_count(contrib_model(step, spec), "GroupQueryAttention", "com.microsoft") == 0
 
 
 def test_folder_is_what_genai_reads(tmp_path):
