@@ -276,6 +276,73 @@ def test_genai_conventions(tmp_path):
     np.testing.assert_array_equal(gen.get_sequence(1), [9, 10, 0, 0, 20, 20, 20])
 
 
+def test_genai_shared_buffer_conventions(tmp_path):
+    """What cache_attention's GroupQueryAttention inputs assume of genai with
+    past_present_share_buffer on: the mask is as wide as the tokens so far (not
+    the buffer's max_length), keeps the prompt's padding zeros and appends a 1
+    per step, and positions are cumsum(mask) - 1. A hand-built probe (genai.export
+    makes no such graph): its logits show (position, mask sum, mask width, id)."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    hd, vocab = 8, 32
+    info = h.make_tensor_value_info
+    past = [info(f"past_key_values.0.{w}", T.FLOAT, ["B", 1, "P", hd]) for w in ("key", "value")]
+    ins = [info("input_ids", T.INT32, ["B", "S"]), info("attention_mask", T.INT32, ["B", "T"]),
+           info("position_ids", T.INT32, ["B", "S"])] + past
+    outs = [info("logits", T.FLOAT, ["B", "S", vocab])] + [
+        info(f"present.0.{w}", T.FLOAT, ["B", 1, "T", hd]) for w in ("key", "value")]
+    i64 = lambda name, v: h.make_tensor(name, T.INT64, [len(v)], v)  # noqa: E731
+    node = h.make_node
+    nodes = [
+        node("Cast", ["input_ids"], ["idf"], to=T.FLOAT),
+        node("Unsqueeze", ["idf", "ax2"], ["id3"]),
+        node("Expand", ["id3", "qshape"], ["q"]),
+        node("ReduceSum", ["attention_mask", "ax1"], ["msum"], keepdims=0),
+        node("Sub", ["msum", "one"], ["seqlens"]),
+        node("Shape", ["attention_mask"], ["width"], start=1, end=2),
+        node("Squeeze", ["width"], ["w0"]),
+        node("Cast", ["w0"], ["total"], to=T.INT32),
+        node("GroupQueryAttention", ["q", "q", "q", "past_key_values.0.key", "past_key_values.0.value",
+                                     "seqlens", "total"], ["o", "present.0.key", "present.0.value"],
+             domain="com.microsoft", num_heads=1, kv_num_heads=1),
+        node("Cast", ["position_ids"], ["pos"], to=T.FLOAT),
+        node("Mul", ["pos", "zero"], ["zeros"]),
+        node("Cast", ["msum"], ["msf"], to=T.FLOAT),
+        node("Unsqueeze", ["msf", "ax1"], ["ms2"]),
+        node("Add", ["zeros", "ms2"], ["f1"]),
+        node("Cast", ["width"], ["wf"], to=T.FLOAT),
+        node("Add", ["zeros", "wf"], ["f2"]),
+        *[node("Unsqueeze", [x, "ax2"], [x + "3"]) for x in ("pos", "f1", "f2", "idf")],
+        node("Concat", ["pos3", "f13", "f23", "idf3"], ["seen"], axis=2),
+        node("Pad", ["seen", "pads", "zero"], ["padded"]),
+        node("Add", ["padded", "pick20"], ["logits"]),
+    ]
+    inits = [i64("ax1", [1]), i64("ax2", [2]), i64("qshape", [1, 1, hd]), i64("pads", [0, 0, 0, 0, 0, vocab - 4]),
+             h.make_tensor("one", T.INT32, [], [1]), h.make_tensor("zero", T.FLOAT, [], [0.0]),
+             h.make_tensor("pick20", T.FLOAT, [vocab], [1000.0 if i == 20 else 0.0 for i in range(vocab)])]
+    model = h.make_model(h.make_graph(nodes, "probe", ins, outs, inits), ir_version=10,
+                         opset_imports=[h.make_opsetid("", 21), h.make_opsetid("com.microsoft", 1)])
+    onnx.save(model, tmp_path / "model.onnx")
+    config = genai.genai_config(genai.check_config({**TINY, "head_size": hd, "hidden_size": hd,
+                                                    "num_attention_heads": 1, "vocab_size": vocab}),
+                                "model.onnx", True)
+    (tmp_path / "genai_config.json").write_text(json.dumps(config))
+    model = og.Model(str(tmp_path))
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=7, batch_size=2)
+    gen = og.Generator(model, params)
+    gen.append_tokens(np.array([[5, 6, 7, 8], [9, 10, 0, 0]], np.int32))
+    seen = []
+    while not gen.is_done():
+        seen.append(gen.get_logits()[:, 0, :4].copy())
+        gen.generate_next_token()
+    # (position, mask sum, mask width, id) of the token sampled from
+    np.testing.assert_array_equal(seen[0], [[3, 4, 4, 8], [1, 2, 4, 10]])
+    np.testing.assert_array_equal(seen[1], [[4, 5, 5, 20], [2, 3, 5, 20]])
+    np.testing.assert_array_equal(seen[2], [[5, 6, 6, 20], [3, 4, 6, 20]])
+
+
 def test_cache_layout_blkh(tmp_path):
     """A step whose cache is [B, L, kv_heads, head_size]: the graph transposes."""
     spec = lm.LLAMA
