@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import onnx
@@ -135,8 +136,26 @@ def window_reversed(attention_mask, position_ids, window):
         key_pos[:, None, :] - position_ids[:, :, None] < 4)
 
 
+def group_major_attention(spec, layer, p, h, attention_mask, position_ids, past):
+    """llm_models.attention with q's heads split group-major (q head h uses kv
+    head h % kv_heads, not GroupQueryAttention's h // group); with 2 kv heads of
+    groups of 2 the shapes are those of the kv-major split."""
+    b, s, _ = h.shape
+    kv, hd, group = spec.kv_heads, spec.head_dim, spec.heads // spec.kv_heads
+    q = lm.rope((h @ p["wq"]).reshape(b, s, spec.heads, hd), position_ids, spec.rope_base)
+    k = lm.rope((h @ p["wk"]).reshape(b, s, kv, hd), position_ids, spec.rope_base)
+    v = (h @ p["wv"]).reshape(b, s, kv, hd)
+    keys = jnp.concatenate([past[0], k.transpose(0, 2, 1, 3)], axis=2)
+    values = jnp.concatenate([past[1], v.transpose(0, 2, 1, 3)], axis=2)
+    ok = VISIBLE(attention_mask, position_ids, None)
+    scores = jnp.einsum("bsgkd,bktd->bkgst", q.reshape(b, s, group, kv, hd), keys) / np.float32(np.sqrt(hd))
+    scores = jnp.where(ok[:, None, None], scores, jnp.finfo(jnp.float32).min)
+    out = jnp.einsum("bkgst,bktd->bsgkd", jax.nn.softmax(scores, axis=-1), values)
+    return out.reshape(b, s, spec.heads * hd) @ p["wo"], (keys, values)
+
+
 @pytest.mark.parametrize("visible", [off_by_one, no_padding, strict, window_in_slots, window_reversed,
-                                     "other_present"])
+                                     "other_present", "group_major"])
 def test_near_misses_stay_standard(tmp_path, monkeypatch, visible):
     """Attention GroupQueryAttention does not compute keeps its standard ops
     under the contrib target, and genai grows the cache."""
@@ -148,6 +167,8 @@ def test_near_misses_stay_standard(tmp_path, monkeypatch, visible):
         def step(input_ids, attention_mask, position_ids, past):
             logits, present = inner(input_ids, attention_mask, position_ids, past)
             return logits, [(k * 2.0, v) for k, v in present]
+    elif visible == "group_major":
+        monkeypatch.setattr(lm, "attention", group_major_attention)
     else:
         monkeypatch.setattr(lm, "visible", visible)
     genai.export(step, spec.config(2), tmp_path, target="onnxruntime-contrib")
