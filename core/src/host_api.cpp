@@ -333,6 +333,8 @@ const jxo_api kApi = {
     status_create_with_code, status_code,
     // minor 5
     target, target_supports, rewrite_api::rw_target_supports,
+    // minor 7
+    rewrite_api::rw_is_output,
 };
 
 const jxo_api* get_api(uint32_t minor) noexcept { return minor <= JXO_ABI_MINOR ? &kApi : nullptr; }

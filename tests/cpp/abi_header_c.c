@@ -66,7 +66,10 @@ int main(void) {
   /* minor 5: target profiles at the table's end; declared numerics at the
    * end of the binding and rule descriptors, UNDECLARED (0) when absent */
   EXPECT(JXO_ABI_MINOR >= 5);
-  EXPECT(offsetof(jxo_api, rw_target_supports) + sizeof(void*) == sizeof(jxo_api));
+  EXPECT(offsetof(jxo_api, rw_is_output) == offsetof(jxo_api, rw_target_supports) + sizeof(void*));
+  /* minor 7: rw_is_output at the table's end */
+  EXPECT(JXO_ABI_MINOR >= 7);
+  EXPECT(offsetof(jxo_api, rw_is_output) + sizeof(void*) == sizeof(jxo_api));
   EXPECT(offsetof(jxo_api, target_supports) == offsetof(jxo_api, target) + sizeof(void*));
   EXPECT(JXO_NUMERICS_UNDECLARED == 0 && JXO_NUMERICS_FINITE == 1 && JXO_NUMERICS_EXACT == 2);
   EXPECT(offsetof(jxo_binding, numerics) > offsetof(jxo_binding, leading_dims_operands));

@@ -230,3 +230,40 @@ TEST_CASE("fuse: a dead reader does not keep an intermediate from fusing") {
   REQUIRE(b.ops() == std::vector<std::string>{"Sin"});
   CHECK(b.g.nodes[0].inputs[0] == x);
 }
+
+namespace {
+// Exp(a), a = Neg(x) a graph output defined before the root: emits
+// n = Identity(Neg(x)) and Exp(n), and hands both the root's output and the graph
+// output a to them (ABI 1.7), as a fused op whose extra outputs are the model's.
+void takes_over_output(sdk::Rewrite& R) {
+  sdk::Value a = R.input(R.root(), 0);
+  int64_t n = R.def(a, "Neg");
+  if (n < 0 || !R.is_graph_output(a)) return;
+  // Identity(Neg(x)): the next sweep finds no Neg defining a, so the rule fires once.
+  sdk::Value neg = R.op("Identity", {R.op("Neg", {R.input(n, 0)}, R.aval(a))}, R.aval(a));
+  R.replace(R.output(R.root()), R.op("Exp", {neg}, R.aval(a)));
+  R.replace(a, neg);
+}
+}  // namespace
+
+TEST_CASE("fuse: a rule hands a graph output an earlier node defines to a node it emitted") {
+  GraphBuilder b;
+  ir::ValueId x = b.input(f32({3}), "x");
+  ir::ValueId a = b.op("Neg", {x}, f32({3}));
+  ir::ValueId other = b.op("Sin", {a}, f32({3}));  // another reader, before the root
+  ir::ValueId y = b.op("Exp", {a}, f32({3}));
+  b.output(a, "a");
+  b.output(other, "s");
+  b.output(y, "y");
+  TestRule rule("takes_over_output", "Exp", {"Neg", "Identity", "Exp"}, takes_over_output);
+  CHECK(fuse(b.g, rule));
+  // The graph output a is the emitted Identity's, under its name; Sin reads the old Neg's value.
+  REQUIRE(b.ops() == std::vector<std::string>{"Neg", "Sin", "Neg", "Identity", "Exp"});
+  CHECK(b.g.outputs[0] == a);
+  CHECK(b.g.values[a].name == "a");
+  CHECK(b.g.nodes[3].outputs[0] == a);
+  CHECK(b.g.nodes[0].outputs[0] != a);
+  CHECK(b.g.nodes[1].inputs[0] == b.g.nodes[0].outputs[0]);
+  CHECK(b.g.nodes[4].inputs[0] == a);
+  CHECK(b.g.outputs[2] == y);
+}

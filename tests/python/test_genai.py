@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import onnx
@@ -49,11 +50,22 @@ def unused_token(spec, tokens, prompts):
 
 
 # batch 1 for one model, batch 2 (prompts of different lengths) for each; the
-# contrib target for both forms of attention (einsum/softmax and
-# jax.nn.dot_product_attention, which it makes one Attention op).
+# contrib target for both forms of attention (einsum/softmax, whose attention
+# over the cache becomes GroupQueryAttention and the cache one shared buffer,
+# and jax.nn.dot_product_attention, which it makes one Attention op).
 CASES = [("llama", 1, "onnxruntime"), ("llama", 2, "onnxruntime"), ("qwen3", 2, "onnxruntime"),
          ("gemma", 2, "onnxruntime"), ("moe", 2, "onnxruntime"), ("llama_sdpa", 2, "onnxruntime"),
-         ("llama", 2, "onnxruntime-contrib"), ("llama_sdpa", 2, "onnxruntime-contrib")]
+         ("llama", 1, "onnxruntime-contrib"), ("llama", 2, "onnxruntime-contrib"),
+         ("qwen3", 2, "onnxruntime-contrib"), ("gemma", 2, "onnxruntime-contrib"),
+         ("moe", 2, "onnxruntime-contrib"), ("llama_sdpa", 2, "onnxruntime-contrib")]
+# Under the contrib target: the layers whose attention becomes GroupQueryAttention
+# (Gemma's sliding-window layer too, with local_window_size; attention through
+# jax.nn.dot_product_attention stays an Attention op).
+GQA_LAYERS = {"llama": 2, "qwen3": 3, "gemma": 2, "moe": 2, "llama_sdpa": 0}
+
+
+def op_count(model, op, domain=""):
+    return sum(n.op_type == op and n.domain == domain for n in model.graph.node)
 
 
 @pytest.mark.parametrize("name,batch,target", CASES, ids=[f"{n}-b{b}-{t}" for n, b, t in CASES])
@@ -63,12 +75,17 @@ def test_generate_matches_jax(tmp_path, name, batch, target):
     prompts = PROMPTS[batch]
     want_tokens, want_logits = lm.greedy(step, spec, prompts, NEW_TOKENS)
     genai.export(step, spec.config(unused_token(spec, want_tokens, prompts)), tmp_path, target=target)
-    # No rule makes GroupQueryAttention over the cache yet: genai grows the cache.
+    model = onnx.load(tmp_path / "model.onnx")
+    gqa = op_count(model, "GroupQueryAttention", "com.microsoft")
+    assert gqa == (GQA_LAYERS[name] if target == "onnxruntime-contrib" else 0)
+    # The cache is one buffer updated in place when every layer's attention is GQA.
     config = json.loads((tmp_path / "genai_config.json").read_text())
-    assert config["search"]["past_present_share_buffer"] is False
+    assert config["search"]["past_present_share_buffer"] is (gqa == spec.layers)
+    if gqa:
+        onnx.checker.check_model(model, full_check=True)
     if name == "llama_sdpa" and target == "onnxruntime-contrib":
         # One Attention per layer, inside nn_attention's guard for empty sizes.
-        guarded = [x.op_type for n in onnx.load(tmp_path / "model.onnx").graph.node
+        guarded = [x.op_type for n in model.graph.node
                    if n.op_type == "If" for a in n.attribute for x in a.g.node]
         assert guarded.count("Attention") == spec.layers
     tokens, logits = generate(tmp_path, prompts, spec.pad, NEW_TOKENS)
@@ -78,6 +95,121 @@ def test_generate_matches_jax(tmp_path, name, batch, target):
     # The greedy margins are far above the logits' error, so equal tokens are not luck.
     top2 = np.sort(want_logits, axis=-1)[..., -2:]
     assert (top2[..., 1] - top2[..., 0]).min() > 10 * np.abs(logits - want_logits).max()
+
+
+VISIBLE = lm.visible  # the test models' mask, which the near misses below replace
+
+
+def off_by_one(attention_mask, position_ids, window):
+    """The causal condition one slot late: each token also sees the next one."""
+    s, t = position_ids.shape[1], attention_mask.shape[1]
+    slot_q = jnp.arange(s)[:, None] + (t - s) + 1
+    return (jnp.arange(t)[None, :] <= slot_q)[None] & (attention_mask[:, None, :] == 1)
+
+
+def no_padding(attention_mask, position_ids, window):
+    """Causal only: padding slots stay visible."""
+    s, t = position_ids.shape[1], attention_mask.shape[1]
+    slot_q = jnp.arange(s)[:, None] + (t - s)
+    return jnp.broadcast_to((jnp.arange(t)[None, :] <= slot_q)[None], (attention_mask.shape[0], s, t))
+
+
+def strict(attention_mask, position_ids, window):
+    """Causal with < for <=: a token does not see itself."""
+    s, t = position_ids.shape[1], attention_mask.shape[1]
+    slot_q = jnp.arange(s)[:, None] + (t - s)
+    return (jnp.arange(t)[None, :] < slot_q)[None] & (attention_mask[:, None, :] == 1)
+
+
+def window_in_slots(attention_mask, position_ids, window):
+    """A sliding window counted in cache slots, not positions."""
+    s, t = position_ids.shape[1], attention_mask.shape[1]
+    slot_q = jnp.arange(s)[:, None] + (t - s)
+    ok = VISIBLE(attention_mask, position_ids, None)
+    return ok & ((slot_q - jnp.arange(t)[None, :]) < 4)[None]
+
+
+def window_reversed(attention_mask, position_ids, window):
+    """A "window" of keys ahead of the query (key position - query position < 4)."""
+    key_pos = jnp.cumsum(attention_mask, axis=1) - 1
+    return VISIBLE(attention_mask, position_ids, None) & (
+        key_pos[:, None, :] - position_ids[:, :, None] < 4)
+
+
+def group_major_attention(spec, layer, p, h, attention_mask, position_ids, past):
+    """llm_models.attention with q's heads split group-major (q head h uses kv
+    head h % kv_heads, not GroupQueryAttention's h // group); with 2 kv heads of
+    groups of 2 the shapes are those of the kv-major split."""
+    b, s, _ = h.shape
+    kv, hd, group = spec.kv_heads, spec.head_dim, spec.heads // spec.kv_heads
+    q = lm.rope((h @ p["wq"]).reshape(b, s, spec.heads, hd), position_ids, spec.rope_base)
+    k = lm.rope((h @ p["wk"]).reshape(b, s, kv, hd), position_ids, spec.rope_base)
+    v = (h @ p["wv"]).reshape(b, s, kv, hd)
+    keys = jnp.concatenate([past[0], k.transpose(0, 2, 1, 3)], axis=2)
+    values = jnp.concatenate([past[1], v.transpose(0, 2, 1, 3)], axis=2)
+    ok = VISIBLE(attention_mask, position_ids, None)
+    scores = jnp.einsum("bsgkd,bktd->bkgst", q.reshape(b, s, group, kv, hd), keys) / np.float32(np.sqrt(hd))
+    scores = jnp.where(ok[:, None, None], scores, jnp.finfo(jnp.float32).min)
+    out = jnp.einsum("bkgst,bktd->bsgkd", jax.nn.softmax(scores, axis=-1), values)
+    return out.reshape(b, s, spec.heads * hd) @ p["wo"], (keys, values)
+
+
+@pytest.mark.parametrize("visible", [off_by_one, no_padding, strict, window_in_slots, window_reversed,
+                                     "other_present", "group_major"])
+def test_near_misses_stay_standard(tmp_path, monkeypatch, visible):
+    """Attention GroupQueryAttention does not compute keeps its standard ops
+    under the contrib target, and genai grows the cache."""
+    spec = lm.LLAMA
+    step = lm.decoder_step(spec, lm.init(spec))
+    if visible == "other_present":  # the cache returned is not the keys attended to
+        inner = step
+
+        def step(input_ids, attention_mask, position_ids, past):
+            logits, present = inner(input_ids, attention_mask, position_ids, past)
+            return logits, [(k * 2.0, v) for k, v in present]
+    elif visible == "group_major":
+        monkeypatch.setattr(lm, "attention", group_major_attention)
+    else:
+        monkeypatch.setattr(lm, "visible", visible)
+    genai.export(step, spec.config(2), tmp_path, target="onnxruntime-contrib")
+    model = onnx.load(tmp_path / "model.onnx")
+    assert op_count(model, "GroupQueryAttention", "com.microsoft") == 0
+    assert op_count(model, "Softmax") == spec.layers
+    config = json.loads((tmp_path / "genai_config.json").read_text())
+    assert config["search"]["past_present_share_buffer"] is False
+
+
+def test_window_spellings(monkeypatch):
+    """A window written with <= is the window one larger: local_window_size counts
+    the keys a query sees, its own included."""
+    def inclusive(attention_mask, position_ids, window):
+        key_pos = jnp.cumsum(attention_mask, axis=1) - 1
+        return VISIBLE(attention_mask, position_ids, None) & (
+            position_ids[:, :, None] - key_pos[:, None, :] <= 4)
+
+    monkeypatch.setattr(lm, "visible", inclusive)
+    spec = lm.LLAMA
+    step = lm.decoder_step(spec, lm.init(spec))
+    model = contrib_model(step, spec, target="onnxruntime-contrib")
+    windows = [a.i for n in model.graph.node if n.op_type == "GroupQueryAttention"
+               for a in n.attribute if a.name == "local_window_size"]
+    assert windows == [5] * spec.layers
+
+
+def contrib_model(step, spec, **kw):
+    specs, names, outs, _ = genai._specs(genai.check_config(spec.config(2)), np.dtype(np.float32))
+    flat = genai._flat(step, spec.layers, "BKLH")
+    return jaxonnx.to_onnx(flat, specs, input_names=names, output_names=outs, **kw)
+
+
+def test_to_onnx_contrib_alone_makes_gqa():
+    """The rewrite belongs to to_onnx's contrib target, not to genai.export."""
+    spec = lm.LLAMA
+    step = lm.decoder_step(spec, lm.init(spec))
+    model = contrib_model(step, spec, target="onnxruntime-contrib")
+    assert op_count(model, "GroupQueryAttention", "com.microsoft") == spec.layers
+    assert genai._shares_buffer(model, spec.layers)
+    assert op_count(contrib_model(step, spec), "GroupQueryAttention", "com.microsoft") == 0
 
 
 def test_folder_is_what_genai_reads(tmp_path):
@@ -163,6 +295,73 @@ def test_genai_conventions(tmp_path):
     np.testing.assert_array_equal(seen[1], [[4, 5, 5, 20, 4], [2, 3, 5, 20, 4]])
     np.testing.assert_array_equal(seen[2], [[5, 6, 6, 20, 5], [3, 4, 6, 20, 5]])
     np.testing.assert_array_equal(gen.get_sequence(1), [9, 10, 0, 0, 20, 20, 20])
+
+
+def test_genai_shared_buffer_conventions(tmp_path):
+    """What cache_attention's GroupQueryAttention inputs assume of genai with
+    past_present_share_buffer on: the mask is as wide as the tokens so far (not
+    the buffer's max_length), keeps the prompt's padding zeros and appends a 1
+    per step, and positions are cumsum(mask) - 1. A hand-built probe (genai.export
+    makes no such graph): its logits show (position, mask sum, mask width, id)."""
+    from onnx import TensorProto as T
+    from onnx import helper as h
+
+    hd, vocab = 8, 32
+    info = h.make_tensor_value_info
+    past = [info(f"past_key_values.0.{w}", T.FLOAT, ["B", 1, "P", hd]) for w in ("key", "value")]
+    ins = [info("input_ids", T.INT32, ["B", "S"]), info("attention_mask", T.INT32, ["B", "T"]),
+           info("position_ids", T.INT32, ["B", "S"])] + past
+    outs = [info("logits", T.FLOAT, ["B", "S", vocab])] + [
+        info(f"present.0.{w}", T.FLOAT, ["B", 1, "T", hd]) for w in ("key", "value")]
+    i64 = lambda name, v: h.make_tensor(name, T.INT64, [len(v)], v)  # noqa: E731
+    node = h.make_node
+    nodes = [
+        node("Cast", ["input_ids"], ["idf"], to=T.FLOAT),
+        node("Unsqueeze", ["idf", "ax2"], ["id3"]),
+        node("Expand", ["id3", "qshape"], ["q"]),
+        node("ReduceSum", ["attention_mask", "ax1"], ["msum"], keepdims=0),
+        node("Sub", ["msum", "one"], ["seqlens"]),
+        node("Shape", ["attention_mask"], ["width"], start=1, end=2),
+        node("Squeeze", ["width"], ["w0"]),
+        node("Cast", ["w0"], ["total"], to=T.INT32),
+        node("GroupQueryAttention", ["q", "q", "q", "past_key_values.0.key", "past_key_values.0.value",
+                                     "seqlens", "total"], ["o", "present.0.key", "present.0.value"],
+             domain="com.microsoft", num_heads=1, kv_num_heads=1),
+        node("Cast", ["position_ids"], ["pos"], to=T.FLOAT),
+        node("Mul", ["pos", "zero"], ["zeros"]),
+        node("Cast", ["msum"], ["msf"], to=T.FLOAT),
+        node("Unsqueeze", ["msf", "ax1"], ["ms2"]),
+        node("Add", ["zeros", "ms2"], ["f1"]),
+        node("Cast", ["width"], ["wf"], to=T.FLOAT),
+        node("Add", ["zeros", "wf"], ["f2"]),
+        *[node("Unsqueeze", [x, "ax2"], [x + "3"]) for x in ("pos", "f1", "f2", "idf")],
+        node("Concat", ["pos3", "f13", "f23", "idf3"], ["seen"], axis=2),
+        node("Pad", ["seen", "pads", "zero"], ["padded"]),
+        node("Add", ["padded", "pick20"], ["logits"]),
+    ]
+    inits = [i64("ax1", [1]), i64("ax2", [2]), i64("qshape", [1, 1, hd]), i64("pads", [0, 0, 0, 0, 0, vocab - 4]),
+             h.make_tensor("one", T.INT32, [], [1]), h.make_tensor("zero", T.FLOAT, [], [0.0]),
+             h.make_tensor("pick20", T.FLOAT, [vocab], [1000.0 if i == 20 else 0.0 for i in range(vocab)])]
+    model = h.make_model(h.make_graph(nodes, "probe", ins, outs, inits), ir_version=10,
+                         opset_imports=[h.make_opsetid("", 21), h.make_opsetid("com.microsoft", 1)])
+    onnx.save(model, tmp_path / "model.onnx")
+    config = genai.genai_config(genai.check_config({**TINY, "head_size": hd, "hidden_size": hd,
+                                                    "num_attention_heads": 1, "vocab_size": vocab}),
+                                "model.onnx", True)
+    (tmp_path / "genai_config.json").write_text(json.dumps(config))
+    model = og.Model(str(tmp_path))
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=7, batch_size=2)
+    gen = og.Generator(model, params)
+    gen.append_tokens(np.array([[5, 6, 7, 8], [9, 10, 0, 0]], np.int32))
+    seen = []
+    while not gen.is_done():
+        seen.append(gen.get_logits()[:, 0, :4].copy())
+        gen.generate_next_token()
+    # (position, mask sum, mask width, id) of the token sampled from
+    np.testing.assert_array_equal(seen[0], [[3, 4, 4, 8], [1, 2, 4, 10]])
+    np.testing.assert_array_equal(seen[1], [[4, 5, 5, 20], [2, 3, 5, 20]])
+    np.testing.assert_array_equal(seen[2], [[5, 6, 6, 20], [3, 4, 6, 20]])
 
 
 def test_cache_layout_blkh(tmp_path):

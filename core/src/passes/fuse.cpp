@@ -8,7 +8,11 @@
 // registry order, rules in declaration order; rules below their min_opset are
 // skipped) gets a read-only view; a rule that matches emits its replacement
 // and redirects root outputs to it. The host then inserts the replacement
-// before the root and makes the root's readers read the replacement.
+// before the root and makes the root's readers read the replacement. A rule
+// may also hand a graph output an earlier node defines to an emitted node
+// (ABI 1.7: a fused op whose extra outputs are the model's, as an attention
+// op's updated cache): the emitted node defines it under its name, and the
+// earlier node's readers keep its value under another name.
 // Refuses (the attempt is dropped, the graph untouched): a replacement of a
 // different type than the value it replaces, an emitted node reading a value
 // defined at or after the root, an op the rule did not declare (another
@@ -240,8 +244,16 @@ jxo_status* rw_replace(jxo_rewrite* rw, jxo_value from, jxo_value to) noexcept {
   return guarded("rw_replace", [&]() -> jxo_status* {
   if (!rw) return make_status(JXO_INVALID_ARGUMENT, "rw_replace: no rewrite");
   const ir::Node& root = rw->graph->nodes[rw->root];
-  if (std::find(root.outputs.begin(), root.outputs.end(), from) == root.outputs.end())
-    return fail(rw, "rw_replace: the value replaced is not an output of the root node");
+  if (std::find(root.outputs.begin(), root.outputs.end(), from) == root.outputs.end()) {
+    // Minor 7: a graph output an earlier node defines; an emitted node takes it over.
+    if (!existing(rw, from) || !rw->uses->is_output[from] || rw->uses->producer[from] < 0 ||
+        !defined_before_root(rw, from))
+      return fail(rw, "rw_replace: the value replaced is neither an output of the root node nor a "
+                      "graph output defined before it");
+    if (!made_here(rw, to))
+      return fail(rw, "rw_replace: a graph output defined before the root must be replaced by an "
+                      "output of a node the rule emitted");
+  }
   if (!made_here(rw, to) && !defined_before_root(rw, to))
     return fail(rw, "rw_replace: the replacement is not a value defined before the root node");
   ir::Value& a = rw->graph->values[from];
@@ -258,6 +270,10 @@ jxo_status* rw_replace(jxo_rewrite* rw, jxo_value from, jxo_value to) noexcept {
   rw->replaced.emplace_back(from, to);
   return nullptr;
   });
+}
+
+int32_t rw_is_output(const jxo_rewrite* rw, jxo_value v) noexcept {
+  return existing(rw, v) && rw->uses->is_output[v] ? 1 : 0;
 }
 
 }  // namespace rewrite_api
@@ -431,8 +447,24 @@ class Fuse : public Pass {
 
   static bool commit(ir::Graph& g, Uses& uses, NodeOrder& order, jxo_rewrite& rw) {
     const size_t root = rw.root;
+    auto of_root = [&](ir::ValueId v) {
+      const auto& outs = g.nodes[root].outputs;
+      return std::find(outs.begin(), outs.end(), v) != outs.end();
+    };
     bool defines_output = false;
-    for (const auto& [from, to] : rw.replaced) defines_output = defines_output || uses.is_output[from];
+    for (const auto& [from, to] : rw.replaced)
+      defines_output = defines_output || (uses.is_output[from] && of_root(from));
+    // A graph output an earlier node defined (minor 7) must be taken over by
+    // an emitted node's output of its own, and no emitted node may read the
+    // value it had (its readers keep that value under another name).
+    for (const auto& [from, to] : rw.replaced) {
+      if (of_root(from)) continue;
+      if (!emitted(rw, to)) return false;
+      for (const auto& r : rw.replaced)
+        if (r.second == to && r.first != from) return false;
+      for (const ir::Node& n : rw.nodes)
+        if (std::find(n.inputs.begin(), n.inputs.end(), from) != n.inputs.end()) return false;
+    }
     if (defines_output) {
       // A graph output keeps its value and name: the emitted node that makes
       // the replacement defines it instead, and the root goes. Every other
@@ -448,6 +480,21 @@ class Fuse : public Pass {
         for (const auto& r : rw.replaced)
           if (r.second == to && r.first != from) return false;
       }
+    }
+    // A graph output an earlier node defined (minor 7): that node now defines
+    // a fresh value its readers read, and the emitted node defines the output.
+    for (const auto& [from, to] : rw.replaced) {
+      if (of_root(from)) continue;
+      const int64_t maker = uses.producer[from];
+      ir::ValueId kept = g.add_value(g.values[from].name + "/read");
+      g.values[kept].has_type = g.values[from].has_type;
+      g.values[kept].type = g.values[from].type;
+      uses.grow(g);
+      for (ir::ValueId& v : g.nodes[maker].outputs)
+        if (v == from) v = kept;
+      uses.producer[kept] = maker;
+      uses.producer[from] = -1;
+      uses.replace(g, from, kept);
     }
     uses.grow(g);
     for (const auto& [from, to] : rw.replaced) {

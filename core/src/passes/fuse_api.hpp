@@ -60,4 +60,5 @@ const jxo_tensor* rw_value_constant(const jxo_rewrite* rw, jxo_value v) noexcept
 jxo_status* rw_emit_node(jxo_rewrite* rw, const jxo_node* node, jxo_value* outputs) noexcept;
 jxo_status* rw_constant(jxo_rewrite* rw, const jxo_tensor* tensor, jxo_value* out) noexcept;
 jxo_status* rw_replace(jxo_rewrite* rw, jxo_value root_output, jxo_value value) noexcept;
+int32_t rw_is_output(const jxo_rewrite* rw, jxo_value v) noexcept;
 }  // namespace jaxonnx::rewrite_api

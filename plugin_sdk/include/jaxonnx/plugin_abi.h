@@ -91,8 +91,10 @@
  * Minor 6 (append-only): 4-bit integers (JXO_DTYPE_UINT4, JXO_DTYPE_INT4),
  * and rw_emit_node accepts a node of another domain when the rule declares
  * it ("com.microsoft.MatMulNBits" in its ops) and the target runs that domain
- * (a host of minor <= 5 refuses it). */
-#define JXO_ABI_MINOR 6
+ * (a host of minor <= 5 refuses it).
+ * Minor 7 (append-only): rw_is_output of jxo_api, and rw_replace may name a
+ * graph output defined before the root (a host of minor <= 6 refuses it). */
+#define JXO_ABI_MINOR 7
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
 
@@ -459,7 +461,10 @@ typedef struct jxo_api {
   /* [in] tensor (copied), [out] out. */
   jxo_status* (*rw_constant)(jxo_rewrite* rw, const jxo_tensor* tensor, jxo_value* out);
   /* Output `root_output` of the root node is to be replaced by `value`, which
-   * must have the same dtype and shape. */
+   * must have the same dtype and shape. Minor 7: `root_output` may also be a
+   * graph output some node before the root defines; then only the graph
+   * output moves (an emitted node defines it, under its name) and the nodes
+   * that read the old value keep reading it, now under another name. */
   jxo_status* (*rw_replace)(jxo_rewrite* rw, jxo_value root_output, jxo_value value);
 
   /* -- status codes (minor 3) -- */
@@ -480,6 +485,9 @@ typedef struct jxo_api {
   jxo_str (*target)(const jxo_lowering* ctx);
   int32_t (*target_supports)(const jxo_lowering* ctx, jxo_str feature);
   int32_t (*rw_target_supports)(const jxo_rewrite* rw, jxo_str feature);
+
+  /* -- minor 7 -- 1 when `v` is an output of the graph the rule sees, else 0. */
+  int32_t (*rw_is_output)(const jxo_rewrite* rw, jxo_value v);
 } jxo_api;
 
 /* --------------------------------------------------- the plugin's side -- */

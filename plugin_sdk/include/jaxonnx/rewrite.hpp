@@ -1,4 +1,4 @@
-// jaxonnx plugin SDK: rewrite rules (ABI 1.2). Rewrite, the view of the
+// jaxonnx plugin SDK: rewrite rules (ABI 1.2; graph outputs 1.7). Rewrite, the view of the
 // lowered graph a rule reads and the replacement it emits; RuleRef, what
 // plugin.rule(...) (registration.hpp) returns.
 //
@@ -65,6 +65,10 @@ class Rewrite final : public Emitter {
   }
   // Reads of `v` (node inputs, captures, +1 as a graph output).
   size_t reads(Value v) const { return api_->rw_num_reads(rw_, v); }
+  // A graph output (ABI 1.7; an older host answers false).
+  bool is_graph_output(Value v) const {
+    return JXO_HAS_FIELD(api_, jxo_api, rw_is_output) && api_->rw_is_output(rw_, v) != 0;
+  }
   // Read once: fusing it away removes it (another reader would keep it alive,
   // so rules refuse to fuse such intermediates rather than duplicate work).
   bool single_use(Value v) const { return reads(v) == 1; }
@@ -139,7 +143,21 @@ class Rewrite final : public Emitter {
     emit(n.node, &result);
     return result;
   }
-  // Every read of the root's output `old` now reads `value`.
+  // The same with several outputs (GroupQueryAttention's output and caches).
+  std::vector<Value> domain_op_n(std::string_view domain, std::string_view op_type, const std::vector<Value>& ins,
+                                 const std::vector<Aval>& outs, const std::vector<Attr>& attrs = {},
+                                 int64_t domain_version = 1) {
+    detail::NodeView n(op_type, ins, outs, attrs, domain, domain_version);
+    std::vector<Value> result(outs.size(), kNoValue);
+    emit(n.node, result.data());
+    return result;
+  }
+  // Every read of the root's output `old` now reads `value`. ABI 1.7: `old`
+  // may also be a graph output (is_graph_output) a node before the root
+  // defines, and `value` an output of a node this rule emitted: that node
+  // then defines the graph output, and other readers of `old` keep the old
+  // value. An older host refuses it (the conversion fails): check
+  // is_graph_output first, which it answers false.
   void replace(Value old, Value value) { detail::check(api_, api_->rw_replace(rw_, old, value)); }
 
  private:
