@@ -23,8 +23,9 @@ without a run, the first round dropped, medians over the rest):
   prompt in one run, then one run per token feeding each present back as the
   next past (the growing cache genai keeps; argmax in numpy).
 - jax2onnx: the same step converted at fixed shapes (a decode step at the mean
-  cache length prompt + new / 2, and the prompt with an empty cache; it takes
-  no symbolic lengths of this form), `--new` decode runs per round.
+  cache length prompt + new / 2, and the prompt with an empty cache; jax2onnx
+  0.17.1 fails on genai.export's symbolic specs, whose mask is past + sequence
+  long), `--new` decode runs per round.
 - jax.jit: the same step compiled at the same fixed shapes, `--new` runs per round.
 - weight MatMuls alone: not the step, but one MatMul per weight of the float32
   graph on a [B, K] input of its own (benchmarks/decode_step.py's
