@@ -27,6 +27,8 @@ without a run, the first round dropped, medians over the rest):
   0.17.1 fails on genai.export's symbolic specs, whose mask is past + sequence
   long), `--new` decode runs per round.
 - jax.jit: the same step compiled at the same fixed shapes, `--new` runs per round.
+- plain session and weight MatMuls alone, spinning off: the same with
+  session.intra_op.allow_spinning "0".
 - weight MatMuls alone: not the step, but one MatMul per weight of the float32
   graph on a [B, K] input of its own (benchmarks/decode_step.py's
   weight_matmuls), against the roofline of those weights' bytes: how fast
@@ -129,10 +131,10 @@ class Genai(Round):
 class Session(Round):
     """The genai graph in a plain InferenceSession, the cache fed back."""
 
-    def __init__(self, name, path, batch, prompt, new, dtype):
+    def __init__(self, name, path, batch, prompt, new, dtype, spinning=True):
         import onnxruntime as ort
         super().__init__(name)
-        options = roofline.session_options()
+        options = plain_options(spinning)
         self.sess = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.names = [i.name for i in self.sess.get_inputs()]
         self.batch, self.prompt, self.new, self.dtype = batch, prompt, new, dtype
@@ -192,9 +194,19 @@ class CopyRound(Round):
         return max(c.moved / statistics.median(s[2:]) / 1e9 for c, s in zip(self.copies, self.seconds))
 
 
-def ort_fn(model):
+def plain_options(spinning=True):
+    """onnxruntime's default session options; spinning=False: the intra-op
+    threads block instead of spinning between kernels (on an oversubscribed
+    machine a spinning thread spends the slices its partner needs)."""
+    options = roofline.session_options()
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
+
+
+def ort_fn(model, spinning=True):
     import onnxruntime as ort
-    sess = ort.InferenceSession(model.SerializeToString(), roofline.session_options(),
+    sess = ort.InferenceSession(model.SerializeToString(), plain_options(spinning),
                                 providers=["CPUExecutionProvider"])
     names = [i.name for i in sess.get_inputs()]
     return lambda *xs: sess.run(None, dict(zip(names, xs)))
@@ -310,6 +322,9 @@ def main(argv=None):
         runners.append(Session("plain session, float32, onnxruntime",
                                folders["float32, onnxruntime"] / "model.onnx", batch, args.prompt,
                                args.new, np.float32))
+        runners.append(Session("plain session, float32, onnxruntime, spinning off",
+                               folders["float32, onnxruntime"] / "model.onnx", batch, args.prompt,
+                               args.new, np.float32, spinning=False))
         j2o_note = "not run (--no-jax2onnx)" if args.no_jax2onnx else "not installed"
         if j2o is not None:
             try:
@@ -323,9 +338,10 @@ def main(argv=None):
         alone, alone_bytes = decode_step.weight_matmuls(models["float32, onnxruntime"])
         alone_feed = [np.random.default_rng(0).standard_normal((batch, i.type.tensor_type.shape.dim[1].dim_value))
                       .astype(np.float32) for i in alone.graph.input]
-        alone_fn = ort_fn(alone)
-        runners.append(Fixed("weight MatMuls alone, float32", alone_fn, alone_fn, alone_feed, alone_feed,
-                             args.new))
+        for spinning in (True, False):
+            alone_fn = ort_fn(alone, spinning)
+            runners.append(Fixed("weight MatMuls alone, float32" + ("" if spinning else ", spinning off"),
+                                 alone_fn, alone_fn, alone_feed, alone_feed, args.new))
         copy = CopyRound()
         runners.append(copy)
         for r in range(args.runs + 1):
