@@ -57,6 +57,10 @@ SEARCH_KEYS = tuple(SEARCH_DEFAULTS) + ("max_length",)
 MODEL_TYPES = ("decoder", "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text",
                "phi", "phi3", "granite", "olmo", "smollm3", "nemotron", "chatglm", "ernie4_5")
 CACHE_LAYOUTS = ("BKLH", "BLKH")
+# The logits' and the cache's dtypes genai 0.18 takes on CPU (checked: it reads
+# bfloat16 logits, converting them to float32 for search, and allocates a
+# bfloat16 cache; tests/python/test_genai_dtypes.py).
+FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 TARGETS = ("onnxruntime", "onnxruntime-contrib")
 
 # The names genai uses when genai_config.json gives none (written anyway, to be explicit).
@@ -215,8 +219,8 @@ def _check_outputs(step, flat, specs, cfg, dims, layout):
     if tuple(logits.shape) != want:
         _fail(f"logits must be [{BATCH}, {SEQUENCE}, vocab_size={cfg['vocab_size']}]; the step "
               f"returned {_shape_text(logits.shape)}{where}")
-    if logits.dtype not in (np.float32, np.float16):
-        _fail(f"logits must be float32 or float16 (genai's types); the step returned "
+    if logits.dtype.name not in FLOAT_DTYPES:
+        _fail(f"logits must be one of genai's types {FLOAT_DTYPES}; the step returned "
               f"{logits.dtype}{where}")
     kv, hd = cfg["num_key_value_heads"], cfg["head_size"]
     want = (b, kv, p + s, hd)
@@ -291,7 +295,8 @@ def export(step, config, folder, *, target="onnxruntime", cache_layout="BKLH",
     cache_layout: "BKLH" (genai's [B, kv_heads, L, head_size]) or "BLKH" (a
         step whose past and present are [B, L, kv_heads, head_size]: the graph
         transposes at its inputs and outputs).
-    kv_dtype: the cache's dtype (float32; float16 for a float16 model).
+    kv_dtype: the cache's dtype: float32, float16 or bfloat16 (the step
+        takes and returns keys and values of this dtype).
     opset, external_data, plugin_dirs, optimize, fusion, verify: as to_onnx's.
     """
     from jaxonnx._convert import to_onnx
@@ -301,9 +306,12 @@ def export(step, config, folder, *, target="onnxruntime", cache_layout="BKLH",
         _fail(f"target must be one of {TARGETS}; got {target!r}")
     if cache_layout not in CACHE_LAYOUTS:
         _fail(f"cache_layout must be one of {CACHE_LAYOUTS}; got {cache_layout!r}")
-    kv_dtype = np.dtype(kv_dtype)
-    if kv_dtype not in (np.float32, np.float16):
-        _fail(f"kv_dtype must be float32 or float16; got {kv_dtype}")
+    try:
+        kv_dtype = jax.numpy.dtype(kv_dtype)
+    except TypeError:
+        _fail(f"kv_dtype must be one of {FLOAT_DTYPES}; got {kv_dtype!r}")
+    if kv_dtype.name not in FLOAT_DTYPES:
+        _fail(f"kv_dtype must be one of {FLOAT_DTYPES}; got {kv_dtype}")
     if not isinstance(filename, str) or os.path.basename(filename) != filename or not filename:
         _fail(f"filename must be a file name (no folder); got {filename!r}")
     _check_signature(step)

@@ -21,6 +21,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Spec:
     experts: int = 0               # > 0: a mixture-of-experts feed-forward
     top_k: int = 2
     sdpa: bool = False             # attention through jax.nn.dot_product_attention
+    dtype: str = "float32"         # the weights', activations', cache's and logits' dtype
     context: int = 128
     pad: int = 0
     bos: int = 1
@@ -64,6 +66,9 @@ GEMMA = Spec("gemma", gemma=True, attn_softcap=50.0, final_softcap=30.0, windows
 MOE = Spec("moe", experts=4, top_k=2, hidden=32)
 LLAMA_SDPA = Spec("llama_sdpa", sdpa=True)
 MODELS = {s.name: s for s in (LLAMA, QWEN3, GEMMA, MOE, LLAMA_SDPA)}
+# The Llama in bfloat16 (weights, activations, cache and logits), as
+# bfloat16 checkpoints run in JAX (tests/python/test_genai_dtypes.py).
+LLAMA_BF16 = Spec("llama_bf16", dtype="bfloat16")
 
 
 def init(spec, seed=0):
@@ -102,6 +107,8 @@ def init(spec, seed=0):
     # Gemma ties the LM head to the embedding; with random weights a tied head
     # makes each token predict itself, so every model here has its own.
     params["head"] = w(spec.width, spec.vocab, scale=3.0 / np.sqrt(spec.width))
+    if spec.dtype != "float32":
+        params = jax.tree.map(lambda a: a.astype(spec.dtype), params)
     return params
 
 
@@ -115,7 +122,7 @@ def rope(x, positions, base):
     half = x.shape[-1] // 2
     freqs = 1.0 / base ** (jnp.arange(half, dtype=jnp.float32) * 2 / x.shape[-1])
     angles = positions.astype(jnp.float32)[:, :, None, None] * freqs
-    cos, sin = jnp.cos(angles), jnp.sin(angles)
+    cos, sin = jnp.cos(angles).astype(x.dtype), jnp.sin(angles).astype(x.dtype)
     x1, x2 = x[..., :half], x[..., half:]
     return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
@@ -133,12 +140,18 @@ def visible(attention_mask, position_ids, window):
     return ok
 
 
+def dense(w, h):
+    """h @ w, or w(h) for a weight that is a module (Llama's nnx.Linear, which
+    qwix quantizes)."""
+    return w(h) if callable(w) else h @ w
+
+
 def attention(spec, layer, p, h, attention_mask, position_ids, past):
     b, s, _ = h.shape
     kv, hd, group = spec.kv_heads, spec.head_dim, spec.heads // spec.kv_heads
-    q = (h @ p["wq"]).reshape(b, s, spec.heads, hd)
-    k = (h @ p["wk"]).reshape(b, s, kv, hd)
-    v = (h @ p["wv"]).reshape(b, s, kv, hd)
+    q = dense(p["wq"], h).reshape(b, s, spec.heads, hd)
+    k = dense(p["wk"], h).reshape(b, s, kv, hd)
+    v = dense(p["wv"], h).reshape(b, s, kv, hd)
     if spec.qk_norm:
         q, k = rms_norm(q, p["q_norm"]), rms_norm(k, p["k_norm"])
     q, k = rope(q, position_ids, spec.rope_base), rope(k, position_ids, spec.rope_base)
@@ -148,20 +161,20 @@ def attention(spec, layer, p, h, attention_mask, position_ids, past):
     if spec.sdpa:
         out = jax.nn.dot_product_attention(q, keys.transpose(0, 2, 1, 3), values.transpose(0, 2, 1, 3),
                                            mask=ok[:, None])
-        return out.reshape(b, s, spec.heads * hd) @ p["wo"], (keys, values)
+        return dense(p["wo"], out.reshape(b, s, spec.heads * hd)), (keys, values)
     q = q.reshape(b, s, kv, group, hd)
-    scores = jnp.einsum("bskgd,bktd->bkgst", q, keys) / np.float32(np.sqrt(hd))
+    scores = jnp.einsum("bskgd,bktd->bkgst", q, keys) / np.sqrt(hd).astype(jnp.dtype(spec.dtype))
     if spec.attn_softcap:
         scores = spec.attn_softcap * jnp.tanh(scores / spec.attn_softcap)
-    scores = jnp.where(ok[:, None, None], scores, jnp.finfo(jnp.float32).min)
+    scores = jnp.where(ok[:, None, None], scores, jnp.finfo(scores.dtype).min)
     out = jnp.einsum("bkgst,bktd->bskgd", jax.nn.softmax(scores, axis=-1), values)
-    return out.reshape(b, s, spec.heads * hd) @ p["wo"], (keys, values)
+    return dense(p["wo"], out.reshape(b, s, spec.heads * hd)), (keys, values)
 
 
 def feed_forward(spec, p, h):
     act = (lambda x: jax.nn.gelu(x, approximate=True)) if spec.gemma else jax.nn.silu
     if not spec.experts:
-        return (act(h @ p["gate"]) * (h @ p["up"])) @ p["down"]
+        return dense(p["down"], act(dense(p["gate"], h)) * dense(p["up"], h))
     # Top-k routing, softmax over the chosen experts' router logits; every
     # expert runs on every token and the unchosen ones are weighted 0.
     logits = h @ p["router"]                                            # [B, S, E]
@@ -180,7 +193,7 @@ def decoder_step(spec, params):
     def step(input_ids, attention_mask, position_ids, past):
         x = params["embed"][input_ids]
         if spec.gemma:
-            x = x * np.float32(np.sqrt(spec.width))
+            x = x * np.sqrt(spec.width).astype(jnp.dtype(spec.dtype))
         present = []
         for i, p in enumerate(params["layers"]):
             a, kv = attention(spec, i, p, norm(x, p["attn_norm"]), attention_mask, position_ids, past[i])
@@ -188,12 +201,52 @@ def decoder_step(spec, params):
             x = x + feed_forward(spec, p, norm(x, p["mlp_norm"]))
             present.append(kv)
         x = norm(x, params["norm"])
-        logits = x @ params["head"]
+        logits = dense(params["head"], x)
         if spec.final_softcap:
             logits = spec.final_softcap * jnp.tanh(logits / spec.final_softcap)
         return logits, present
 
     return step
+
+
+class _Weights(nnx.Module):
+    """A dict of weights as an nnx module: matrices as bias-free nnx.Linear
+    (what qwix quantizes), the rest as nnx.Param; `m[name]` gives what
+    decoder_step reads (a Linear, which dense() calls, or an array)."""
+
+    def __init__(self, weights, linear):
+        for name, w in weights.items():
+            if name == "layers":
+                setattr(self, name, nnx.List([_Weights(layer, linear) for layer in w]))
+            elif name in linear:
+                m = nnx.Linear(*w.shape, use_bias=False, dtype=w.dtype, param_dtype=w.dtype,
+                               rngs=nnx.Rngs(0))
+                m.kernel = nnx.Param(w)
+                setattr(self, name, m)
+            else:
+                setattr(self, name, nnx.Param(w))
+
+    def __getitem__(self, name):
+        value = getattr(self, name)
+        return value[...] if isinstance(value, nnx.Param) else value
+
+
+class Decoder(nnx.Module):
+    """decoder_step(spec, params) as a flax nnx module (the module is the
+    step), its projections and LM head nnx.Linear: the form qwix's
+    quantize_model takes (it quantizes the weights of the dots inside nnx
+    modules). Llama-style specs only (no mixture of experts)."""
+
+    LINEAR = ("wq", "wk", "wv", "wo", "gate", "up", "down", "head")
+
+    def __init__(self, spec, params):
+        if spec.experts:
+            raise ValueError("Decoder: the experts' einsums are not nnx.Linear")
+        self.spec = spec
+        self.weights = _Weights(params, self.LINEAR)
+
+    def __call__(self, input_ids, attention_mask, position_ids, past):
+        return decoder_step(self.spec, self.weights)(input_ids, attention_mask, position_ids, past)
 
 
 def pad_prompts(prompts, pad):
@@ -221,10 +274,11 @@ def greedy(step, spec, prompts, new_tokens):
     ids = pad_prompts(prompts, spec.pad)
     mask = (ids != spec.pad).astype(np.int32)
     positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0).astype(np.int32)
-    empty = np.zeros((b, spec.kv_heads, 0, spec.head_dim), np.float32)
+    empty = np.zeros((b, spec.kv_heads, 0, spec.head_dim), jnp.dtype(spec.dtype))
     logits, present = step(ids, mask, positions, [(empty, empty)] * spec.layers)
     last = mask.sum(axis=1) - 1
-    step_logits = np.asarray(logits)[np.arange(b), last]
+    # float32 logits (exact from bfloat16), so that callers compare in float32
+    step_logits = np.asarray(logits, np.float32)[np.arange(b), last]
     # The fixed-size cache: the prompt's slots right-aligned, empty ones before.
     slots = ids.shape[1] + new_tokens
     free = slots - ids.shape[1]
@@ -242,7 +296,7 @@ def greedy(step, spec, prompts, new_tokens):
         mask = np.concatenate([mask, np.ones((b, 1), np.int32)], axis=1)
         position = position + 1
         logits, present = step(token[:, None], mask, position[:, None].astype(np.int32), past)
-        step_logits = np.asarray(logits)[:, 0]
+        step_logits = np.asarray(logits, np.float32)[:, 0]
         past = [(k[:, :, 1:], v[:, :, 1:]) for k, v in present]
         mask = mask[:, 1:]
     return np.stack(tokens, axis=1), np.stack(all_logits)
