@@ -26,7 +26,12 @@
 // integer. Zeros of both signs, subnormals and infinities are exact. A NaN's
 // sign and payload are not observable in ONNX: every NaN encodes as the
 // canonical quiet NaN (0x7FC00000 / 0x7FF8000000000000) and bits of any NaN
-// decode to a NaN. float16 / bfloat16 / bool are refused.
+// decode to a NaN. float16 and bfloat16 go through float32, which holds each
+// of their values exactly: their bits are computed by the same arithmetic with
+// their own field widths (float32 -> bits), and bits decode to the float32 of
+// the same value, then Cast down (exact: the value is representable). Their
+// NaN encodes as the canonical quiet NaN (0x7E00 / 0x7FC0); bits of a NaN
+// decode to a NaN with the sign and payload lost. bool is refused.
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
@@ -213,7 +218,16 @@ struct FloatFormat {
   int emax() const { return (1 << (bits - 1 - mbits)) - 1; }  // the all-ones exponent
 };
 
-FloatFormat format_of(int32_t t) { return t == dtype::f32 ? FloatFormat{32, 23, 127} : FloatFormat{64, 52, 1023}; }
+FloatFormat format_of(int32_t t) {
+  switch (t) {
+    case dtype::f16: return {16, 10, 15};
+    case dtype::bf16: return {16, 7, 127};
+    case dtype::f32: return {32, 23, 127};
+    default: return {64, 52, 1023};
+  }
+}
+
+bool is_half(int32_t t) { return t == dtype::f16 || t == dtype::bf16; }
 
 // A 1-D float constant of dtype t (float32 or float64).
 Value float_table(Lowering& L, int32_t t, const std::vector<double>& v) {
@@ -222,13 +236,13 @@ Value float_table(Lowering& L, int32_t t, const std::vector<double>& v) {
   return L.constant(f, {static_cast<int64_t>(f.size())});
 }
 
-// The float of dtype F whose bits are the unsigned integer u (aval a, uint32
-// or uint64): sign * significand * 2^(max(e, 1) - bias - mbits), with the
+// The float of dtype F (float32 or float64) whose bits in format f (F's own,
+// or a 16-bit format when F is float32) are the unsigned integer u (aval a,
+// uint32 or uint64): sign * significand * 2^(max(e, 1) - bias - mbits), with the
 // implicit leading 1 only when e > 0. The significand converts exactly, and
 // multiplying by exact powers of two is exact when the result is
 // representable, which it is (subnormals included).
-Value float_from_bits(Lowering& L, Value u, const Aval& a, int32_t F) {
-  FloatFormat f = format_of(F);
+Value float_from_bits(Lowering& L, Value u, const Aval& a, int32_t F, FloatFormat f) {
   int32_t W = a.dtype;
   Aval fa = a.with_dtype(F), ia = a.with_dtype(dtype::i64), ba = a.with_dtype(dtype::boolean);
   Value e = bitwise(L, "BitwiseAnd", {shift(L, u, int_scalar(L, W, f.mbits), a, "RIGHT"), int_scalar(L, W, f.emax())}, a);
@@ -251,11 +265,13 @@ Value float_from_bits(Lowering& L, Value u, const Aval& a, int32_t F) {
   Value is_inf = L.op("Equal", {m, int_scalar(L, W, 0)}, ba);
   Value inf_or_nan = L.op("Where", {is_inf, scalar(L, F, INFINITY), scalar(L, F, NAN)}, fa);
   v = L.op("Where", {special, inf_or_nan, v}, fa);
+  // The sign by a factor of -1 or 1: onnxruntime's Where turns a selected -0.0 into +0.0 (tested).
   Value neg = L.op("GreaterOrEqual", {u, int_scalar(L, W, uint64_t{1} << (f.bits - 1))}, ba);
-  return L.op("Where", {neg, L.op("Neg", {v}, fa), v}, fa);
+  return L.op("Mul", {v, L.op("Where", {neg, scalar(L, F, -1.0), scalar(L, F, 1.0)}, fa)}, fa);
 }
 
-// The bits of float x (aval a, float32 or float64) in the low bits of an
+// The bits in format f (a's own, or a 16-bit format holding x's values when a
+// is float32) of float x (aval a, float32 or float64) in the low bits of an
 // int64 (for float64, its two's complement view).
 //
 // Work in float64 (float32 -> float64 is exact) on |x|. First lift |x| to
@@ -264,8 +280,7 @@ Value float_from_bits(Lowering& L, Value u, const Aval& a, int32_t F) {
 // biased exponent e + bias. Subnormal (e < 1 - bias) and zero: mantissa =
 // |x| 2^(bias - 1 + mbits), biased exponent 0. Every step is exact: the factors and
 // thresholds are powers of two and nothing leaves float64's range.
-Value float_to_bits(Lowering& L, Value x, const Aval& a) {
-  FloatFormat f = format_of(a.dtype);
+Value float_to_bits(Lowering& L, Value x, const Aval& a, FloatFormat f) {
   const int32_t D = dtype::f64, I = dtype::i64;
   Aval da = a.with_dtype(D), ia = a.with_dtype(I), ba = a.with_dtype(dtype::boolean);
   Value ax = L.op("Abs", {x}, a);
@@ -281,7 +296,8 @@ Value float_to_bits(Lowering& L, Value x, const Aval& a) {
   int need = f.bias - 1 + f.mbits;  // the smallest subnormal is 2^-need
   int offset = 0, bound = 0;        // after the lift, |x| < 2^bound
   if (a.dtype == dtype::f32) {
-    // Every float32 times 2^149 is a float64 in [1, 2^277).
+    // Every float32 times 2^149 is a float64 in [1, 2^277) (float16: 2^24
+    // into [1, 2^40); bfloat16: 2^133 into [1, 2^261)).
     ad = L.op("Mul", {ad0, scalar(L, D, std::ldexp(1.0, need))}, da);
     offset = -need;
     bound = f.emax() - f.bias + need;
@@ -318,19 +334,29 @@ Value float_to_bits(Lowering& L, Value x, const Aval& a) {
   return L.op("Add", {L.op("Add", {sign, e_bits}, ia), m}, ia);  // disjoint bits: no carries
 }
 
-bool bitcastable(int32_t t) { return dtype::is_int(t) || t == dtype::f32 || t == dtype::f64; }
+bool bitcastable(int32_t t) { return dtype::is_int(t) || dtype::is_float(t); }
 
 // x's bits as the unsigned integer of its width.
 Value to_bits(Lowering& L, Value x, const Aval& a) {
   int32_t U = unsigned_of_width(bits_of(a.dtype));
   if (dtype::is_int(a.dtype)) return cast(L, x, a, U);
-  return cast(L, float_to_bits(L, x, a), a.with_dtype(dtype::i64), U);
+  if (is_half(a.dtype)) {
+    Value xf = cast(L, x, a, dtype::f32);  // exact
+    return cast(L, float_to_bits(L, xf, a.with_dtype(dtype::f32), format_of(a.dtype)), a.with_dtype(dtype::i64), U);
+  }
+  return cast(L, float_to_bits(L, x, a, format_of(a.dtype)), a.with_dtype(dtype::i64), U);
 }
 
 // The value of dtype `to` whose bits are the unsigned integer u (aval a, same width).
 Value from_bits(Lowering& L, Value u, const Aval& a, int32_t to) {
   if (dtype::is_int(to)) return cast(L, u, a, to);
-  return float_from_bits(L, u, a, to);
+  if (is_half(to)) {
+    // onnxruntime's BitShift has no uint16 kernel: decode in uint32 into float32, then Cast down (exact).
+    Aval wa = a.with_dtype(dtype::u32);
+    Value v = float_from_bits(L, cast(L, u, a, dtype::u32), wa, dtype::f32, format_of(to));
+    return cast(L, v, a.with_dtype(dtype::f32), to);
+  }
+  return float_from_bits(L, u, a, to, format_of(to));
 }
 
 // bitcast_convert_type[new_dtype]: same width is elementwise. Wide -> narrow
@@ -347,7 +373,7 @@ void lower_bitcast_convert_type(Lowering& L) {
     if (!bitcastable(t))
       L.fail(std::string("bitcast_convert_type from ") + dtype::name(in.dtype) + " to new_dtype=" +
              dtype::name(out.dtype) + " is not supported (" + dtype::name(t) +
-             "); supported: integers, float32, float64");
+             "); supported: integers and floats");
   int bi = bits_of(in.dtype), bo = bits_of(out.dtype);
   int32_t Ui = unsigned_of_width(bi), Uo = unsigned_of_width(bo);
   Value u = to_bits(L, x, in);
@@ -415,7 +441,7 @@ JAXONNX_PLUGIN("lax_bitwise", "0.1.0") {
       .doc("width - popcount(x smeared right), with BitShift / BitwiseOr (no ONNX op)");
   plugin.primitive("bitcast_convert_type", lower_bitcast_convert_type)
       .emits({"Cast", "BitShift", "BitwiseAnd", "BitwiseOr", "Unsqueeze", "Greater", "GreaterOrEqual",
-              "Less", "Equal", "Or", "Where", "Max", "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Gather",
+              "Less", "Equal", "Or", "Where", "Max", "Add", "Sub", "Mul", "Div", "Abs", "Gather",
               "IsNaN"})
-      .doc("Reinterprets bits: Cast for integers, exact IEEE arithmetic for float32/float64 (no ONNX op)");
+      .doc("Reinterprets bits: Cast for integers, exact IEEE arithmetic for floats (no ONNX op)");
 }

@@ -202,6 +202,8 @@ void lower_complex_select_n(Lowering& L) {
   L.bind(0, select_range(L, w, w_aval, cases, 0, cases.size(), complex::packed(out)));
 }
 
+Value float_to_int(Lowering& L, Value x, Aval f, const Aval& out);  // conversions, below
+
 // convert_element_type to or from complex: real -> complex pads a zero
 // imaginary part; complex -> real keeps the real part (as JAX does); complex
 // -> complex casts the parts.
@@ -214,7 +216,8 @@ void lower_complex_convert(Lowering& L) {
   } else {
     Value re = complex::split(L, L.input(0), in).re;
     Aval p = complex::part(in);
-    if (dtype::is_int(out.dtype)) L.fail("convert_element_type from complex to an integer type is not lowered");
+    // To an integer: the real part converts as a float does (saturating, NaN -> 0).
+    if (dtype::is_int(out.dtype)) { L.bind(0, float_to_int(L, re, p, out)); return; }
     if (out.dtype != dtype::boolean) { L.bind(0, cast(L, re, p, out.dtype)); return; }
     // bool(z) is z != 0: either part nonzero.
     Value im = complex::split(L, L.input(0), in).im;
@@ -309,10 +312,22 @@ void lower_complex_max_min(Lowering& L, bool is_max) {
   L.bind(0, L.op("Where", {w, v[0], v[1]}, complex::packed(out)));
 }
 
+// Elementwise Max (is_max) or Min of a and b, giving `out`. onnxruntime 1.31's
+// int64 Max/Min compare the low words as signed when the high words are equal
+// (max(3, 2**31) is 3; tests/python/test_onnxruntime_workarounds.py): int64
+// picks with Where(Greater/Less), whose kernels are right.
+Value max_or_min(Lowering& L, bool is_max, Value a, Value b, const Aval& out) {
+  if (out.dtype != dtype::i64) return L.op(is_max ? "Max" : "Min", {a, b}, out);
+  Value pick_a = L.op(is_max ? "Greater" : "Less", {a, b}, out.with_dtype(dtype::boolean));
+  return L.op("Where", {pick_a, a, b}, out);
+}
+
 void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {
   if (has_complex(L)) return lower_complex_max_min(L, onnx == std::string("Max"));
   int32_t t = L.in_aval(0).dtype;
   if (t == dtype::boolean) L.bind(0, L.op(boolean_op, L.inputs(), L.out_aval(0)));
+  // int64: onnxruntime's Max/Min compare wrongly (max_or_min picks with Where).
+  else if (t == dtype::i64) L.bind(0, max_or_min(L, onnx == std::string("Max"), L.input(0), L.input(1), L.out_aval(0)));
   else L.bind(0, emit(L, onnx, L.inputs(), t, L.out_aval(0)));
 }
 

@@ -32,6 +32,8 @@
 //                      [0, dim - slice_size] on any axis yields fill_value
 //                      (JAX resolves None to NaN / int min / uint max / True):
 //                      clamped gather + Where on the validity mask.
+// Indexed axes all sliced whole (every start clamps to 0) with batch positions
+// broadcast the sliced operand over the batch dims (Unsqueeze + Expand).
 // A window (neither size 1 nor the whole dim) on an indexed axis with batch
 // positions (x[:, j, 1:4], a vmapped dynamic_slice) of static size s becomes
 // s point gathers: the indices gain an axis start + [0, s). A symbolic window
@@ -313,7 +315,6 @@ void lower_gather(Lowering& L) {
     wdims.push_back(d);
     wsz.push_back(s.value);
   }
-  if (gdims.empty()) L.fail("gather without any point-indexed axis and with batch positions is not supported");
 
   Shape sim_dims, sim_sizes;
   for (int64_t d : sim) {
@@ -398,7 +399,33 @@ void lower_gather(Lowering& L) {
     bool take_along = M == 0 && gdims.size() == 1 && offset_dims.empty() && contains(collapsed, gdims[0]) &&
                       nb == R && static_cast<int64_t>(obd.size()) == R - 1;
     for (size_t i = 0; take_along && i < obd.size(); ++i) take_along = obd[i] == ibd[i];
-    if (take_along) {
+    if (gdims.empty()) {
+      // Every indexed axis is sliced whole, so every start clamps to 0: each
+      // batch position reads the same (sliced) operand, paired batching dims
+      // aside. Squeeze the collapsed dims (size 1 after the Slice above), then
+      // broadcast over the batch dims the operand does not pair with.
+      std::vector<int64_t> squeezed;
+      for (int64_t d = 0; d < R; ++d) {
+        if (contains(collapsed, d)) { squeezed.push_back(d); continue; }
+        labels.push_back(contains(obd, d) ? kBatchLabel + ibd[static_cast<size_t>(index_of(obd, d))] : d);
+        ys.push_back(xs[static_cast<size_t>(d)]);
+      }
+      y = squeezed.empty() ? x : L.op("Squeeze", {x, i64s(L, squeezed)}, in.with_shape(ys));
+      std::vector<int64_t> added;
+      Shape full = ys;
+      for (int64_t j = 0; j < nb; ++j) {
+        if (contains(labels, kBatchLabel + j)) continue;
+        added.push_back(static_cast<int64_t>(labels.size()));
+        labels.push_back(kBatchLabel + j);
+        ys.push_back(Dim(1));
+        full.push_back(bs[static_cast<size_t>(j)]);
+      }
+      if (!added.empty()) {
+        y = L.op("Unsqueeze", {y, i64s(L, added)}, in.with_shape(ys));
+        y = L.op("Expand", {y, shape_value(L, full)}, in.with_shape(full));
+        ys = full;
+      }
+    } else if (take_along) {
       // take_along_axis: out[b] = x[b with b[a] replaced by idx[b]].
       y = L.op("GatherElements", {x, pick_components(L, ix, ks, false)}, out, {Attr::i("axis", gdims[0])});
       for (int64_t j = 0; j < nb; ++j) labels.push_back(kBatchLabel + j);
@@ -551,7 +578,7 @@ void lower_dynamic_slice(Lowering& L) {
 JAXONNX_PLUGIN("lax_gather", "0.1.0") {
   plugin.primitive("gather", lower_gather)
       .emits({"Slice", "Gather", "GatherElements", "GatherND", "Transpose", "Squeeze", "Unsqueeze", "Concat",
-              "Cast", "Add", "Sub", "Max", "Min", "GreaterOrEqual", "LessOrEqual", "And", "ReduceMin", "Where"})
+              "Cast", "Add", "Sub", "Max", "Min", "GreaterOrEqual", "LessOrEqual", "And", "ReduceMin", "Where", "Expand"})
       .emits_shape_ops()
       .doc(onnx_doc("GatherND"));
   plugin.primitive("dynamic_slice", lower_dynamic_slice)

@@ -144,24 +144,40 @@ Value log1p_signed(Ops& o, Value x) { return o.copysign(log1p(o, x), x); }
 // works scaled up by an exact power of two and scales back; at |x| <= the
 // smallest normal the neighbours are x +- the smallest subnormal, exactly.
 // Then: inf -> +-max, x == y -> y, NaN -> NaN (via the sign of y - x).
-Value nextafter(Ops& o, Value x, Value y) {
+//
+// float16 / bfloat16 (`half`) work in float32 with their own constants: x and
+// d are exact there, and a Cast to the half type rounds the sum (to nearest,
+// as onnxruntime's Casts do) onto the neighbour. No scaling: d is exact in
+// float32 (bfloat16's smallest normals give float32 subnormals with room).
+Value nextafter_in(Ops& o, Value x, Value y, int32_t half) {
   const bool d = o.f64();
-  const double p_eps = d ? 1.25 * std::ldexp(1.0, -53) : 1.25 * std::ldexp(1.0, -24);
-  const double small = d ? std::ldexp(1.0, -900) : std::ldexp(1.0, -100);
-  const double scale = d ? std::ldexp(1.0, 600) : std::ldexp(1.0, 50);
-  const double min_normal = d ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
-  const double denorm = d ? std::numeric_limits<double>::denorm_min() : std::numeric_limits<float>::denorm_min();
-  const double max = d ? std::numeric_limits<double>::max() : std::numeric_limits<float>::max();
+  struct Consts { int p; double min_normal, denorm, max; };
+  const Consts c =
+      half == dtype::f16    ? Consts{11, std::ldexp(1.0, -14), std::ldexp(1.0, -24), 65504.0}
+      : half == dtype::bf16 ? Consts{8, std::ldexp(1.0, -126), std::ldexp(1.0, -133), std::ldexp(255.0, 120)}
+      : d ? Consts{53, std::numeric_limits<double>::min(), std::numeric_limits<double>::denorm_min(),
+                   std::numeric_limits<double>::max()}
+          : Consts{24, std::numeric_limits<float>::min(), std::numeric_limits<float>::denorm_min(),
+                   std::numeric_limits<float>::max()};
+  const double p_eps = 1.25 * std::ldexp(1.0, -c.p);
 
   Value dir = o.f("Sign", {o.sub(y, x)});  // NaN if x or y is NaN
   Value ax = o.abs(x);
-  Value is_small = o.lt(ax, o.k(small));
-  Value s = o.where(is_small, o.k(scale), o.k(1));
-  Value sx = o.mul(x, s);
-  Value step = o.mul(dir, o.mul(o.abs(sx), o.k(p_eps)));
-  Value r = o.div(o.add(sx, step), s);
-  r = o.where(o.le(ax, o.k(min_normal)), o.add(x, o.mul(dir, o.k(denorm))), r);
-  r = o.where(o.eq(ax, o.k(kInf)), o.mul(o.abs(dir), o.k(max)), r);  // |dir|: NaN for y NaN
+  Value r;
+  if (half != 0) {
+    Value sum = o.add(x, o.mul(dir, o.mul(ax, o.k(p_eps))));
+    r = o.op("Cast", {o.op("Cast", {sum}, half, {Attr::i("to", half)})}, o.t, {Attr::i("to", o.t)});
+  } else {
+    const double small = d ? std::ldexp(1.0, -900) : std::ldexp(1.0, -100);
+    const double scale = d ? std::ldexp(1.0, 600) : std::ldexp(1.0, 50);
+    Value is_small = o.lt(ax, o.k(small));
+    Value s = o.where(is_small, o.k(scale), o.k(1));
+    Value sx = o.mul(x, s);
+    Value step = o.mul(dir, o.mul(o.abs(sx), o.k(p_eps)));
+    r = o.div(o.add(sx, step), s);
+  }
+  r = o.where(o.le(ax, o.k(c.min_normal)), o.add(x, o.mul(dir, o.k(c.denorm))), r);
+  r = o.where(o.eq(ax, o.k(kInf)), o.mul(o.abs(dir), o.k(c.max)), r);  // |dir|: NaN for y NaN
   // Magnitude, then the sign (Where loses -0): y's when x == y, the
   // direction's when leaving 0, else x's (kept when stepping onto 0).
   Value same = o.eq(x, y);
@@ -169,5 +185,9 @@ Value nextafter(Ops& o, Value x, Value y) {
   Value sign = o.where(same, o.sign_factor(y), o.where(o.eq(x, o.k(0)), dir, o.sign_factor(x)));
   return o.mul(mag, sign);
 }
+
+Value nextafter(Ops& o, Value x, Value y) { return nextafter_in(o, x, y, 0); }
+Value nextafter_f16(Ops& o, Value x, Value y) { return nextafter_in(o, x, y, dtype::f16); }
+Value nextafter_bf16(Ops& o, Value x, Value y) { return nextafter_in(o, x, y, dtype::bf16); }
 
 }  // namespace lax_math

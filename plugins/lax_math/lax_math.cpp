@@ -160,6 +160,16 @@ void lower_rem(Lowering& L) {
   L.bind(0, where(L, zero, x, r, out));
 }
 
+// Elementwise Max (is_max) or Min of a and b, giving `out`. onnxruntime 1.31's
+// int64 Max/Min compare the low words as signed when the high words are equal
+// (max(3, 2**31) is 3; tests/python/test_onnxruntime_workarounds.py): int64
+// picks with Where(Greater/Less), whose kernels are right.
+Value max_or_min(Lowering& L, bool is_max, Value a, Value b, const Aval& out) {
+  if (out.dtype != dtype::i64) return L.op(is_max ? "Max" : "Min", {a, b}, out);
+  Value pick_a = L.op(is_max ? "Greater" : "Less", {a, b}, out.with_dtype(dtype::boolean));
+  return L.op("Where", {pick_a, a, b}, out);
+}
+
 // clamp(lo, x, hi) = min(max(x, lo), hi), as XLA: NaN in any operand gives
 // NaN, lo > hi gives hi. Not Clip: onnxruntime's Clip ignores NaN bounds.
 // Max/Min have no 16-bit integer kernels in onnxruntime (int32 holds them);
@@ -176,8 +186,9 @@ void lower_clamp(Lowering& L) {
   }
   int32_t t = x.dtype == dtype::i16 || x.dtype == dtype::u16 ? dtype::i32 : working_dtype(x.dtype);
   Aval w = out.with_dtype(t);
-  Value m = L.op("Max", {cast(L, L.input(1), x, t), cast(L, L.input(0), lo, t)}, w);
-  Value r = L.op("Min", {m, cast(L, L.input(2), hi, t)}, w);
+  // max_or_min: Max/Min, but Where for int64 (onnxruntime's int64 Max/Min compare wrongly).
+  Value m = max_or_min(L, true, cast(L, L.input(1), x, t), cast(L, L.input(0), lo, t), w);
+  Value r = max_or_min(L, false, m, cast(L, L.input(2), hi, t), w);
   L.bind(0, cast(L, r, w, out.dtype));
 }
 
@@ -199,9 +210,8 @@ Plugin::PrimitiveRef add(Plugin& plugin, const char* name, LowerFn fn, std::vect
 
 void lower_nextafter(Lowering& L) {
   int32_t t = L.in_aval(0).dtype;
-  if (t != dtype::f32 && t != dtype::f64)
-    L.fail(std::string("nextafter supports float32 and float64, got ") + dtype::name(t));
-  lower_binary(L, nextafter);
+  if (!dtype::is_float(t)) L.fail(std::string("nextafter takes floats, got ") + dtype::name(t));
+  lower_binary(L, t == dtype::f16 ? nextafter_f16 : t == dtype::bf16 ? nextafter_bf16 : nextafter);
 }
 
 }  // namespace lax_math
@@ -263,11 +273,12 @@ JAXONNX_PLUGIN("lax_math", "0.1.0") {
       "complex: -i log((x + iy) / sqrt(x^2 + y^2))");
   complex::emits_functions(atan2_prim);
   atan2_prim.emits_shape_ops();  // complex: a literal operand expanded
-  add(plugin, "nextafter", lower_nextafter, {"Sign", "Sub", "Add", "LessOrEqual", "Equal", SIGN_OPS},
+  add(plugin, "nextafter", lower_nextafter, {"Sign", "Sub", "Add", "LessOrEqual", "Equal", "Cast", SIGN_OPS},
       "Add", "exact float arithmetic (ONNX has no bitcast)");
   add(plugin, "rem", lower_rem, {"Mod", "Equal", "Abs", "Where", "Div", "Mul", "Sub", "Cast"}, "Mod",
       "Mod(fmod=1); integer divisors made safe");
-  add(plugin, "clamp", lower_clamp, {"Max", "Min", "Or", "And", "Cast"}, "Max", "Min(Max(x, lo), hi)");
+  add(plugin, "clamp", lower_clamp, {"Max", "Min", "Or", "And", "Cast", "Greater", "Less", "Where"}, "Max",
+      "Min(Max(x, lo), hi); int64 through Where");
   add(plugin, "square", lower_square, {"Mul", "Gather", "Sub", "Add", "Unsqueeze", "Concat"}, "Mul",
       "x * x (complex: the product of the packed parts)");
   add(plugin, "complex", lower_complex, {"Expand", "Unsqueeze", "Concat", "Shape", "Concat", "Add", "Sub", "Mul", "Neg", "Mod", "Div", "Max", "Min"}, "Concat",

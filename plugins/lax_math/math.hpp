@@ -55,7 +55,8 @@ Value atan_f64(Ops&, Value), asin_f64(Ops&, Value), acos_f64(Ops&, Value), tan_f
     atanh_f64(Ops&, Value);
 Value round_away(Ops&, Value), cbrt(Ops&, Value), exp2(Ops&, Value), expm1_signed(Ops&, Value),
     log1p_signed(Ops&, Value);
-Value atan2(Ops&, Value y, Value x), nextafter(Ops&, Value x, Value y);
+Value atan2(Ops&, Value y, Value x), nextafter(Ops&, Value x, Value y), nextafter_f16(Ops&, Value x, Value y),
+    nextafter_bf16(Ops&, Value x, Value y);
 
 // special_functions.cpp, by arity; betainc lowers its three operands itself.
 Value erfc(Ops&, Value), erf_f64(Ops&, Value), erf_inv(Ops&, Value), lgamma(Ops&, Value),

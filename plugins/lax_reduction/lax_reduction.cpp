@@ -34,6 +34,16 @@
 // ReduceMax/ReduceMin/ArgMin/ArgMax only for int8/uint8/int32/int64/floats.
 // Other integers go through int64 (products wrap the same way modulo 2^n) or,
 // for order, through a wider type that keeps the order.
+//
+// onnxruntime 1.31's int64 ReduceMax/ReduceMin answer wrongly (low words
+// compared as signed when the high words are equal, from 4 elements on;
+// tests/python/test_onnxruntime_workarounds.py), and uint64 has no kernel.
+// Their max/min is TopK(k=1) along each reduced axis in turn instead (max of
+// maxes), on int64 (uint64 with its top bit flipped): TopK's int64 kernel
+// compares correctly, and was the fastest exact form measured (onnxruntime
+// 1.31, one thread, 1M int64: 0.4-5x the faulty ReduceMax's time, slowest
+// over a leading axis; ArgMax + GatherElements as fast or up to 1.5x slower;
+// a two-word split through int32 ReduceMax 5-15x slower).
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/plugin.hpp>
 
@@ -158,9 +168,48 @@ Value sum(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& ou
   return cast(L, r, out.with_dtype(w), out.dtype);
 }
 
+// int64 / uint64 max (min): TopK(k=1, largest) along each reduced axis,
+// highest first, on the int64 order key (`ordered`). An axis of static length
+// 0 gives the identity (INT64_MIN / INT64_MAX, JAX's); a symbolic one, which
+// may be empty at run time, gets the identity padded in front.
+Value extremum_64(Lowering& L, const char* op, Value x, const Aval& in, Axes axes, const Aval& out) {
+  const bool largest = std::string(op) == "ReduceMax";
+  const int64_t identity = largest ? INT64_MIN : INT64_MAX;
+  const int32_t I = dtype::i64;
+  Value v;
+  Aval cur = in.with_dtype(I);
+  bool empty = std::any_of(axes.begin(), axes.end(), [&](int64_t a) { return in.shape[static_cast<size_t>(a)] == Dim(0); });
+  if (empty) {
+    Value fill = L.constant(std::vector<int64_t>{identity}, {});
+    v = L.op("Expand", {fill, shape_value(L, out.shape)}, out.with_dtype(I));
+    cur = out.with_dtype(I);
+  } else {
+    v = ordered(L, x, in);
+    std::sort(axes.rbegin(), axes.rend());
+    for (int64_t a : axes) {
+      const size_t ai = static_cast<size_t>(a);
+      if (!cur.shape[ai].is_static()) {
+        Shape padded = cur.shape;
+        padded[ai] = Dim::sym(cur.shape[ai].symbol + " + 1");
+        v = pad_axis(L, v, cur.rank(), a, 1, 0, L.constant(std::vector<int64_t>{identity}, {}), cur.with_shape(padded));
+      }
+      Shape kept = cur.shape;
+      kept[ai] = Dim(1);
+      std::vector<Value> top = L.op_n("TopK", {v, i64s(L, {1})}, {cur.with_shape(kept), Aval(I, kept)},
+                                      {Attr::i("axis", a), Attr::i("largest", largest ? 1 : 0), Attr::i("sorted", 1)});
+      cur = cur.with_shape(reduced_shape(cur.shape, {a}));
+      v = L.op("Squeeze", {top[0], i64s(L, {a})}, cur);
+    }
+  }
+  // uint64: undo `ordered`'s top-bit flip (it also maps the identities to 0 / UINT64_MAX).
+  if (in.dtype == dtype::u64) v = bitwise(L, "BitwiseXor", {v, L.constant(std::vector<int64_t>{INT64_MIN}, {})}, cur);
+  return cast(L, v, cur, out.dtype);
+}
+
 // max / min. For floats: Where(any(IsNaN(x)), NaN, Reduce(x)).
 Value extremum(Lowering& L, const char* op, Value x, const Aval& in, const Axes& axes, const Aval& out) {
   if (in.dtype == dtype::boolean) return reduce_bool(L, op, x, in, axes);
+  if (in.dtype == dtype::i64 || in.dtype == dtype::u64) return extremum_64(L, op, x, in, axes, out);
   Value r = reduce(L, op, x, axes, out);
   if (dtype::is_float(in.dtype)) {
     Value isnan = L.op("IsNaN", {x}, in.with_dtype(dtype::boolean));
@@ -184,6 +233,21 @@ Value complex_extreme_value(Lowering& L, const char* op, Value x, const Aval& in
   double none = std::string(op) == "ReduceMax" ? -INFINITY : INFINITY;
   Value im = reduce(L, op, L.op("Where", {cand, z.im, scalar(L, p.dtype, none)}, p), axes, po);
   return complex::pack(L, L.op("Squeeze", {re, i64s(L, axes)}, po), im, out);
+}
+
+// The lexicographically larger (smaller) of complex a (aval `aa`, which
+// broadcasts to `out`) and b (aval `out`), as JAX's max (min) picks.
+Value complex_pick(Lowering& L, bool is_max, Value a, const Aval& aa, Value b, const Aval& out) {
+  const Aval mask = out.with_dtype(dtype::boolean);
+  const char* cmp = is_max ? "Greater" : "Less";
+  complex::Parts x = complex::split(L, a, aa), y = complex::split(L, b, out);
+  Value strict = L.op(cmp, {x.re, y.re}, mask);
+  Value tie = L.op("And", {L.op("Equal", {x.re, y.re}, mask), L.op(cmp, {x.im, y.im}, mask)}, mask);
+  Value pick_a = L.op("Or", {strict, tie}, mask);
+  Shape one = out.shape;
+  one.push_back(Dim(1));
+  Value w = L.op("Unsqueeze", {pick_a, i64s(L, {-1})}, Aval(dtype::boolean, one));
+  return L.op("Where", {w, a, b}, complex::packed(out));
 }
 
 Value max(Lowering& L, Value x, const Aval& in, const Axes& axes, const Aval& out) {
@@ -315,6 +379,16 @@ void lower_collective(Lowering& L, ReduceFn fn) {
   }
 }
 
+// Elementwise Max (is_max) or Min of a and b, giving `out`. onnxruntime 1.31's
+// int64 Max/Min compare the low words as signed when the high words are equal
+// (max(3, 2**31) is 3; tests/python/test_onnxruntime_workarounds.py): int64
+// picks with Where(Greater/Less), whose kernels are right.
+Value max_or_min(Lowering& L, bool is_max, Value a, Value b, const Aval& out) {
+  if (out.dtype != dtype::i64) return L.op(is_max ? "Max" : "Min", {a, b}, out);
+  Value pick_a = L.op(is_max ? "Greater" : "Less", {a, b}, out.with_dtype(dtype::boolean));
+  return L.op("Where", {pick_a, a, b}, out);
+}
+
 // ----------------------------------------------------------------- reduce --
 
 // The generic reduce(operands..., inits..., jaxpr, dimensions). Lowered when
@@ -357,12 +431,14 @@ void lower_reduce(Lowering& L) {
     Aval out = L.out_aval(k);
     Axes axes = L.axes_param("dimensions", in.rank());
     Value x = L.input(k);
-    if (complex::is(in.dtype)) {  // the init folds in by complex addition only
-      if (m->combine != std::string("Add"))
+    if (complex::is(in.dtype)) {  // the init folds in by complex addition or lexicographic max/min
+      const std::string combine = m->combine;
+      if (combine != "Add" && combine != "Max" && combine != "Min")
         L.fail(std::string("reduce with a '") + m->primitive + "' body over complex operands is not lowered "
-               "(only add; jnp.max/jnp.min/jnp.prod are)");
+               "(add, max and min are; jnp.prod is)");
       Value r = axes.empty() ? x : m->reduce(L, x, in, axes, out);
-      L.bind(k, L.op("Add", {L.input(n + k), r}, complex::packed(out)));
+      L.bind(k, combine == "Add" ? L.op("Add", {L.input(n + k), r}, complex::packed(out))
+                                 : complex_pick(L, combine == "Max", L.input(n + k), L.in_aval(n + k), r, out));
       continue;
     }
     Value r = axes.empty() ? x : m->reduce(L, x, in, axes, out);
@@ -375,7 +451,9 @@ void lower_reduce(Lowering& L) {
     }
     if (is_bool && combine == std::string("Max")) combine = "Or";
     if (is_bool && combine == std::string("Min")) combine = "And";
-    L.bind(k, bitwise(L, combine, {L.input(n + k), r}, out));
+    const bool extreme = combine == std::string("Max") || combine == std::string("Min");
+    L.bind(k, extreme ? max_or_min(L, combine == std::string("Max"), L.input(n + k), r, out)  // int64: Where
+                      : bitwise(L, combine, {L.input(n + k), r}, out));
   }
 }
 
@@ -415,10 +493,10 @@ void lower_arg(Lowering& L, const char* op) {
 // The ops each reduction emits, shared by reduce_X and its collective pX.
 constexpr std::initializer_list<const char*> kSumOps = {"ReduceSum", "CumSum", "Pad", "Gather", "Cast"};
 constexpr std::initializer_list<const char*> kMaxOps = {
-    "ReduceMax", "IsNaN", "Where", "Cast",
+    "ReduceMax", "IsNaN", "Where", "Cast", "TopK", "Pad", "Expand", "BitwiseXor",  // int64/uint64: TopK
     "Gather", "Equal", "Squeeze", "Unsqueeze", "Concat"};  // complex: lexicographic
 constexpr std::initializer_list<const char*> kMinOps = {
-    "ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast",
+    "ReduceMin", "ReduceMax", "IsNaN", "Where", "Cast", "TopK", "Pad", "Expand", "BitwiseXor",
     "Gather", "Equal", "Squeeze", "Unsqueeze", "Concat"};
 
 JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
@@ -427,9 +505,11 @@ JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
       .doc(onnx_doc("ReduceSum"));
   plugin.primitive("reduce_max", [](Lowering& L) { lower_reduction(L, max); })
       .emits(kMaxOps)
+      .emits_shape_ops()
       .doc(onnx_doc("ReduceMax"));
   plugin.primitive("reduce_min", [](Lowering& L) { lower_reduction(L, min); })
       .emits(kMinOps)
+      .emits_shape_ops()
       .doc(onnx_doc("ReduceMin"));
   plugin.primitive("reduce_prod", [](Lowering& L) { lower_reduction(L, prod); })
       .emits({"ReduceProd", "Pad", "Slice", "Mul", "Gather", "Concat", "Neg", "Cast",
@@ -455,15 +535,17 @@ JAXONNX_PLUGIN("lax_reduction", "0.1.0") {
       .summary(kCollective);
   plugin.primitive("pmax", [](Lowering& L) { lower_collective(L, max); })
       .emits(kMaxOps)
+      .emits_shape_ops()
       .summary(kCollective);
   plugin.primitive("pmin", [](Lowering& L) { lower_collective(L, min); })
       .emits(kMinOps)
+      .emits_shape_ops()
       .summary(kCollective);
   plugin.primitive("reduce", lower_reduce)
       .emits({"ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "CumSum", "Gather", "Pad",
               "Slice", "Mul", "Concat", "Neg", "Cast", "IsNaN", "Where", "Mod", "Unsqueeze",
               "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Squeeze", "Add", "Max", "Min", "And",
-              "Or", "Xor"})
+              "Or", "Xor", "TopK", "Expand", "Equal", "Greater", "Less"})
       .emits_shape_ops()
       .summary("when its body is add/mul/max/min/and/or/xor per operand");
   plugin.primitive("argmax", [](Lowering& L) { lower_arg(L, "ArgMax"); })

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from helpers import check, op_types, random_input
+from helpers import check, check_harness, op_types, random_input
 
 SHAPES = [(3, 4), ("B", 4)]
 FLOATS = [(np.float32, False), (np.float64, True)]
@@ -534,3 +534,9 @@ def test_compare_unsigned_and_bool():
     names = sorted(COMPARE)
     fn = jax.jit(lambda x, y, p, q: [COMPARE[n](x, y) for n in names] + [COMPARE[n](p, q) for n in names])
     check(fn, [("B", 5)] * 4, [np.uint32, np.uint32, np.bool_, np.bool_])
+
+
+@pytest.mark.parametrize("dst", ["int8", "int16", "int32"])
+def test_convert_complex_to_int_catalog(dst):
+    # JAX converts the real part (test_complex.py has the edge values).
+    check_harness("convert_element_type", f"dtypes_to_dtypes_shape_complex64_100_100_olddtype_complex64_newdtype_{dst}")

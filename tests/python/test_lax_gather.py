@@ -225,6 +225,32 @@ def test_fill_on_slice_path():
     check(f, [("B", 6), (1,)], [np.float32, np.int32], make_inputs=indices_in(-3, 7), batches=(1, 7, 2))
 
 
+@pytest.mark.parametrize("batch,dtype,x64", CASES)
+def test_gather_every_indexed_axis_whole(batch, dtype, x64):
+    # Every start clamps to 0: each batch position reads the same (sliced) operand, and
+    # FILL_OR_DROP keeps only the positions whose starts are all 0. With operand
+    # batching dims the paired axis is not broadcast.
+    whole = lax.GatherDimensionNumbers(offset_dims=(2, 3, 4), collapsed_slice_dims=(), start_index_map=(1, 2))
+    collapsed = lax.GatherDimensionNumbers(offset_dims=(1, 2), collapsed_slice_dims=(0,), start_index_map=(2,))
+    batching = lax.GatherDimensionNumbers(offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(2,),
+                                          operand_batching_dims=(0,), start_indices_batching_dims=(0,))
+
+    def f(x, i2, i1):
+        return (lax.gather(x, i2, whole, (1, 5, 4), mode="promise_in_bounds"),
+                lax.gather(x, i2, whole, (x.shape[0], 5, 4), mode="fill"),
+                lax.gather(x, i1, collapsed, (1, 3, 4), mode="clip"),
+                lax.gather(x, i1, batching, (1, 5, 4), mode="fill"))
+    model = check(f, [(batch, 5, 4), (1, 3, 2), (batch, 1)], [dtype, np.int32, np.int32], x64=x64,
+                  make_inputs=indices_in(-1, 2))
+    assert "Expand" in op_types(model)
+
+
+@pytest.mark.parametrize("enable_xla", ["True", "False"])
+def test_catalog_every_indexed_axis_whole(enable_xla):
+    check_harness("gather", "op_shape_10_10_10_offset_dims_2_3_4_start_index_map_1_2_start_indices_shape_1_4_2_"
+                  f"slice_sizes_10_10_10_enable_xla_{enable_xla}")
+
+
 def test_gather_kept_and_windowed_dims():
     # Size-1 slices kept (not collapsed) and a short window on a non-indexed axis.
     kept = lax.GatherDimensionNumbers(offset_dims=(1, 2), collapsed_slice_dims=(), start_index_map=(0,))

@@ -14,7 +14,7 @@ import jaxonnx
 import jaxonnx._core as core
 from jaxonnx import _plugins
 
-from helpers import check, op_types, symbolic_specs
+from helpers import check, check_harness, op_types, symbolic_specs
 
 FLOATS = [(np.float32, False), (np.float64, True)]
 FLOAT_IDS = ["f32", "f64"]
@@ -357,6 +357,67 @@ def test_nextafter_symbolic(dtype, x64):
     model = check(lax.nextafter, [("B", 3), ("B", 3)], [dtype, dtype], x64=x64)
     assert_declared(model, "nextafter")
     check(lambda x: jnp.nextafter(x, 0.0), [("B", 3)], [dtype], x64=x64)
+
+
+def _half_nextafter_cases(dtype):
+    """Every finite, infinite and NaN value of the 16-bit float against +-inf, +-0, NaN, 1 and itself."""
+    xs = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
+    with np.errstate(invalid="ignore"):
+        xs = np.concatenate([xs[~np.isnan(xs)], np.array([np.nan], dtype)])
+    targets = np.array([INF, -INF, 0.0, -0.0, NAN, 1.0], dtype)
+    x = np.concatenate([np.repeat(xs, len(targets)), xs])
+    y = np.concatenate([np.tile(targets, len(xs)), xs])
+    return x, y
+
+
+def _ieee_nextafter_16(x, y, dtype):
+    """IEEE nextafter of 16-bit floats on their bits (numpy has none for bfloat16)."""
+    bits = x.view(np.uint16).astype(np.int32)
+    up = (y > x) == (x > 0)  # away from zero when moving outwards
+    stepped = np.where(up, bits + 1, bits - 1).astype(np.uint16).view(dtype)
+    tiny = np.array(1, np.uint16).view(dtype)
+    from_zero = np.where(y > x, tiny, -tiny)
+    r = np.where(x == 0, from_zero, stepped)
+    r = np.where(x == y, y, r)
+    return np.where(np.isnan(x) | np.isnan(y), np.array(np.nan, dtype), r).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, jnp.bfloat16], ids=["f16", "bf16"])
+def test_nextafter_half_is_bit_exact(dtype):
+    """float16 / bfloat16 (in float32, rounded onto the neighbour by a Cast):
+    bit-identical to IEEE nextafter over every value of the type against +-inf,
+    +-0, NaN, 1 and itself, and to JAX wherever JAX keeps the subnormals: all of
+    float16's, none of bfloat16's (XLA on CPU computes it in float32, where
+    bfloat16's subnormals are subnormal and flushed to zero). The model takes
+    and gives float32 (onnxruntime's Python API has no bfloat16 arrays); the
+    conversions are exact."""
+    x, y = _half_nextafter_cases(dtype)
+
+    def fn(a, b):
+        return lax.nextafter(a.astype(dtype), b.astype(dtype)).astype(np.float32)
+
+    [got], [want] = run(jax.jit(fn), [x.astype(np.float32), y.astype(np.float32)])
+    ieee = _ieee_nextafter_16(x, y, dtype).astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ieee))
+    ok = ~np.isnan(ieee)
+    np.testing.assert_array_equal(got[ok].view(np.uint32), ieee[ok].view(np.uint32))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    if dtype == np.float16:
+        np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
+    else:
+        tiny = float(jnp.finfo(dtype).tiny)
+        normal = ok & ~np.any([(v != 0) & (np.abs(v.astype(np.float32)) < tiny) for v in (x, y, ieee)], axis=0)
+        np.testing.assert_array_equal(got[normal].view(np.uint32), want[normal].view(np.uint32))
+
+
+def test_nextafter_half_catalog():
+    # float16 (onnxruntime's Python API has no bfloat16 arrays: bfloat16 is covered above).
+    check_harness("nextafter", "dtypes_lhs_float16_20_20_rhs_float16_20_20_")
+
+
+def test_nextafter_float16_symbolic():
+    model = check(lax.nextafter, [("B", 3), ("B", 3)], [np.float16, np.float16])
+    assert_declared(model, "nextafter")
 
 
 # ---------------------------------------------------------------- complex --

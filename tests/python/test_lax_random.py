@@ -19,7 +19,7 @@ import pytest
 from jax._src.random.threefry2x32 import threefry2x32_p  # no public API binds it
 
 import jaxonnx
-from helpers import check, op_types, symbolic_specs
+from helpers import check, check_harness, op_types, symbolic_specs
 
 ONE_BATCH = (5,)
 
@@ -403,3 +403,22 @@ def lax_rng_uniform(a, b, shape):
 def test_rng_uniform_is_refused_from_opset_22():
     with pytest.raises(jaxonnx.ConversionError, match="rng_uniform.*opset 21"):
         jaxonnx.to_onnx(lambda x: lax_rng_uniform(x, x + 1, (3,)), [jax.ShapeDtypeStruct((), np.float32)])
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16], ids=["f16", "bf16"])
+def test_uniform_half_floats_bit_exact(dtype):
+    """uniform in float16/bfloat16: random uint16 bits bitcast to the 16-bit float
+    (lax_bitwise), compared exactly (as float32: onnxruntime's Python API has no bfloat16)."""
+    def fn(k, x):
+        return jax.random.uniform(k, (x.shape[0], 64), dtype).astype(jnp.float32)
+
+    check_typed_key(fn, ("B", 6), batches=(1, 7))
+
+
+@pytest.mark.parametrize("group,name", [("random_uniform", "shape_float16_5_4_"), ("random_uniform", "shape_float16_"),
+                                        ("random_categorical", "shape_float16_5_4_axis_1"),
+                                        ("random_categorical", "shape_float16_8_axis_0")])
+def test_half_float_draws_catalog(group, name):
+    # float16 only (onnxruntime's Python API has no bfloat16 arrays; bfloat16 draws are
+    # compared above through float32).
+    check_harness(group, name)
