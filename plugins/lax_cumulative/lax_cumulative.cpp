@@ -26,6 +26,7 @@
 //   (real part, then imaginary; identity -inf/+inf in both parts). JAX has
 //   no complex cumlogsumexp.
 #include <jaxonnx/complex.hpp>
+#include <jaxonnx/max_min.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
@@ -181,7 +182,8 @@ void lower_cumextremum(Lowering& L, bool is_max) {
   Aval wa = in.with_dtype(w);
   Value x = in.dtype == dtype::f16 || in.dtype == dtype::boolean ? cast(L, L.input(0), in, w)
                                                                   : to_order(L, L.input(0), in);
-  Value r = inclusive_scan(L, is_max ? "Max" : "Min", x, wa, p.axis, p.reverse, extreme(L, w, is_max));
+  // max_min.hpp: int64 (and uint64 in its order) picks with Where, not onnxruntime's faulty int64 Max/Min.
+  Value r = inclusive_max_min_scan(L, is_max, x, wa, p.axis, p.reverse, extreme(L, w, is_max));
   if (in.dtype == dtype::f16 || in.dtype == dtype::boolean) {
     L.bind(0, cast(L, r, wa, in.dtype));
     return;

@@ -26,6 +26,7 @@
 //   lt/le/gt/ge take no complex operands). Other primitives refuse one.
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/complex_math.hpp>
+#include <jaxonnx/max_min.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -310,16 +311,6 @@ void lower_complex_max_min(Lowering& L, bool is_max) {
     v.push_back(complex::is(a.dtype) ? L.input(i) : complex::from_real(L, L.input(i), a, out.with_shape(a.shape)));
   }
   L.bind(0, L.op("Where", {w, v[0], v[1]}, complex::packed(out)));
-}
-
-// Elementwise Max (is_max) or Min of a and b, giving `out`. onnxruntime 1.31's
-// int64 Max/Min compare the low words as signed when the high words are equal
-// (max(3, 2**31) is 3; tests/python/test_onnxruntime_workarounds.py): int64
-// picks with Where(Greater/Less), whose kernels are right.
-Value max_or_min(Lowering& L, bool is_max, Value a, Value b, const Aval& out) {
-  if (out.dtype != dtype::i64) return L.op(is_max ? "Max" : "Min", {a, b}, out);
-  Value pick_a = L.op(is_max ? "Greater" : "Less", {a, b}, out.with_dtype(dtype::boolean));
-  return L.op("Where", {pick_a, a, b}, out);
 }
 
 void lower_max_min(Lowering& L, const char* onnx, const char* boolean_op) {

@@ -32,6 +32,7 @@
 
 #include <jaxonnx/complex.hpp>
 #include <jaxonnx/complex_math.hpp>
+#include <jaxonnx/max_min.hpp>
 
 #include <string>
 #include <utility>
@@ -158,16 +159,6 @@ void lower_rem(Lowering& L) {
                 ? L.op("Sub", {x, L.op("Mul", {L.op("Div", {x, d}, out), d}, out)}, out)
                 : L.op("Mod", {x, d}, out, {fmod});
   L.bind(0, where(L, zero, x, r, out));
-}
-
-// Elementwise Max (is_max) or Min of a and b, giving `out`. onnxruntime 1.31's
-// int64 Max/Min compare the low words as signed when the high words are equal
-// (max(3, 2**31) is 3; tests/python/test_onnxruntime_workarounds.py): int64
-// picks with Where(Greater/Less), whose kernels are right.
-Value max_or_min(Lowering& L, bool is_max, Value a, Value b, const Aval& out) {
-  if (out.dtype != dtype::i64) return L.op(is_max ? "Max" : "Min", {a, b}, out);
-  Value pick_a = L.op(is_max ? "Greater" : "Less", {a, b}, out.with_dtype(dtype::boolean));
-  return L.op("Where", {pick_a, a, b}, out);
 }
 
 // clamp(lo, x, hi) = min(max(x, lo), hi), as XLA: NaN in any operand gives

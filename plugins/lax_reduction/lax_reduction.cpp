@@ -45,6 +45,7 @@
 // over a leading axis; ArgMax + GatherElements as fast or up to 1.5x slower;
 // a two-word split through int32 ReduceMax 5-15x slower).
 #include <jaxonnx/complex.hpp>
+#include <jaxonnx/max_min.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -377,16 +378,6 @@ void lower_collective(Lowering& L, ReduceFn fn) {
     Value x = L.input(k);
     L.bind(k, ax.empty() ? x : fn(L, x, in, ax, L.out_aval(k)));
   }
-}
-
-// Elementwise Max (is_max) or Min of a and b, giving `out`. onnxruntime 1.31's
-// int64 Max/Min compare the low words as signed when the high words are equal
-// (max(3, 2**31) is 3; tests/python/test_onnxruntime_workarounds.py): int64
-// picks with Where(Greater/Less), whose kernels are right.
-Value max_or_min(Lowering& L, bool is_max, Value a, Value b, const Aval& out) {
-  if (out.dtype != dtype::i64) return L.op(is_max ? "Max" : "Min", {a, b}, out);
-  Value pick_a = L.op(is_max ? "Greater" : "Less", {a, b}, out.with_dtype(dtype::boolean));
-  return L.op("Where", {pick_a, a, b}, out);
 }
 
 // ----------------------------------------------------------------- reduce --

@@ -50,6 +50,7 @@
 // both parts), so their padding and holes are padded with 0 and then set to
 // [1, 0] where a Pad of a false mask put true (Where).
 #include <jaxonnx/complex.hpp>
+#include <jaxonnx/max_min.hpp>
 #include <jaxonnx/plugin.hpp>
 
 #include <cmath>
@@ -314,10 +315,13 @@ Value reduce_window(Lowering& L, Kind k, size_t xi, Value init) {
   const int32_t id_t = dtype::is_float(in.dtype) ? ct : in.dtype;
   Value pad = cast(L, scalar_const(L, id_t, encode(identity(k, in.dtype), id_t)), Aval(id_t, {}), ct);
   Value x = cast(L, L.input(xi), in, ct);
-  Value r = windowed(L, [&](Value a, Value b, const Aval& t) { return bitwise(L, op, {a, b}, t); }, x,
-                     in.with_dtype(ct), pad_with(pad), w, out.shape);
+  // Max/Min through max_min.hpp: onnxruntime's int64 Max/Min compare wrongly.
+  const Combine c = [&](Value a, Value b, const Aval& t) {
+    return k == Kind::Max || k == Kind::Min ? max_or_min(L, k == Kind::Max, a, b, t) : bitwise(L, op, {a, b}, t);
+  };
+  Value r = windowed(L, c, x, in.with_dtype(ct), pad_with(pad), w, out.shape);
   Aval rc = out.with_dtype(ct);
-  if (init != kNoValue) r = bitwise(L, op, {cast(L, init, Aval(in.dtype, {}), ct), r}, rc);
+  if (init != kNoValue) r = c(cast(L, init, Aval(in.dtype, {}), ct), r, rc);
   return cast(L, r, rc, out.dtype);
 }
 

@@ -195,3 +195,18 @@ def check_harness(group, name):
 def _packed(x):
     x = np.asarray(x)
     return np.stack([x.real, x.imag], -1) if np.iscomplexobj(x) else x
+
+
+def int64_fault_inputs(shape, dtype, rng):
+    """64-bit integers sharing their high words (onnxruntime 1.31's int64 Max/Min and
+    ReduceMax/ReduceMin compare those low words as signed: jaxonnx/max_min.hpp), around 0,
+    2^31, 2^32, 2^63 and the type's limits."""
+    info = np.iinfo(dtype)
+    hi = rng.integers(-2, 2, size=shape) if info.min < 0 else rng.integers(0, 2, size=shape)
+    hi = np.where(rng.random(shape) < 0.1, int(info.max >> 32), hi)
+    lo = rng.integers(0, 2**32, size=shape, dtype=np.uint64)
+    x = (hi.astype(np.uint64) << np.uint64(32)) | lo
+    flat = x.astype(dtype).reshape(-1)
+    special = np.array([v % 2**64 for v in (int(info.max), int(info.min), 2**31, 1, 2, 3)], np.uint64).astype(dtype)
+    flat[:min(len(special), flat.size)] = special[:flat.size]
+    return flat.reshape(shape)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from jax import lax
 
-from helpers import check, op_types
+from helpers import check, int64_fault_inputs, op_types
 
 FLOATS = [(np.float32, False), (np.float64, True)]
 CUM = {
@@ -65,6 +65,18 @@ def test_cummax_cummin_full_range_unsigned(dtype, x64):
         info = np.iinfo(d)
         return rng.integers(info.min, info.max, size=s, dtype=d, endpoint=True)
     check(cum_all(["cummax", "cummin"], 1, False), [("B", 6)], [dtype], x64=x64, make_inputs=gen)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64], ids=["i64", "u64"])
+def test_cummax_cummin_64bit_exact(dtype, reverse):
+    # onnxruntime's int64 Max/Min compare low words as signed when the high words are equal
+    # (jaxonnx/max_min.hpp): the scan picks with Where instead; the fault's own rows first.
+    rows = np.array([[3, 2**31, 2**31 + 7, 5, 2**32 + 2**31, 2**32 + 1]], dtype)
+    check(cum_all(["cummax", "cummin"], 1, reverse), [(1, 6)], [dtype], x64=True, make_inputs=lambda s, d, rng: rows)
+    model = check(cum_all(["cummax", "cummin"], 1, reverse), [("B", 6)], [dtype], x64=True,
+                  make_inputs=int64_fault_inputs)
+    assert not {"Max", "Min"} & set(op_types(model))
 
 
 @pytest.mark.parametrize("shape", [(2, 5), (2, 8), (2, 1), ("B", 5)], ids=str)

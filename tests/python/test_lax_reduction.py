@@ -8,7 +8,7 @@ import pytest
 from jax import lax
 
 import jaxonnx
-from helpers import check, check_harness, op_types
+from helpers import check, check_harness, int64_fault_inputs, op_types
 
 FLOATS = [(np.float32, False), (np.float64, True)]
 REDUCE = {
@@ -70,26 +70,12 @@ def test_reduce_int(name, dtype, x64):
         assert op_types(model) == ([ONNX_OP[name]] if dtype == np.int32 else ["TopK", "Squeeze"])
 
 
-def fault_inputs(shape, dtype, rng):
-    """64-bit integers sharing their high words (onnxruntime's int64 ReduceMax/ReduceMin compare
-    those low words as signed), around 0, 2^31, 2^32, 2^63 and the type's limits."""
-    info = np.iinfo(dtype)
-    hi = rng.integers(-2, 2, size=shape) if info.min < 0 else rng.integers(0, 2, size=shape)
-    hi = np.where(rng.random(shape) < 0.1, int(info.max >> 32), hi)
-    lo = rng.integers(0, 2**32, size=shape, dtype=np.uint64)
-    x = (hi.astype(np.uint64) << np.uint64(32)) | lo
-    flat = x.astype(dtype).reshape(-1)
-    special = np.array([v % 2**64 for v in (int(info.max), int(info.min), 2**31, 1, 2, 3)], np.uint64).astype(dtype)
-    flat[:min(len(special), flat.size)] = special[:flat.size]
-    return flat.reshape(shape)
-
-
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64], ids=["i64", "u64"])
 @pytest.mark.parametrize("shape", [(3, 6, 4), ("B", 6, 4)], ids=str)
 def test_reduce_max_min_64bit_exact(shape, dtype):
     # Every AXES entry in one model, the symbolic one with B = 1 and 7, and the fault's own row.
     fns = [reduce(n, a) for n in ("reduce_max", "reduce_min") for a in AXES]
-    model = check(lambda x: tuple(f(x) for f in fns), [shape], [dtype], x64=True, make_inputs=fault_inputs)
+    model = check(lambda x: tuple(f(x) for f in fns), [shape], [dtype], x64=True, make_inputs=int64_fault_inputs)
     assert "TopK" in op_types(model) and not {"ReduceMax", "ReduceMin"} & set(op_types(model))
     fault = np.array([[2**31, 1, 2, 3], [0, 0, 2**31, 2**31]], dtype)
     check(lambda x: (jnp.max(x, axis=1), jnp.min(x, axis=1)), [(2, 4)], [dtype], x64=True,
@@ -102,7 +88,7 @@ def test_reduce_max_min_64bit_empty(dtype):
     # symbolic one that is 0 at run time.
     check(lambda x: (reduce("reduce_max", (1,))(x), reduce("reduce_min", (1,))(x)), [(3, 0)], [dtype], x64=True)
     check(lambda x: (reduce("reduce_max", (0,))(x), reduce("reduce_min", (0,))(x)), [("B", 3)], [dtype],
-          x64=True, batches=(0, 4), make_inputs=fault_inputs)
+          x64=True, batches=(0, 4), make_inputs=int64_fault_inputs)
 
 
 @pytest.mark.parametrize("dtype,x64", [(np.int32, False), (np.int64, True), (np.uint8, False)],
@@ -459,4 +445,4 @@ def test_generic_reduce_max_min_64bit(dtype):
         return lax.reduce((x, y), (dtype(3), np.int32(0)), lambda a, b: (lax.max(a[0], b[0]), lax.min(a[1], b[1])),
                           (0,))
     # B >= 2: XLA skips a non-identity init over an extent of 1.
-    check(f, [("B", 6), ("B", 6)], [dtype, np.int32], x64=True, make_inputs=fault_inputs, batches=(2, 7))
+    check(f, [("B", 6), ("B", 6)], [dtype, np.int32], x64=True, make_inputs=int64_fault_inputs, batches=(2, 7))
