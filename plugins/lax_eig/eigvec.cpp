@@ -15,10 +15,11 @@
 // x(c) = -wi / T(c+1, c), x(c+1) = i; the second of a pair conjugated (the
 // arithmetic is conjugate-symmetric, so it solves to the conjugate). A 1x1
 // diagonal is perturbed to smin = max(ulp (|wr| + |wi|), smlnum) as dlaln2
-// does (repeated eigenvalues); a 2x2 block is solved by Cramer's rule, with no
-// perturbation; instead of dlaln2's overflow scaling, a column about to
-// exceed a large bound is scaled down first and one that has grown large is
-// renormalized (positive factors: the direction is kept). Then V = Z X, the
+// does (repeated eigenvalues); a 2x2 block is solved by Cramer's rule, an
+// exactly singular one (a repeated pair) with its determinant raised to smin
+// times its largest entry, as dlaln2's perturbed pivot; instead of dlaln2's
+// overflow scaling, a column about to exceed a large bound is scaled down
+// first and one that has grown large is renormalized (positive factors: the direction is kept). Then V = Z X, the
 // balancing undone (rows scaled by dgebal's factors, then permuted back),
 // each column scaled to unit 2-norm and, for a complex one, rotated so that
 // its largest-magnitude component (the first of them) is real with the sign
@@ -76,12 +77,20 @@ std::pair<E, E> back_substitute(Ctx& K, const E& T, const E& wr, const E& wi, co
     complex::Parts am{a.v, mwi.v}, dm{dd.v, mwi.v};
     complex::Parts ad = complex::mul(L, am, dm, va);
     E det_re = re_of(ad, va, L) - b * c, det_im = im_of(ad, va, L);
+    E m2 = fmax(fmax(fabs(a) + fabs(wi), fabs(dd) + fabs(wi)), fmax(fabs(b), fabs(c)));
+    // An exactly singular block (the eigenvalue's pair repeated, e.g. two
+    // equal blocks): the determinant becomes smin times the largest entry,
+    // the size dlaln2's perturbed pivot gives it; without it 0/0 is NaN.
+    // Only below safmin: a merely small determinant (a pair split by
+    // rounding) is solved as it is, which keeps the vector accurate.
+    E sing = lt(fabs(det_re) + fabs(det_im), K.f(K.safmin()) * m2);
+    det_re = sel(sing, smin * m2, det_re);
+    det_im = sel(sing, 0.0, det_im);
     // Overflow guard (dtrevc3/dlaln2 rescale a column instead): a column
     // whose solution would exceed kBig is scaled down first; the direction,
     // all that geev keeps, is unchanged.
     E rn1 = fabs(r1re) + fabs(r1im), rn0 = fabs(r0re) + fabs(r0im);
     E q1 = fabs(dr) + fabs(di);
-    E m2 = fmax(fmax(fabs(a) + fabs(wi), fabs(dd) + fabs(wi)), fmax(fabs(b), fabs(c)));
     E q2 = fmax((fabs(det_re) + fabs(det_im)) / fmax(m2, K.f(K.safmin())), K.f(K.safmin()));
     E need = sel(blk, rn0 + rn1, rn1), q = sel(blk, q2, q1);
     double big = K.dt == dtype::f32 ? 1e30 : 1e290;

@@ -82,4 +82,9 @@ std::pair<E, E> right_eigenvectors(Ctx& K, const Schur& S, const E& wr, const E&
 // geev's left eigenvectors (u^H A = w u^H), the same way (dtrevc3 'L').
 std::pair<E, E> left_eigenvectors(Ctx& K, const Schur& S, const E& wr, const E& wi);
 
+// eig of one complex matrix A (packed, [n, n, 2]) through its real embedding,
+// K of size 2n: the packed eigenvalues [n, 2], then the left and/or right
+// eigenvectors [n, n, 2] as asked (complex_eig.cpp).
+std::vector<E> complex_eig(Ctx& K, const E& A, int64_t n, bool left, bool right);
+
 }  // namespace lax_eig

@@ -19,8 +19,9 @@
 // When dlahqr runs out of iterations (LAPACK's info > 0; JAX then gives NaN)
 // every output of that matrix is NaN.
 //
-// Not lowered (a ConversionError says so): complex matrices, schur with
-// sort_eig_vals.
+// A complex matrix's eig runs the same path on its real embedding
+// (complex_eig.cpp). Not lowered (a ConversionError says so): schur of a
+// complex matrix, schur with sort_eig_vals.
 #include "lapack.hpp"
 
 #include <jaxonnx/complex.hpp>
@@ -35,11 +36,12 @@ namespace {
 using namespace jaxonnx::sdk;
 using namespace lax_eig;
 
-int64_t require_square(Lowering& L, const Aval& a) {
-  if (complex::is(a.dtype))
+int64_t require_square(Lowering& L, const Aval& a, bool complex_ok) {
+  if (complex::is(a.dtype) && !complex_ok)
     L.fail(std::string(L.primitive()) + " of a complex matrix (" + a.str() +
            ") is not supported; only float32 and float64 matrices are lowered");
-  if (a.dtype != dtype::f32 && a.dtype != dtype::f64)
+  int32_t pdt = complex::part_dtype(a.dtype);
+  if (pdt != dtype::f32 && pdt != dtype::f64)
     L.fail(std::string(L.primitive()) + ": operand dtype " + dtype::name(a.dtype) + " is not supported");
   if (a.rank() < 2) L.fail(std::string(L.primitive()) + ": operand " + a.str() + " is not a matrix");
   const Dim& m = a.shape[a.shape.size() - 2];
@@ -56,18 +58,23 @@ E nan_if(const E& failed, const E& x) { return sel(failed, lit(x, NAN), x); }
 
 // Runs `kernel` (one [n, n] matrix in, packed per-matrix outputs out) on
 // every matrix of input 0 and binds the outputs, one per entry of `outs`
-// (indices into the equation's outputs).
+// (indices into the equation's outputs). A complex matrix comes packed,
+// [n, n, 2], with a context of size 2n (its real embedding, complex_eig.cpp).
 template <typename Kernel>
 void batched(Lowering& L, int64_t n, const std::vector<size_t>& outs, Kernel kernel) {
   Aval in = L.in_aval(0);
-  Value xr = merge_leading(L, L.input(0), in, in.shape.size() - 2, Aval::of_unknown_shape(in.dtype));
-  Value shp = L.op("Shape", {xr}, Aval(dtype::i64, {3}));
+  const bool cx = complex::is(in.dtype);
+  const int32_t pdt = complex::part_dtype(in.dtype);
+  Aval pin = complex::packed(in);
+  Value xr = merge_leading(L, L.input(0), pin, in.shape.size() - 2, Aval::of_unknown_shape(pdt));
+  Value shp = L.op("Shape", {xr}, Aval(dtype::i64, {cx ? 4 : 3}));
   Value count = L.op("Gather", {shp, scalar(L, dtype::i64, 0)}, Aval(dtype::i64, {}), {Attr::i("axis", 0)});
   Subgraph g = L.begin_subgraph("matrix");
   Value it = g.input(Aval(dtype::i64, {}), "b");
   Value go = g.input(Aval(dtype::boolean, {}), "cond_in");
-  E A{&L, L.op("Gather", {xr, it}, Aval(in.dtype, {n, n}), {Attr::i("axis", 0)}), Aval(in.dtype, {n, n})};
-  Ctx K(L, in.dtype, n);
+  Aval one = cx ? Aval(pdt, {n, n, 2}) : Aval(pdt, {n, n});
+  E A{&L, L.op("Gather", {xr, it}, one, {Attr::i("axis", 0)}), one};
+  Ctx K(L, pdt, cx ? 2 * n : n);
   std::vector<E> res = kernel(K, A);
   std::vector<Value> body_out = {go};
   std::vector<Aval> loop_out;
@@ -99,12 +106,16 @@ bool flag(Lowering& L, const char* name, bool dflt) {
 
 void lower_eig(Lowering& L) {
   if (bind_empty(L)) return;
-  int64_t n = require_square(L, L.in_aval(0));
+  int64_t n = require_square(L, L.in_aval(0), true);
   bool left = flag(L, "compute_left_eigenvectors", true), right = flag(L, "compute_right_eigenvectors", true);
   std::vector<size_t> outs = {0};
   if (left) outs.push_back(outs.size());
   if (right) outs.push_back(outs.size());
   Aval w = L.out_aval(0);
+  if (complex::is(L.in_aval(0).dtype)) {
+    batched(L, n, outs, [&](Ctx& K, const E& A) { return complex_eig(K, A, n, left, right); });
+    return;
+  }
   batched(L, n, outs, [&](Ctx& K, const E& A) {
     Schur S = real_schur(K, A, true);
     auto [wr, wi] = eigenvalues(K, S.T);
@@ -124,7 +135,7 @@ void lower_eig(Lowering& L) {
 
 void lower_schur(Lowering& L) {
   if (bind_empty(L)) return;
-  int64_t n = require_square(L, L.in_aval(0));
+  int64_t n = require_square(L, L.in_aval(0), false);
   if (flag(L, "sort_eig_vals", false))
     L.fail("schur: sort_eig_vals=True is not supported (JAX does not implement it on CPU either)");
   bool vectors = flag(L, "compute_schur_vectors", true);
@@ -143,7 +154,7 @@ const std::initializer_list<const char*> kOps = {
     "Loop", "Reshape", "Shape", "Gather", "GatherElements", "ScatterElements", "Expand", "Add", "Sub", "Mul",
     "Div", "Neg", "Abs", "Sqrt", "Max", "Min", "Pow", "Log", "Ceil", "Mod", "Less", "LessOrEqual", "Greater",
     "GreaterOrEqual", "Equal", "Not", "And", "Or", "Where", "Cast", "ReduceSum", "ReduceMax", "ArgMax",
-    "MatMul", "Unsqueeze", "Concat", "Transpose"};
+    "MatMul", "Unsqueeze", "Concat", "Transpose", "TopK"};
 
 }  // namespace
 
@@ -157,7 +168,8 @@ JAXONNX_PLUGIN("lax_eig", "0.1.0") {
   const Entry entries[] = {
       {"eig", lower_eig,
        "LAPACK geev's path in Loops (dgebal, dgehd2, dlahqr double-shift QR, dtrevc3, dgebak): "
-       "geev's eigenvalue order and eigenvector normalization (left and right); real input"},
+       "geev's eigenvalue order and eigenvector normalization (left and right); complex input through its "
+       "shifted real embedding"},
       {"schur", lower_schur,
        "LAPACK gees's path in Loops (dgebal 'P', dgehd2, dlahqr): T and Z as gees; real input; "
        "no sort_eig_vals"},

@@ -137,11 +137,22 @@ Schedule schedule(Lowering& L, const Dim& nd_, int32_t dt) {
 // entry; the rotation that zeroes g is t = sign(th) / (|th| + sqrt(th^2 +
 // 1)), th = (d_q - d_p) / (2 g), from the pair's smaller index p, and index i
 // applies c, role_i * s: x_i <- c x_i - s_i x_j.
-std::pair<TV, TV> jacobi(Lowering& L, TV X, TV V, bool two_sided) {
+//
+// Complex (Xi, Vi: the imaginary parts, carried beside X, V): g_i is complex
+// (A[i, j] of a Hermitian A, or x_i^H x_j); the real rotation is computed
+// from |g_i| and the partner's column is first turned by the phase
+// ph_i = conj(g_i) / |g_i| (1 where g_i = 0): x_i <- c x_i - s_i ph_i x_j,
+// rows (two-sided) with conj(ph_i). For the pair (p, q), ph_q = conj(ph_p),
+// so the 2x2 step [[c, s conj(ph)], [-s ph, c]] is unitary and zeroes g.
+struct Rotated {
+  TV x, v, xi, vi;  // xi, vi: kNoValue when real
+};
+Rotated jacobi(Lowering& L, TV X, TV V, bool two_sided, TV Xi = {kNoValue, {}}, TV Vi = {kNoValue, {}}) {
+  const bool cx = Xi.v != kNoValue;
   int32_t dt = X.a.dtype;
   int64_t r = X.a.rank();
   Dim n = dim(X.a, 1);
-  if (n.is_static() && n.value < 2) return {X, V};
+  if (n.is_static() && n.value < 2) return {X, V, Xi, Vi};
   Schedule sch = schedule(L, n, dt);
   Value eyen = eye(L, dt, n, n);
   Value iotan = iota(L, n);
@@ -166,12 +177,14 @@ std::pair<TV, TV> jacobi(Lowering& L, TV X, TV V, bool two_sided) {
   g.input(bsc, "cond_in");
   TV x{g.input(X.a, "x"), X.a};
   TV v{g.input(V.a, "v"), V.a};
+  TV xi{cx ? g.input(X.a, "xi") : kNoValue, X.a};
+  TV vi{cx ? g.input(V.a, "vi") : kNoValue, V.a};
   Value mx = g.input(sc, "sweep_max");
 
   Value k = L.op("Mod", {iter, sch.rounds}, isc);
   Value part = L.op("Gather", {sch.partner, k}, Aval(dtype::i64, {n}), {Attr::i("axis", 0)});
   Value ro = L.op("Gather", {sch.role, k}, Aval(dt, {n}), {Attr::i("axis", 0)});
-  TV d, gij, fro2;
+  TV d, gij, fro2, gim;  // gim: the imaginary part of g (complex)
   if (two_sided) {
     // onehot[i, j] = (j == partner[i])
     Value hot = L.op("Equal", {L.op("Unsqueeze", {part, i64s(L, {1})}, Aval(dtype::i64, {n, 1})), iotan},
@@ -185,13 +198,42 @@ std::pair<TV, TV> jacobi(Lowering& L, TV X, TV V, bool two_sided) {
     TV gp = nd(L, "Gather", {gi.v, part}, gi.a, {Attr::i("axis", r - 2)});
     gij = nd(L, "Mul", {nd(L, "Add", {gi.v, gp.v}, gi.a).v, scalar(L, dt, 0.5)}, gi.a);
     TV sq = nd(L, "Mul", {x.v, x.v}, x.a);
+    if (cx) {  // (a_ij + conj(a_ji)) / 2
+      TV hi = reduce(L, "ReduceSum", nd(L, "Mul", {xi.v, hotf}, x.a), r - 1, false);
+      TV hp = nd(L, "Gather", {hi.v, part}, hi.a, {Attr::i("axis", r - 2)});
+      gim = nd(L, "Mul", {nd(L, "Sub", {hi.v, hp.v}, hi.a).v, scalar(L, dt, 0.5)}, hi.a);
+      sq = nd(L, "Add", {sq.v, nd(L, "Mul", {xi.v, xi.v}, x.a).v}, x.a);
+    }
     fro2 = reduce(L, "ReduceSum", reduce(L, "ReduceSum", sq, r - 1, false), r - 2, false);
-  } else {
+  } else if (!cx) {
     TV sq = nd(L, "Mul", {x.v, x.v}, x.a);
     d = reduce(L, "ReduceSum", sq, r - 2, false);
     TV xp = nd(L, "Gather", {x.v, part}, x.a, {Attr::i("axis", r - 1)});
     gij = reduce(L, "ReduceSum", nd(L, "Mul", {x.v, xp.v}, x.a), r - 2, false);
     fro2 = reduce(L, "ReduceSum", d, r - 2, false);
+  } else {  // g_i = x_i^H x_j
+    TV sq = nd(L, "Add", {nd(L, "Mul", {x.v, x.v}, x.a).v, nd(L, "Mul", {xi.v, xi.v}, x.a).v}, x.a);
+    d = reduce(L, "ReduceSum", sq, r - 2, false);
+    TV xp = nd(L, "Gather", {x.v, part}, x.a, {Attr::i("axis", r - 1)});
+    TV xpi = nd(L, "Gather", {xi.v, part}, x.a, {Attr::i("axis", r - 1)});
+    TV re = nd(L, "Add", {nd(L, "Mul", {x.v, xp.v}, x.a).v, nd(L, "Mul", {xi.v, xpi.v}, x.a).v}, x.a);
+    TV im = nd(L, "Sub", {nd(L, "Mul", {x.v, xpi.v}, x.a).v, nd(L, "Mul", {xi.v, xp.v}, x.a).v}, x.a);
+    gij = reduce(L, "ReduceSum", re, r - 2, false);
+    gim = reduce(L, "ReduceSum", im, r - 2, false);
+    fro2 = reduce(L, "ReduceSum", d, r - 2, false);
+  }
+  // Complex: the rotation comes from |g|, the phase ph = conj(g) / |g|.
+  TV phr, phi;
+  if (cx) {
+    Value zero0 = scalar(L, dt, 0.0);
+    TV gre = gij;
+    gij = nd(L, "Sqrt", {nd(L, "Add", {nd(L, "Mul", {gre.v, gre.v}, vecA).v, nd(L, "Mul", {gim.v, gim.v}, vecA).v},
+                            vecA).v},
+             vecA);
+    Value nz = L.op("Equal", {gij.v, zero0}, vecA.with_dtype(dtype::boolean));
+    Value safe = L.op("Where", {nz, scalar(L, dt, 1.0), gij.v}, vecA);
+    phr = nd(L, "Where", {nz, scalar(L, dt, 1.0), L.op("Div", {gre.v, safe}, vecA)}, vecA);
+    phi = nd(L, "Where", {nz, zero0, L.op("Neg", {L.op("Div", {gim.v, safe}, vecA)}, vecA)}, vecA);
   }
   TV dj = nd(L, "Gather", {d.v, part}, vecA, {Attr::i("axis", r - 2)});
   // Convergence measure of this round: max g^2 / (|d_i d_j| + floor) over
@@ -230,6 +272,38 @@ std::pair<TV, TV> jacobi(Lowering& L, TV X, TV V, bool two_sided) {
     TV yp = nd(L, "Gather", {y.v, part}, y.a, {Attr::i("axis", r - 1)});
     return nd(L, "Sub", {nd(L, "Mul", {y.v, cr}, y.a).v, nd(L, "Mul", {yp.v, sr}, y.a).v}, y.a);
   };
+  if (cx) {
+    // y_i <- c y_i - sigma_i y_j (sigma = s ph; conj(sigma) on rows), on
+    // the parts (re, im) along `axis`, c and sigma laid out by `at`.
+    auto rot = [&](const TV& y, const TV& yi, int64_t axis, bool conj_) {
+      int64_t at = axis == r - 1 ? r - 2 : r - 1;
+      Aval lay = axis == r - 1 ? rowA : X.a.with_shape(batch_then(X.a, {n, 1}));
+      Value cc = L.op("Unsqueeze", {c.v, i64s(L, {at})}, lay);
+      Value sgr = L.op("Unsqueeze", {L.op("Mul", {s.v, phr.v}, vecA), i64s(L, {at})}, lay);
+      Value sgi = L.op("Unsqueeze", {L.op("Mul", {s.v, phi.v}, vecA), i64s(L, {at})}, lay);
+      if (conj_) sgi = L.op("Neg", {sgi}, lay);
+      Value yp = L.op("Gather", {y.v, part}, y.a, {Attr::i("axis", axis)});
+      Value ypi = L.op("Gather", {yi.v, part}, y.a, {Attr::i("axis", axis)});
+      auto mul = [&](Value a, Value b) { return L.op("Mul", {a, b}, y.a); };
+      Value re = L.op("Sub", {mul(y.v, cc), L.op("Sub", {mul(yp, sgr), mul(ypi, sgi)}, y.a)}, y.a);
+      Value im = L.op("Sub", {mul(yi.v, cc), L.op("Add", {mul(ypi, sgr), mul(yp, sgi)}, y.a)}, y.a);
+      return std::make_pair(TV{re, y.a}, TV{im, y.a});
+    };
+    std::pair<TV, TV> xr = rot(x, xi, r - 1, false);
+    if (two_sided) xr = rot(xr.first, xr.second, r - 2, true);
+    std::pair<TV, TV> vr = rot(v, vi, r - 1, false);
+    TV x2 = xr.first, x2i = xr.second, v2 = vr.first, v2i = vr.second;
+    Value mnew = L.op("Max", {mx, rmax}, sc);
+    Value at_end = L.op("Equal", {k, sch.last}, bsc);
+    Value done = L.op("And", {at_end, L.op("LessOrEqual", {mnew, tol2}, bsc)}, bsc);
+    Value cond_out = L.op("Not", {done}, bsc);
+    Value m_out = L.op("Where", {at_end, zero, mnew}, sc);
+    GraphRef body = g.end({cond_out, x2.v, v2.v, x2i.v, v2i.v, m_out});
+    std::vector<Value> res =
+        L.op_n("Loop", {sch.trips, scalar(L, dtype::boolean, 1), X.v, V.v, Xi.v, Vi.v, scalar(L, dt, 0.0)},
+               {X.a, V.a, X.a, V.a, sc}, {Attr::graph("body", body)});
+    return {TV{res[0], X.a}, TV{res[1], V.a}, TV{res[2], X.a}, TV{res[3], V.a}};
+  }
   TV x2 = rot_cols(x);
   if (two_sided) {
     Aval colA = X.a.with_shape(batch_then(X.a, {n, 1}));
@@ -249,7 +323,7 @@ std::pair<TV, TV> jacobi(Lowering& L, TV X, TV V, bool two_sided) {
 
   std::vector<Value> res = L.op_n("Loop", {sch.trips, scalar(L, dtype::boolean, 1), X.v, V.v, scalar(L, dt, 0.0)},
                                   {X.a, V.a, sc}, {Attr::graph("body", body)});
-  return {TV{res[0], X.a}, TV{res[1], V.a}};
+  return {TV{res[0], X.a}, TV{res[1], V.a}, Xi, Vi};
 }
 
 // [lo, hi) of subset_by_index, or the whole range (nullopt-like {-1, -1}).
@@ -288,57 +362,111 @@ void lower_eigh(Lowering& L) {
     for (size_t k = 0; k < 2; ++k) L.bind(k, empty_of(L, complex::packed(L.out_aval(k))));
     return;
   }
-  require_float(L, A.a, 2);
+  const bool cx = complex::is(A.a.dtype);
+  Cx Ac = cx ? split_parts(L, A) : Cx{A, {kNoValue, {}}};
+  require_float(L, Ac.re.a, 2);
   Dim n = dim(A.a, 1);
   if (dim(A.a, 2) != n) L.fail("eigh: operand " + A.a.str() + " is not square");
   bool lower = L.param("lower").as_bool();
   auto [lo, hi] = subset(L, n);
-  int64_t r = A.a.rank();
-  // The symmetric matrix of the triangle JAX reads.
-  TV At = transpose_last(L, A);
+  const Aval pa = Ac.re.a;
+  int64_t r = pa.rank();
+  // The symmetric (Hermitian) matrix of the triangle JAX reads; a complex
+  // diagonal's imaginary part is not read (Hermitian: it is zero).
+  TV At = transpose_last(L, Ac.re);
   Value keep = index_mask(L, lower ? "GreaterOrEqual" : "LessOrEqual", n, n);
-  TV S = nd(L, "Where", {keep, A.v, At.v}, A.a);
-  TV V0{expand_to(L, eye(L, A.a.dtype, n, n), A.a), A.a};
-  auto [X, V] = jacobi(L, S, V0, true);
-  TV w = reduce(L, "ReduceSum", nd(L, "Mul", {X.v, eye(L, A.a.dtype, n, n)}, X.a), r - 1, false);
+  TV S = nd(L, "Where", {keep, Ac.re.v, At.v}, pa);
+  TV V0{expand_to(L, eye(L, pa.dtype, n, n), pa), pa};
+  TV Si{kNoValue, {}}, V0i{kNoValue, {}};
+  if (cx) {
+    TV Ait = transpose_last(L, Ac.im);
+    TV h = nd(L, "Where", {keep, Ac.im.v, L.op("Neg", {Ait.v}, pa)}, pa);
+    Si = nd(L, "Where", {index_mask(L, "Equal", n, n), scalar(L, pa.dtype, 0.0), h.v}, pa);
+    V0i = zeros(L, pa);
+  }
+  Rotated J = jacobi(L, S, V0, true, Si, V0i);
+  TV w = reduce(L, "ReduceSum", nd(L, "Mul", {J.x.v, eye(L, pa.dtype, n, n)}, pa), r - 1, false);
   auto [ws, idx] = sort_last(L, w, false);
-  TV vs = gather_cols(L, V, idx);
+  TV vs = gather_cols(L, J.v, idx);
+  TV vsi = cx ? gather_cols(L, J.vi, idx) : TV{kNoValue, {}};
   if (lo >= 0) {
     ws = slice_to(L, ws, r - 2, Dim(hi), lo);
     vs = slice_to(L, vs, r - 1, Dim(hi), lo);
+    if (cx) vsi = slice_to(L, vsi, r - 1, Dim(hi), lo);
   }
-  L.bind(0, vs.v);
+  L.bind(0, cx ? complex::pack(L, vs.v, vsi.v, vs.a.with_dtype(A.a.dtype)) : vs.v);
   L.bind(1, ws.v);
 }
 
-// One-sided Jacobi on the n columns of W [..., m, n]: the singular values
-// sorted descending and, with `uv`, the matching left vectors (W's rotated
-// columns over their norms) and right vectors (the accumulated rotations).
+// One-sided Jacobi on the n columns of W [..., m, n] (Wi: its imaginary
+// part when complex): the singular values sorted descending and, with `uv`,
+// the matching left vectors (W's rotated columns over their norms) and right
+// vectors (the accumulated rotations).
 struct SortedSvd {
-  TV s, u, v;
+  TV s;
+  Cx u, v;
 };
-SortedSvd one_sided_jacobi(Lowering& L, const TV& W, const Dim& n, bool uv) {
-  const int64_t r = W.a.rank();
-  Aval va = W.a.with_shape(batch_then(W.a, {n, n}));
-  TV V0{expand_to(L, eye(L, W.a.dtype, n, n), va), va};
-  auto [U, V] = jacobi(L, W, V0, false);
-  TV s = nd(L, "Sqrt", {reduce(L, "ReduceSum", nd(L, "Mul", {U.v, U.v}, U.a), r - 2, false).v},
-            U.a.with_shape(batch_then(U.a, {n})));
+SortedSvd one_sided_jacobi(Lowering& L, const Cx& W, const Dim& n, bool uv) {
+  const bool cx = W.im.v != kNoValue;
+  const Aval wa = W.re.a;
+  const int64_t r = wa.rank();
+  Aval va = wa.with_shape(batch_then(wa, {n, n}));
+  TV V0{expand_to(L, eye(L, wa.dtype, n, n), va), va};
+  Rotated J = jacobi(L, W.re, V0, false, W.im, cx ? zeros(L, va) : TV{kNoValue, {}});
+  TV sq = nd(L, "Mul", {J.x.v, J.x.v}, wa);
+  if (cx) sq = nd(L, "Add", {sq.v, nd(L, "Mul", {J.xi.v, J.xi.v}, wa).v}, wa);
+  TV s = nd(L, "Sqrt", {reduce(L, "ReduceSum", sq, r - 2, false).v}, wa.with_shape(batch_then(wa, {n})));
   auto [ss, idx] = sort_last(L, s, true);
-  if (!uv) return {ss, {kNoValue, {}}, {kNoValue, {}}};
-  TV Us = gather_cols(L, U, idx);
-  TV Vs = gather_cols(L, V, idx);
-  Us = nd(L, "Div", {Us.v, safe_row(L, ss)}, Us.a);
+  TV none{kNoValue, {}};
+  if (!uv) return {ss, {none, none}, {none, none}};
+  Cx Us{gather_cols(L, J.x, idx), cx ? gather_cols(L, J.xi, idx) : none};
+  Cx Vs{gather_cols(L, J.v, idx), cx ? gather_cols(L, J.vi, idx) : none};
+  Value srow = safe_row(L, ss);
+  Us.re = nd(L, "Div", {Us.re.v, srow}, Us.re.a);
+  if (cx) Us.im = nd(L, "Div", {Us.im.v, srow}, Us.im.a);
   return {ss, Us, Vs};
+}
+
+// x[..., start:end] along `axis` of both parts.
+Cx slice_parts(Lowering& L, const Cx& x, int64_t axis, const Dim& end, int64_t start = 0) {
+  return {slice_to(L, x.re, axis, end, start),
+          x.im.v == kNoValue ? x.im : slice_to(L, x.im, axis, end, start)};
+}
+
+// x^H (x^T when real).
+Cx adjoint(Lowering& L, const Cx& x) {
+  TV re = transpose_last(L, x.re);
+  if (x.im.v == kNoValue) return {re, x.im};
+  TV im = transpose_last(L, x.im);
+  return {re, nd(L, "Neg", {im.v}, im.a)};
 }
 
 void lower_svd(Lowering& L) {
   TV A{L.input(0), L.in_aval(0)};
-  require_float(L, A.a, 2);
+  const bool cx = complex::is(A.a.dtype);
+  Cx Ac = cx ? split_parts(L, A) : Cx{A, {kNoValue, {}}};
+  require_float(L, Ac.re.a, 2);
   bool full = L.param("full_matrices").as_bool();
   bool uv = L.param("compute_uv").as_bool();
   int64_t r = A.a.rank();
   Dim m = dim(A.a, 2), n = dim(A.a, 1);
+  if (has_static_zero(A.a)) {
+    // No singular value (or no matrix): s is empty, u and vh are what JAX
+    // gives, identities (full_matrices' m x m or n x n) or empty.
+    for (size_t k = 0; k < (uv ? 3u : 1u); ++k) {
+      Aval o = L.out_aval(k), p = complex::part(o);
+      if (has_static_zero(o)) {
+        L.bind(k, empty_of(L, complex::packed(o)));
+        continue;
+      }
+      Value e = expand_to(L, eye(L, p.dtype, dim(o, 2), dim(o, 1)), p);
+      L.bind(k, cx ? complex::from_real(L, e, p, o) : e);
+    }
+    return;
+  }
+  auto out = [&](size_t k, const Cx& x) {
+    L.bind(k, cx ? complex::pack(L, x.re.v, x.im.v, x.re.a.with_dtype(A.a.dtype)) : x.re.v);
+  };
   if (!all_static({m, n})) {
     // Jacobi on the n columns works for any m; the n singular values are
     // cut to min(m, n) at run time.
@@ -346,45 +474,60 @@ void lower_svd(Lowering& L) {
       L.fail("svd: full_matrices=True needs static matrix dims or a square matrix (one symbol); " + A.a.str() +
              " has a symbolic one (full_matrices=False works)");
     subset(L, dim_min(m, n));  // symbolic: refuses subset_by_index
-    auto [ss, Us, Vs] = one_sided_jacobi(L, A, n, uv);
+    SortedSvd d = one_sided_jacobi(L, Ac, n, uv);
     Dim k = L.out_aval(0).shape.back();
-    L.bind(0, (k == n ? ss : slice_to(L, ss, r - 2, k)).v);
+    L.bind(0, (k == n ? d.s : slice_to(L, d.s, r - 2, k)).v);
     if (!uv) return;
-    L.bind(1, (k == n ? Us : slice_to(L, Us, r - 1, k)).v);
-    L.bind(2, transpose_last(L, k == n ? Vs : slice_to(L, Vs, r - 1, k)).v);
+    out(1, k == n ? d.u : slice_parts(L, d.u, r - 1, k));
+    out(2, adjoint(L, k == n ? d.v : slice_parts(L, d.v, r - 1, k)));
     return;
   }
   bool tr = m.value < n.value;
-  TV W = tr ? transpose_last(L, A) : A;  // [..., M, N], M >= N
+  Cx W = tr ? adjoint(L, Ac) : Ac;  // [..., M, N], M >= N
   int64_t M = std::max(m.value, n.value), N = std::min(m.value, n.value);
   auto [lo, hi] = subset(L, N);
-  TV Qf{kNoValue, {}};
+  Cx Qf{{kNoValue, {}}, {kNoValue, {}}};
   bool via_qr = uv && full && M > N;
   if (via_qr) {
-    auto [q, R] = qr(L, W, true);
-    Qf = q;
-    W = slice_to(L, R, r - 2, N);
+    if (cx) {
+      auto [q, R] = complex_qr(L, W, true);
+      Qf = q;
+      W = slice_parts(L, R, r - 2, N);
+    } else {
+      auto [q, R] = qr(L, W.re, true);
+      Qf.re = q;
+      W.re = slice_to(L, R, r - 2, N);
+    }
   }
-  auto [ss, Us, Vs] = one_sided_jacobi(L, W, N, uv);
-  TV sout = lo >= 0 ? slice_to(L, ss, r - 2, hi, lo) : ss;
+  SortedSvd d = one_sided_jacobi(L, W, N, uv);
+  TV sout = lo >= 0 ? slice_to(L, d.s, r - 2, hi, lo) : d.s;
   L.bind(0, sout.v);
   if (!uv) return;
+  Cx Us = d.u, Vs = d.v;
   if (via_qr) {
     // u = Q diag(Ur, I): its first N columns are Q[:, :N] Ur.
-    TV q1 = slice_to(L, Qf, r - 1, N);
-    TV q2 = slice_to(L, Qf, r - 1, M, N);
-    TV qu = nd(L, "MatMul", {q1.v, Us.v}, q1.a);
-    Us = nd(L, "Concat", {qu.v, q2.v}, Qf.a, {Attr::i("axis", r - 1)});
+    Cx q1 = slice_parts(L, Qf, r - 1, N);
+    Cx q2 = slice_parts(L, Qf, r - 1, M, N);
+    Aval qa = q1.re.a;
+    auto mm = [&](const TV& x, const TV& y) { return nd(L, "MatMul", {x.v, y.v}, qa); };
+    auto cat = [&](const TV& x, const TV& y) {
+      return nd(L, "Concat", {x.v, y.v}, Qf.re.a, {Attr::i("axis", r - 1)});
+    };
+    if (cx) {
+      TV re = nd(L, "Sub", {mm(q1.re, Us.re).v, mm(q1.im, Us.im).v}, qa);
+      TV im = nd(L, "Add", {mm(q1.re, Us.im).v, mm(q1.im, Us.re).v}, qa);
+      Us = {cat(re, q2.re), cat(im, q2.im)};
+    } else {
+      Us.re = cat(mm(q1.re, Us.re), q2.re);
+    }
   }
   if (lo >= 0) {
-    Us = slice_to(L, Us, r - 1, hi, lo);
-    Vs = slice_to(L, Vs, r - 1, hi, lo);
+    Us = slice_parts(L, Us, r - 1, hi, lo);
+    Vs = slice_parts(L, Vs, r - 1, hi, lo);
   }
-  // A = U S V^T; when transposed, A = V S U^T.
-  TV u = tr ? Vs : Us;
-  TV vt = transpose_last(L, tr ? Us : Vs);
-  L.bind(1, u.v);
-  L.bind(2, vt.v);
+  // A = U S V^H; when transposed (W = A^H), A = V S U^H.
+  out(1, tr ? Vs : Us);
+  out(2, adjoint(L, tr ? Us : Vs));
 }
 
 }  // namespace lax_linalg_iter

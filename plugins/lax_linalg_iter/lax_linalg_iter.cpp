@@ -9,7 +9,10 @@
 // the Jacobi pair schedule then come from the input's Shape at run time
 // (sizes.hpp), so one model serves every size; static sizes keep them as
 // constants. Leading batch dims, symbolic included, ride along by
-// broadcasting. float32/float64 only.
+// broadcasting. float32/float64; eigh, svd, qr, geqrf and
+// householder_product also complex64/complex128 (complex Jacobi rotations,
+// complex Householder reflectors in complex_qr.cpp), the other primitives
+// real only.
 #include "util.hpp"
 
 using namespace lax_linalg_iter;
@@ -20,12 +23,12 @@ JAXONNX_PLUGIN("lax_linalg_iter", "0.1.0") {
   plugin.primitive("eigh", lower_eigh)
       .emits({"Transpose", "Where", "Expand", "Loop", "Mod", "Gather", "Unsqueeze", "Equal", "Cast", "Mul",
               "ReduceSum", "Abs", "Add", "Div", "ReduceMax", "Sub", "GreaterOrEqual", "Sqrt", "Max", "And",
-              "LessOrEqual", "Not", "TopK", "GatherElements", "Slice", "Less"})
+              "LessOrEqual", "Not", "TopK", "GatherElements", "Slice", "Less", "Neg", "Concat"})
       .emits(kSizes)
       .emits_shape_ops()
       .doc(onnx_doc("Loop"))
-      .summary("cyclic Jacobi (round-robin pairs, n/2 rotations per Loop step); eigenvalues ascending; "
-               "n may be symbolic");
+      .summary("cyclic Jacobi (round-robin pairs, n/2 rotations per Loop step; complex: unitary rotations); "
+               "eigenvalues ascending; n may be symbolic");
   plugin.primitive("svd", lower_svd)
       .emits({"Transpose", "Expand", "Loop", "Mod", "Gather", "Unsqueeze", "Equal", "Mul", "ReduceSum",
               "Abs", "Add", "Div", "ReduceMax", "Sub", "GreaterOrEqual", "Sqrt", "Max", "And", "LessOrEqual",
@@ -34,24 +37,26 @@ JAXONNX_PLUGIN("lax_linalg_iter", "0.1.0") {
       .emits(kSizes)
       .emits_shape_ops()
       .doc(onnx_doc("Loop"))
-      .summary("one-sided Jacobi in a Loop (Householder QR first for full_matrices); descending singular values; "
-               "m, n may be symbolic");
+      .summary("one-sided Jacobi in a Loop (Householder QR first for full_matrices), real or complex; descending "
+               "singular values; m, n may be symbolic");
   plugin.primitive("qr", lower_qr)
       .emits({"Expand", "Loop", "GreaterOrEqual", "Greater", "Equal", "Gather", "Unsqueeze", "Where", "ReduceSum",
-              "Mul", "Sqrt", "Add", "Neg", "Sub", "Div", "Reshape", "Slice", "Pad", "Cast"})
+              "Mul", "Sqrt", "Add", "Neg", "Sub", "Div", "Reshape", "Slice", "Pad", "Cast", "And", "Concat", "Less"})
       .emits(kSizes)
       .emits_shape_ops()
       .doc(onnx_doc("Loop"))
-      .summary("Householder QR (geqrf + orgqr) in Loops, LAPACK's sign conventions; m, n may be symbolic");
+      .summary("Householder QR (geqrf + orgqr) in Loops, LAPACK's sign conventions (complex: real R diagonal); "
+               "m, n may be symbolic");
   plugin.primitive("geqrf", lower_geqrf)
       .emits({"Expand", "Loop", "GreaterOrEqual", "Greater", "Equal", "Gather", "Unsqueeze", "Where", "ReduceSum",
-              "Mul", "Sqrt", "Add", "Neg", "Sub", "Div", "Reshape"})
+              "Mul", "Sqrt", "Add", "Neg", "Sub", "Div", "Reshape", "And", "Concat", "Less"})
       .emits(kSizes)
       .emits_shape_ops()
       .doc(onnx_doc("Loop"))
       .summary("Householder reflectors (dlarfg conventions), one column per Loop step; m, n may be symbolic");
   plugin.primitive("householder_product", lower_householder_product)
-      .emits({"Expand", "Loop", "Sub", "Unsqueeze", "Gather", "Greater", "Equal", "Where", "ReduceSum", "Mul", "Cast"})
+      .emits({"Expand", "Loop", "Sub", "Unsqueeze", "Gather", "Greater", "Equal", "Where", "ReduceSum", "Mul", "Cast",
+              "Add", "Concat"})
       .emits(kSizes)
       .emits_shape_ops()
       .doc(onnx_doc("Loop"))

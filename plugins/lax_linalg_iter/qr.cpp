@@ -172,8 +172,32 @@ std::pair<TV, TV> qr(Lowering& L, const TV& A, bool full) {
   return {q, R};
 }
 
+namespace {
+
+// A complex operand's parts (complex_qr.cpp), or the real operand as re.
+Cx operand_parts(Lowering& L, size_t i) {
+  TV A{L.input(i), L.in_aval(i)};
+  Cx c = complex::is(A.a.dtype) ? split_parts(L, A) : Cx{A, {kNoValue, {}}};
+  require_float(L, c.re.a, 1);
+  return c;
+}
+
+Value packed(Lowering& L, const Cx& x, int32_t cdt) {
+  return complex::pack(L, x.re.v, x.im.v, x.re.a.with_dtype(cdt));
+}
+
+}  // namespace
+
 void lower_geqrf(Lowering& L) {
   TV A{L.input(0), L.in_aval(0)};
+  if (complex::is(A.a.dtype)) {
+    Cx a0 = operand_parts(L, 0);
+    require_float(L, a0.re.a, 2);
+    auto [a, taus] = complex_geqrf(L, a0);
+    L.bind(0, packed(L, a, A.a.dtype));
+    L.bind(1, packed(L, taus, A.a.dtype));
+    return;
+  }
   require_float(L, A.a, 2);
   auto [a, taus] = geqrf(L, A);
   L.bind(0, a.v);
@@ -183,20 +207,35 @@ void lower_geqrf(Lowering& L) {
 void lower_householder_product(Lowering& L) {
   TV A{L.input(0), L.in_aval(0)};
   TV taus{L.input(1), L.in_aval(1)};
-  require_float(L, A.a, 2);
+  const bool cx = complex::is(A.a.dtype);
+  Cx a0 = operand_parts(L, 0), t0 = operand_parts(L, 1);
+  require_float(L, a0.re.a, 2);
   Dim m = dim(A.a, 2), n = dim(A.a, 1), k = dim(taus.a, 1);
   if (all_static({m, n, k}) && (k.value > n.value || n.value > m.value))
     L.fail("householder_product: needs a [..., m, n] with n <= m and taus [..., k] with k <= n; got " + A.a.str() +
            " and " + taus.a.str());
+  if (cx != complex::is(taus.a.dtype))
+    L.fail("householder_product: a " + A.a.str() + " and taus " + taus.a.str() + " must both be real or complex");
+  if (cx) {
+    L.bind(0, packed(L, complex_householder_product(L, a0, t0), A.a.dtype));
+    return;
+  }
   L.bind(0, householder_product(L, A, taus).v);
 }
 
 void lower_qr(Lowering& L) {
   TV A{L.input(0), L.in_aval(0)};
-  require_float(L, A.a, 2);
+  Cx a0 = operand_parts(L, 0);
+  require_float(L, a0.re.a, 2);
   if (L.has_param("pivoting") && L.param("pivoting").as_bool())
     L.fail("qr: pivoting=True (column-pivoted QR) is not supported");
   bool full = L.param("full_matrices").as_bool();
+  if (complex::is(A.a.dtype)) {
+    auto [q, r] = complex_qr(L, a0, full);
+    L.bind(0, packed(L, q, A.a.dtype));
+    L.bind(1, packed(L, r, A.a.dtype));
+    return;
+  }
   auto [q, r] = qr(L, A, full);
   L.bind(0, q.v);
   L.bind(1, r.v);

@@ -6,6 +6,8 @@
 
 #include "sizes.hpp"
 
+#include <jaxonnx/complex.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -92,9 +94,25 @@ inline Value expand_to(Lowering& L, Value m, const Aval& to) {
 // Zeros of aval a.
 inline TV zeros(Lowering& L, const Aval& a) { return {expand_to(L, scalar(L, a.dtype, 0.0), a), a}; }
 
+// A complex matrix as its two parts (each of the real part dtype); `im` is
+// kNoValue for a real one.
+struct Cx {
+  TV re, im;
+};
+
+// The parts of A, a packed complex value of complex aval A.a.
+inline Cx split_parts(Lowering& L, const TV& A) {
+  complex::Parts z = complex::split(L, A.v, A.a);
+  Aval p = complex::part(A.a);
+  return {{z.re, p}, {z.im, p}};
+}
+
 // The primitives and algorithms, by file.
 std::pair<TV, TV> geqrf(Lowering& L, const TV& A);                    // qr.cpp
 std::pair<TV, TV> qr(Lowering& L, const TV& A, bool full);            // qr.cpp
+std::pair<Cx, Cx> complex_qr(Lowering& L, const Cx& A, bool full);    // complex_qr.cpp
+std::pair<Cx, Cx> complex_geqrf(Lowering& L, const Cx& A);            // complex_qr.cpp
+Cx complex_householder_product(Lowering& L, const Cx& A, const Cx& taus);  // complex_qr.cpp
 void lower_geqrf(Lowering& L);                                        // qr.cpp
 void lower_householder_product(Lowering& L);                          // qr.cpp
 void lower_qr(Lowering& L);                                           // qr.cpp

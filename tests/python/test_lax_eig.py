@@ -255,8 +255,8 @@ def test_graph_is_a_loop_not_unrolled():
 
 def test_refusals():
     spec = jax.ShapeDtypeStruct((4, 4), np.complex64)
-    with pytest.raises(jaxonnx.ConversionError, match="eig of a complex matrix"):
-        jaxonnx.to_onnx(jnp.linalg.eigvals, [spec])
+    with pytest.raises(jaxonnx.ConversionError, match="schur of a complex matrix"):
+        jaxonnx.to_onnx(jax.scipy.linalg.schur, [spec])
     real = jax.ShapeDtypeStruct((4, 4), np.float32)
     with pytest.raises(jaxonnx.ConversionError, match="schur.*sort_eig_vals"):
         jaxonnx.to_onnx(lambda a: lax.linalg.schur(a, sort_eig_vals=True), [real])
@@ -285,3 +285,140 @@ def test_eig_and_schur_of_empty_matrices(shape):
 def test_catalog_eig_0x0(left, right):
     for dtype in ["float32", "complex64"]:
         check_harness("eig", f"shape_{dtype}_0_0_computelefteigenvectors_{left}_computerighteigenvectors_{right}")
+
+
+# ----------------------------------------------------------------- complex --
+# eig of complex64/complex128 matrices runs the real path on a shifted real
+# embedding (plugins/lax_eig/complex_eig.cpp). Its eigenvalue order is not
+# zgeev's (eig's order is not defined), so the programs return what does not
+# depend on it: the power sums of the eigenvalues (the spectrum as a
+# multiset), the residuals |A V - V diag(w)|, |U^H A - diag(w) U^H| and the
+# vectors' norms.
+
+CPLX_VARIANTS = {"complex64": [Variant("float32", False), Variant("float32", True)],
+                 "complex128": [Variant("float64", False), Variant("float64", True)]}
+
+
+def complex_eig_invariants(a, left=True, right=True):
+    out = lax.linalg.eig(a, compute_left_eigenvectors=left, compute_right_eigenvectors=right)
+    w = out[0]
+    scale = jnp.max(jnp.abs(w), axis=-1, keepdims=True) + 1
+    p, sums = jnp.ones_like(w), []
+    for _ in range(a.shape[-1]):
+        p = p * w / scale
+        sums.append(p.sum(-1))
+    res = [jnp.stack(sums, -1)]
+    h = lambda x: jnp.conj(jnp.swapaxes(x, -1, -2))
+    if left:
+        vl = out[1]
+        res += [jnp.abs(h(vl) @ a - w[..., :, None] * h(vl)).max(axis=(-1, -2)), jnp.linalg.norm(vl, axis=-2)]
+    if right:
+        vr = out[-1]
+        res += [jnp.abs(a @ vr - vr * w[..., None, :]).max(axis=(-1, -2)), jnp.linalg.norm(vr, axis=-2)]
+    return res
+
+
+def complex_matrices(kind):
+    def gen(shape, dtype, rng):
+        *batch, n, _ = shape
+        out = np.empty((int(np.prod(batch, dtype=int)), n, n), np.complex128)
+        for b in range(out.shape[0]):
+            z = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+            if kind == "random":
+                a = z
+            elif kind == "degenerate":  # cycles through the hard cases
+                q, _ = np.linalg.qr(z)
+                a = [np.eye(n), np.zeros((n, n)), matrices("real")((n, n), np.float64, rng),  # real-valued
+                     (z + z.conj().T) / 2,  # Hermitian: real eigenvalues
+                     q @ np.diag([2.0, 2.0, 1j, 1j, -1.0][:n] + [0.5] * (n - 5)) @ q.conj().T,  # repeated
+                     np.diag(np.arange(n) * (1 + 1j))][b % 6]
+            out[b] = a
+        return out.reshape(shape).astype(dtype)
+    return gen
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (5, 5), ("B", 6, 6), (2, 3, 4, 4)], ids=str)
+def test_eig_complex(shape, dtype):
+    tol = TOL if dtype == "complex64" else dict(rtol=1e-8, atol=1e-8)
+    variants = CPLX_VARIANTS[dtype] if "B" in shape else CPLX_VARIANTS[dtype][:1]
+    check(complex_eig_invariants, [(shape, dtype)], variants=variants, make_inputs=complex_matrices("random"), **tol)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_eig_complex_degenerate(dtype):
+    # Identity, zero, real-valued, Hermitian, repeated eigenvalues (a
+    # diagonalizable U D U^H), and an exact diagonal: the shift keeps A's half
+    # of the embedding's spectrum apart from the conjugate half in each.
+    tol = TOL if dtype == "complex64" else dict(rtol=1e-8, atol=1e-8)
+    check(complex_eig_invariants, [((6, 5, 5), dtype)], variants=CPLX_VARIANTS[dtype][:1],
+          make_inputs=complex_matrices("degenerate"), **tol)
+
+
+@pytest.mark.parametrize("left,right", [(False, False), (True, False), (False, True)])
+def test_eig_complex_vector_choices(left, right):
+    check(lambda a: complex_eig_invariants(a, left, right), [(("B", 4, 4), "complex64")],
+          variants=CPLX_VARIANTS["complex64"], make_inputs=complex_matrices("random"), **TOL)
+
+
+def test_eig_complex_normalized_as_zgeev():
+    # Unit columns whose largest component is real and positive, as zgeev scales them.
+    spec = jax.ShapeDtypeStruct((3, 6, 6), np.complex128)
+    with jax.enable_x64(True):
+        model = jaxonnx.to_onnx(lambda a: lax.linalg.eig(a), [spec], enable_double_precision=True)
+    from jaxonnx.testing import ort_session, packed
+    a = complex_matrices("random")((3, 6, 6), np.complex128, np.random.default_rng(1))
+    sess = ort_session(model)
+    w, vl, vr = [x[..., 0] + 1j * x[..., 1] for x in sess.run(None, {sess.get_inputs()[0].name: packed(a)})]
+    ref = np.linalg.eigvals(a)
+    for b in range(3):
+        assert np.allclose(np.sort_complex(w[b]), np.sort_complex(ref[b]), atol=1e-10)
+    for v in (vl, vr):
+        np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1, atol=1e-12)
+        k = np.argmax(np.abs(v), axis=-2)[..., None, :]
+        top = np.take_along_axis(v, k, axis=-2)
+        assert (top.imag == 0).all() and (top.real > 0).all()
+
+
+@pytest.mark.parametrize("name", ["shape_complex64_5_5_computelefteigenvectors_True_computerighteigenvectors_True",
+                                  "shape_complex64_2_6_6_computelefteigenvectors_False_computerighteigenvectors_True",
+                                  "shape_complex64_2_6_6_computelefteigenvectors_False_computerighteigenvectors_False"])
+def test_catalog_eig_complex(name):
+    # The catalog's case, checked as benchmarks/catalog.py checks eig: the
+    # eigenvalues matched to JAX's (any order), the eigen-equations, unit norms.
+    from helpers import catalog_harness
+    from jaxonnx.testing import ort_session, packed
+    h = catalog_harness("eig", name)
+    a = np.asarray(h.dyn_args_maker(np.random.RandomState(0))[0])
+    model = jaxonnx.to_onnx(h.dyn_fun, [a])
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort_session(model)
+    got = [x[..., 0] + 1j * x[..., 1] for x in sess.run(None, {sess.get_inputs()[0].name: packed(a)})]
+    want = jax.tree_util.tree_leaves(jax.jit(h.dyn_fun)(a))
+    assert len(got) == len(want)
+    w = got[0]
+    n = a.shape[-1]
+    for idx in np.ndindex(*a.shape[:-2]):
+        np.testing.assert_allclose(np.sort_complex(w[idx]), np.sort_complex(np.asarray(want[0])[idx]), atol=1e-4 * n)
+    h_ = lambda x: np.conj(np.swapaxes(x, -1, -2))
+    vectors = got[1:]
+    sides = [s for s, on in (("left", h.params["compute_left_eigenvectors"]),
+                             ("right", h.params["compute_right_eigenvectors"])) if on]
+    for side, v in zip(sides, vectors):
+        lhs = h_(v) @ a if side == "left" else a @ v
+        rhs = w[..., :, None] * h_(v) if side == "left" else v * w[..., None, :]
+        np.testing.assert_allclose(lhs, rhs, atol=1e-4 * n)
+        np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1, atol=1e-5)
+
+
+def test_eig_repeated_complex_pairs():
+    # Two equal 2x2 rotation blocks, alone and with a third: the 2x2 solve of
+    # dtrevc3 meets an exactly singular block; perturbed as dlaln2 does, not 0/0.
+    def gen(shape, dtype, rng):
+        r = np.array([[0.5, -1.0], [1.0, 0.5]])
+        a = np.zeros((2, 6, 6))
+        a[0, :4, :4] = np.kron(np.eye(2), r)
+        a[0, 4:, 4:] = [[2.0, 0.0], [0.0, -1.0]]
+        a[1] = np.kron(np.eye(3), r)
+        return a.reshape(shape).astype(dtype)
+    run(eig_residual, (2, 6, 6), gen, variants=VARIANTS[::2])

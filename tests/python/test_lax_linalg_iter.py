@@ -613,3 +613,261 @@ def test_eigh_of_empty_matrices(dtype, x64, shape):
 @pytest.mark.parametrize("lower", [False, True])
 def test_catalog_eigh_0x0(dtype, lower):
     check_harness("eigh", f"shape_{dtype}_0_0_lower_{lower}")
+
+
+# ----------------------------------------------------------------- complex --
+# eigh, svd and qr of complex64/complex128 matrices (carried packed). Vectors
+# are unique up to a unit phase per column, so the programs return what is
+# phase-invariant: |v|, reconstructions, v^H v.
+
+CTOL = {"complex64": dict(rtol=2e-4, atol=2e-4), "complex128": dict(rtol=1e-9, atol=1e-9)}
+REAL_OF = {"complex64": "float32", "complex128": "float64"}
+
+
+def ccheck(fn, shape, dtype, make_inputs=None, **kw):
+    """jaxonnx.testing.check on one complex input, static and (with a symbol) symbolic."""
+    from jaxonnx.testing import Variant, check as tcheck
+    variants = [Variant(REAL_OF[dtype], False)] + ([Variant(REAL_OF[dtype], True)] if "B" in shape else [])
+    return tcheck(jax.jit(fn), [(shape, dtype)], variants=variants, make_inputs=make_inputs,
+                  **{**CTOL[dtype], **kw})
+
+
+def cnormal(shape, dtype, rng):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def hermitian(shape, dtype, rng):
+    m = cnormal(shape, dtype, rng)
+    return (m + np.conj(np.swapaxes(m, -1, -2))).astype(dtype)
+
+
+def mH(x):
+    return jnp.conj(mT(x))
+
+
+def unitary(n, rng):
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n)))
+    return q
+
+
+CSQUARE = [((1, 1), "complex64"), ((4, 4), "complex64"), (("B", 5, 5), "complex64"), ((2, 3, 6, 6), "complex64"),
+           ((3, 3), "complex128"), (("B", 7, 7), "complex128")]
+
+
+@pytest.mark.parametrize("shape,dtype", CSQUARE, ids=str)
+def test_eigh_complex(shape, dtype):
+    def fn(a):
+        w, v = jnp.linalg.eigh(a)
+        return w, jnp.abs(v), (v * w[..., None, :]) @ mH(v), mH(v) @ v
+
+    models = ccheck(fn, shape, dtype, make_inputs=hermitian)
+    for m in models.values():
+        assert loops(m) == (1 if shape[-1] > 1 else 0)
+
+
+def test_eigh_complex_reads_one_triangle():
+    # Only the lower (upper) triangle is read, and of the diagonal only its real part.
+    def inputs(shape, dtype, rng):
+        a = hermitian(shape, dtype, rng)
+        iu = np.triu_indices(shape[-1], 1)
+        a[..., iu[0], iu[1]] = np.nan
+        a[..., np.arange(shape[-1]), np.arange(shape[-1])] += 5j
+        return a
+
+    def fn(a):
+        v, w = lax.linalg.eigh(a, lower=True)
+        u, x = lax.linalg.eigh(mT(a), lower=False)
+        return w, jnp.abs(v), x, jnp.abs(u)
+
+    ccheck(fn, ("B", 5, 5), "complex64", make_inputs=inputs)
+
+
+def test_eigh_complex_repeated_eigenvalues():
+    # Identity, zero, a diagonal, and U diag(1, 1, 2, 2, 2) U^H with a complex
+    # unitary U: the vectors of a repeated eigenvalue must still be orthonormal.
+    def inputs(shape, dtype, rng):
+        n = shape[-1]
+        a = np.zeros(shape, dtype)
+        a[1] = np.eye(n)
+        a[2] = np.diag(rng.standard_normal(n))
+        u = unitary(n, rng)
+        a[3] = (u * np.array([1.0, 1.0, 2.0, 2.0, 2.0])) @ u.conj().T
+        a[4] = 1e-30 * hermitian((n, n), dtype, rng)
+        return a
+
+    def fn(a):
+        w, v = jnp.linalg.eigh(a)
+        return w, (v * w[..., None, :]) @ mH(v), mH(v) @ v
+
+    ccheck(fn, (5, 5, 5), "complex128", make_inputs=inputs)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_eigh_complex_of_empty_matrices(dtype):
+    ccheck(lambda a: lax.linalg.eigh(a), ("B", 0, 0), dtype)
+
+
+CRECT = [((1, 1), "complex64"), ((4, 4), "complex64"), (("B", 6, 3), "complex64"), ((2, 3, 5), "complex64"),
+         ((5, 5), "complex128"), (("B", 3, 7), "complex128"), (("B", 2, 6, 4), "complex128")]
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["thin", "full"])
+@pytest.mark.parametrize("shape,dtype", CRECT, ids=str)
+def test_svd_complex(shape, dtype, full):
+    k = min(shape[-2:])
+
+    def fn(a):
+        u, s, vh = jnp.linalg.svd(a, full_matrices=full)
+        return (s, jnp.abs(u[..., :, :k]), jnp.abs(vh[..., :k, :]), (u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :],
+                mH(u) @ u, vh @ mH(vh), jnp.linalg.svd(a, compute_uv=False))
+
+    ccheck(fn, shape, dtype, make_inputs=cnormal)
+
+
+@pytest.mark.parametrize("shape", [("M", 4), (3, "M")], ids=str)
+def test_svd_complex_symbolic_dims(shape):
+    # m or n symbolic (full_matrices=False): one model for every size, wide or tall.
+    from jaxonnx.testing import Variant, check as tcheck
+
+    def fn(a):
+        u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+        return s, (u * s[..., None, :]) @ vh, mH(u) @ u
+
+    tcheck(jax.jit(fn), [(shape, "complex64")], variants=[Variant("float32", True)], make_inputs=cnormal,
+           batches=[2, 6], **CTOL["complex64"])
+
+
+def test_svd_complex_rank_deficient_and_repeated():
+    # Rank 2 of 5 (three zero singular values), a unitary (all ones) and a
+    # matrix with a repeated pair: values, reconstruction, and V's
+    # orthonormality (u's columns of zero singular values are zero, as for real).
+    def inputs(shape, dtype, rng):
+        a = np.zeros(shape, dtype)
+        x, y = cnormal((5, 2), dtype, rng), cnormal((2, 5), dtype, rng)
+        a[0] = x @ y
+        a[1] = unitary(5, rng)
+        a[2] = (unitary(5, rng) * np.array([3.0, 3.0, 1.0, 1.0, 0.5])) @ unitary(5, rng)
+        return a
+
+    def fn(a):
+        u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+        return s, (u * s[..., None, :]) @ vh, vh @ mH(vh)
+
+    ccheck(fn, (4, 5, 5), "complex128", make_inputs=inputs)
+
+
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+@pytest.mark.parametrize("shape,dtype", [((4, 4), "complex64"), (("B", 6, 3), "complex64"), ((2, 3, 5), "complex64"),
+                                         ((1, 1), "complex64"), (("B", 5, 7), "complex128"),
+                                         ((7, 4), "complex128")], ids=str)
+def test_qr_complex(shape, dtype, mode):
+    # LAPACK's conventions (zgeqrf: R's diagonal real), so q and r compare as they are.
+    ccheck(lambda a: jnp.linalg.qr(a, mode=mode), shape, dtype, make_inputs=cnormal)
+
+
+def test_qr_complex_special_columns():
+    # A zero column, a column already zero below a real (and a complex) diagonal
+    # entry, and a purely imaginary matrix.
+    def inputs(shape, dtype, rng):
+        a = cnormal(shape, dtype, rng)
+        a[0, :, 1] = 0
+        a[1, 1:, 0] = 0
+        a[1, 0, 0] = 2.0
+        a[2, 1:, 0] = 0
+        a[2, 0, 0] = 1.0 - 3.0j
+        a[3] = 1j * a[3].imag
+        return a
+
+    ccheck(lambda a: (jnp.linalg.qr(a), lax_linalg.geqrf(a)), (4, 4, 4), "complex128", make_inputs=inputs)
+
+
+@pytest.mark.parametrize("shape", [("M", 4), ("B", 3, "B")], ids=str)
+def test_qr_complex_symbolic_dims(shape):
+    from jaxonnx.testing import Variant, check as tcheck
+    tcheck(jax.jit(jnp.linalg.qr), [(shape, "complex64")], variants=[Variant("float32", True)], make_inputs=cnormal,
+           batches=[2, 6], **CTOL["complex64"])
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_geqrf_householder_product_complex(dtype):
+    def fn(a):
+        r, taus = lax_linalg.geqrf(a)
+        return r, taus, lax_linalg.householder_product(r, taus)
+
+    ccheck(fn, ("B", 6, 4), dtype, make_inputs=cnormal)
+
+
+def _empty_decompositions(a):
+    return (jnp.linalg.qr(a), jnp.linalg.qr(a, mode="complete"), jnp.linalg.svd(a, compute_uv=False),
+            jnp.linalg.svd(a, full_matrices=False), jnp.linalg.svd(a))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 0), (0, 2, 3), ("B", 0, 4)], ids=str)
+def test_complex_decompositions_of_empty_matrices(shape):
+    # No singular value: s empty, a full u or vh the identity, as JAX gives.
+    ccheck(_empty_decompositions, shape, "complex64")
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (2, 0, 0), ("B", 4, 0)], ids=str)
+def test_svd_of_empty_matrices(shape):
+    jcheck(_empty_decompositions, [shape])
+
+
+def _harness_by_property(group, name):
+    """The catalog case through jaxonnx and onnxruntime, checked as
+    benchmarks/catalog.py checks a decomposition: the values JAX fixes, then
+    the defining properties of the vectors."""
+    from helpers import _packed, catalog_harness, ort_session
+    h = catalog_harness(group, name)
+    args = [np.asarray(a) for a in h.dyn_args_maker(np.random.RandomState(0))]
+    model = jaxonnx.to_onnx(h.dyn_fun, args)
+    onnx.checker.check_model(model, full_check=True)
+    sess = ort_session(model)
+    feed = dict(zip([i.name for i in sess.get_inputs()], [_packed(a) for a in args]))
+    want = [np.asarray(w) for w in jax.tree_util.tree_leaves(jax.jit(h.dyn_fun)(*args))]
+    got = [g[..., 0] + 1j * g[..., 1] if w.dtype.kind == "c" else g for g, w in zip(sess.run(None, feed), want)]
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+    return h, args[0], got, want
+
+
+def _near(x, y, n, tol=2e-4):
+    np.testing.assert_allclose(x, y, rtol=0, atol=tol * n)
+
+
+@pytest.mark.parametrize("name", ["shape_complex64_29_29_fullmatrices_True_computeuv_True",
+                                  "shape_complex64_2_3_29_7_fullmatrices_True_computeuv_True",
+                                  "shape_complex64_2_7_fullmatrices_False_computeuv_True",
+                                  "shape_complex64_2_3_53_fullmatrices_True_computeuv_False"])
+def test_catalog_svd_complex(name):
+    h, a, got, want = _harness_by_property("svd", name)
+    n = max(a.shape[-2:])
+    _near(got[0], want[0], n)
+    if h.params["compute_uv"]:
+        s, u, vh = got
+        k = s.shape[-1]
+        _near((u[..., :k] * s[..., None, :]) @ vh[..., :k, :], a, n)
+        _near(np.conj(np.swapaxes(u, -1, -2)) @ u, np.broadcast_to(np.eye(u.shape[-1]), u.shape[:-2] + (u.shape[-1],) * 2), n)
+        _near(vh @ np.conj(np.swapaxes(vh, -1, -2)), np.broadcast_to(np.eye(vh.shape[-2]), vh.shape[:-1] + (vh.shape[-2],)), n)
+
+
+@pytest.mark.parametrize("name", ["shape_complex64_50_50_lower_True", "shape_complex64_2_20_20_lower_False"])
+def test_catalog_eigh_complex(name):
+    h, a, got, want = _harness_by_property("eigh", name)
+    v, w = got
+    n = a.shape[-1]
+    _near(w, want[1], n)
+    full = np.tril(a) + np.conj(np.swapaxes(np.tril(a, -1), -1, -2)) if h.params["lower"] else \
+        np.triu(a) + np.conj(np.swapaxes(np.triu(a, 1), -1, -2))
+    _near(full @ v, v * w[..., None, :], n)
+    _near(np.conj(np.swapaxes(v, -1, -2)) @ v, np.broadcast_to(np.eye(n), v.shape), n)
+
+
+@pytest.mark.parametrize("name", ["multi_array_shape_complex64_3_4_fullmatrices_True",
+                                  "multi_array_shape_complex64_2_200_100_fullmatrices_False"])
+def test_catalog_qr_complex(name):
+    h, a, got, want = _harness_by_property("qr", name)
+    q, r = got
+    n = max(a.shape[-2:])
+    _near(q, want[0], n)
+    _near(r, want[1], n)
