@@ -188,7 +188,8 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             no guard If, no op a tool misreads), at some cost in onnxruntime.
             "onnxruntime-contrib" (opt-in): the onnxruntime graph plus onnxruntime's
             com.microsoft ops where they are measurably faster (GroupQueryAttention
-            for causal self-attention); it runs on onnxruntime only.
+            for causal self-attention and for attention over a KV cache, MatMulNBits
+            for int4 weights); it runs on onnxruntime only.
         verify: after converting, run the model in onnxruntime on random inputs,
             with every symbolic dim at 1 and at two larger sizes (moved up to
             sizes the constraints allow), and compare each
