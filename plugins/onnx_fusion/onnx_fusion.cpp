@@ -14,6 +14,7 @@
 // decomposition needs (a softmax over a sum divided by anything but the sum is
 // not a softmax).
 #include <jaxonnx/plugin.hpp>
+#include <jaxonnx/reshape_by_value.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -726,8 +727,8 @@ void matmul_transposed_result(Rewrite& R) {
   if (reshape >= 0) {
     lead = piece(R.op("Shape", {a_t}, Aval(dtype::i64, {Dim(r)})), 0, nb);
     Value split = piece(shape_y, nb + 1, ry);
-    bs = R.op("Reshape", {b, R.op("Concat", {lead, kdim, split}, Aval(dtype::i64, {Dim(ry)}), {Attr::i("axis", 0)})},
-              ba.with_shape(bsplit), {Attr::i("allowzero", 1)});
+    bs = reshape_by_value(R, b, R.op("Concat", {lead, kdim, split}, Aval(dtype::i64, {Dim(ry)}), {Attr::i("axis", 0)}),
+                          ba.with_shape(bsplit));
     n = piece(shape_y, nb + 1, nb + 2);
     for (int64_t i = nb + 2; i < ry; ++i) n = R.op("Mul", {n, piece(shape_y, i, i + 1)}, one);
   }
@@ -740,7 +741,7 @@ void matmul_transposed_result(Rewrite& R) {
   }());
   if (reshape >= 0) {  // the columns merged back into N: [P.., N, K]
     Value want = R.op("Concat", {lead, n, kdim}, Aval(dtype::i64, {Dim(r)}), {Attr::i("axis", 0)});
-    bt = R.op("Reshape", {bt, want}, left, {Attr::i("allowzero", 1)});
+    bt = reshape_by_value(R, bt, want, left);
   }
   Shape zshape(ma.shape.begin(), ma.shape.begin() + nb);
   zshape.push_back(N);
@@ -749,7 +750,7 @@ void matmul_transposed_result(Rewrite& R) {
   if (reshape >= 0) {
     // The Transpose's result shape: the Reshape's shape value in the perm's order.
     Value want = R.op("Gather", {shape_y, R.i64s(*p)}, Aval(dtype::i64, {Dim(ry)}), {Attr::i("axis", 0)});
-    z = R.op("Reshape", {z, want}, oa, {Attr::i("allowzero", literal)});  // the perm keeps copies in place
+    z = reshape_by_value(R, z, want, oa, literal == 0);  // the perm keeps copies in place
   }
   R.replace(out, z);
 }

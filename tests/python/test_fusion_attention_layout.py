@@ -62,7 +62,8 @@ def test_no_rewrite_where_the_operands_are_larger_than_the_product():
     assert producer[model.graph.output[0].name].op_type == "Transpose"
 
 
-def test_rewrite_refused_without_the_gain_keeps_fuse_false_graph():
+def test_fuse_false_keeps_the_transpose():
+    """The rewrite is a rule of the fuse stage: fuse=False leaves JAX's Transpose."""
     f = lambda q, k: _logits(q, k)  # noqa: E731
     specs = symbolic_specs([("B", "S", 2, 4, 16), ("B", 2, "S", 16)], [np.float32] * 2)
     unfused = jaxonnx.to_onnx(f, specs, fuse=False)
