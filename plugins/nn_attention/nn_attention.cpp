@@ -67,29 +67,58 @@ void lower_reference(Lowering& L) {
 }
 
 // Where Attention does not fit but the operands are plain float32/float64
-// heads (as many key as query heads): JAX's own computation in few ops, which
-// every runtime and tool runs and which handles every size (an empty key set
-// gives zeros, as in JAX): logits = MatMul(q, k^T) * scale (+ bias), masked by
-// Where(mask, logits, -0.7 max) as JAX masks, Softmax, MatMul with v. Returns
-// false (nothing emitted) where it does not fit.
+// heads: JAX's own computation in few ops, which every runtime and tool runs
+// and which handles every size (an empty key set gives zeros, as in JAX):
+// logits = MatMul(q, k^T) * scale (+ bias), masked by Where(mask, logits,
+// -0.7 max) as JAX masks, Softmax, MatMul with v. Returns false (nothing
+// emitted) where it does not fit.
+//
+// Grouped-query attention (N query heads over K < N key/value heads, N a
+// multiple of K; JAX's query head n reads key head n / (N / K)): the query
+// heads of one key head are merged into the MatMul's rows, [B, K, (N/K)*T, D]
+// (a Reshape of [B, N, T, D], no data moved), so the keys and values are
+// neither repeated nor transposed per group, and the logits come out
+// [B, K, (N/K)*T, S] = [B, N, T, S] for the mask and the Softmax. Inlining
+// JAX's own GQA instead transposes the [.., T, S] logits twice per layer and
+// keeps its softmax unfused (docs/benchmarks/prefill.md).
 bool lower_decomposed(Lowering& L) {
   Aval q = L.in_aval(0), k = L.in_aval(1), v = L.in_aval(2);
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4 || (q.dtype != dtype::f32 && q.dtype != dtype::f64) ||
-      k.dtype != q.dtype || v.dtype != q.dtype || q.shape[2] != k.shape[2] || k.shape[2] != v.shape[2] ||
-      !q.shape[3].is_static())
+      k.dtype != q.dtype || v.dtype != q.dtype || k.shape[2] != v.shape[2] || !q.shape[3].is_static())
     return false;
+  int64_t group = 1;  // query heads per key/value head
+  if (q.shape[2] != k.shape[2]) {
+    if (!q.shape[2].is_static() || !k.shape[2].is_static() || k.shape[2].value <= 0 ||
+        q.shape[2].value % k.shape[2].value != 0)
+      return false;
+    group = q.shape[2].value / k.shape[2].value;
+  }
   const bool has_bias = L.param("has_bias").as_bool(), has_mask = L.param("has_mask").as_bool();
   for (size_t i = 3; i < L.num_inputs(); ++i)
     if (L.in_aval(i).rank() != 4) return false;
-  const Dim B = q.shape[0], T = q.shape[1], N = q.shape[2], S = k.shape[1];
+  const Dim B = q.shape[0], T = q.shape[1], N = q.shape[2], S = k.shape[1], KV = k.shape[2];
   Value qt = transpose(L, L.input(0), q, {0, 2, 1, 3});
   Value kt = transpose(L, L.input(1), k, {0, 2, 3, 1});
   Value vt = transpose(L, L.input(2), v, {0, 2, 1, 3});
   Aval logits_aval = q.with_shape({B, N, T, S});
-  Value logits = L.op("MatMul", {qt, kt}, logits_aval);
+  // Grouped: the group's query heads as rows (see above); heads merged and
+  // split back by Reshapes of contiguous axes.
+  const Dim rows = group == 1 ? T : dims_product({Dim(group), T});
+  const Aval grouped_logits = q.with_shape({B, KV, rows, S});
+  auto to_groups = [&](Value x, const Aval& a) {
+    return group == 1 ? x : reshape(L, x, a, a.with_shape({B, KV, rows, a.shape[3]}));
+  };
+  auto from_groups = [&](Value x, const Aval& a, const Aval& out) {
+    return group == 1 ? x : reshape(L, x, a, out);
+  };
   const double scale = L.param("scale").is_none() ? 1.0 / std::sqrt(static_cast<double>(q.shape[3].value))
                                                   : L.param("scale").as_float();
-  logits = L.op("Mul", {logits, scalar(L, q.dtype, scale)}, logits_aval);
+  // The scale right at the MatMul, where onnx_fusion's float64 scale rule sees it.
+  Value logits = from_groups(
+      L.op("Mul", {L.op("MatMul", {to_groups(qt, q.with_shape({B, N, T, q.shape[3]})), kt}, grouped_logits),
+                   scalar(L, q.dtype, scale)},
+           grouped_logits),
+      grouped_logits, logits_aval);
   if (has_bias) logits = L.op("Add", {logits, L.input(3)}, logits_aval);
   Value allowed = has_mask ? L.input(L.num_inputs() - 1) : kNoValue;
   if (L.param("is_causal").as_bool()) {
@@ -114,7 +143,9 @@ bool lower_decomposed(Lowering& L) {
     logits = L.op("Where", {allowed, logits, scalar(L, q.dtype, large_negative)}, logits_aval);
   }
   Value probs = L.op("Softmax", {logits}, logits_aval, {Attr::i("axis", -1)});
-  Value o = L.op("MatMul", {probs, vt}, v.with_shape({B, N, T, v.shape[3]}));
+  const Aval grouped_out = v.with_shape({B, KV, rows, v.shape[3]});
+  Value o = from_groups(L.op("MatMul", {to_groups(probs, logits_aval), vt}, grouped_out), grouped_out,
+                        v.with_shape({B, N, T, v.shape[3]}));
   L.bind(0, transpose(L, o, v.with_shape({B, N, T, v.shape[3]}), {0, 2, 1, 3}));
   return true;
 }

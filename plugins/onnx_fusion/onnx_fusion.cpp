@@ -14,6 +14,7 @@
 // decomposition needs (a softmax over a sum divided by anything but the sum is
 // not a softmax).
 #include <jaxonnx/plugin.hpp>
+#include <jaxonnx/reshape_by_value.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -633,6 +634,127 @@ void softmax_transpose(Rewrite& R, const char* op) {
   R.replace(out, R.op("Transpose", {z}, oa, {Attr::ints("perm", *p)}));
 }
 
+// Transpose(Reshape(MatMul(a, b))) whose perm keeps the batch axes and moves
+// the product's row axis M last, its column axis N (split or not by the
+// Reshape) before it -> the product taken the other way round, MatMul(b', a^T)
+// with b' = b's columns in the order the perm gives them, reshaped to the
+// Transpose's result. jnp.einsum("bskgd,bktd->bkgst", q, k), the attention
+// logits of a grouped-query decoder, is dot_general(k, q) then a Transpose of
+// the [.., T, S, G] product: the rewrite moves q and k (T * D elements each
+// side) instead of the T * S * G logits, and the core folds the Transpose of
+// k into the one that made it. Only where that moves fewer elements: M * N >
+// K * (M + N), a symbolic dim counting as large (a sequence length) and a
+// symbolic K refusing. Exact: the same products, each summed over K.
+double dim_estimate(const Dim& d) { return d.is_static() ? static_cast<double>(d.value) : 1e9; }
+
+Axes first_axes(int64_t n) {
+  Axes a;
+  for (int64_t i = 0; i < n; ++i) a.push_back(i);
+  return a;
+}
+
+// How the Reshape's shape reads, for the reshapes that replace it: 1, literal
+// dims (a runtime value read with allowzero=1, the lowering's form for
+// symbolic dims, whose values JAX knows and never -1; or a constant of
+// positive values); 0, a constant whose first `nb` (batch) values may be 0,
+// "copy the input's dim" (the lowering's form for a symbolic batch), the
+// rest positive; -1, anything else (refused).
+int literal_shape(Rewrite& R, int64_t reshape, int64_t nb) {
+  if (auto c = R.constant_values(R.input(reshape, 1))) {
+    bool copies = false;
+    for (size_t i = 0; i < c->size(); ++i) {
+      if ((*c)[i] > 0) continue;
+      if ((*c)[i] != 0 || static_cast<int64_t>(i) >= nb || R.attr_int(reshape, "allowzero", 0) != 0) return -1;
+      copies = true;
+    }
+    return copies ? 0 : 1;
+  }
+  return R.attr_int(reshape, "allowzero", 0) == 1 ? 1 : -1;
+}
+
+void matmul_transposed_result(Rewrite& R) {
+  const int64_t t = R.root();
+  Value out = R.output(t);
+  Value y = R.input(t, 0);
+  if (!R.single_use(y)) return;
+  int64_t reshape = R.def(y, "Reshape");
+  Value m_out = reshape >= 0 ? R.input(reshape, 0) : y;
+  const int64_t mm = R.def(m_out, "MatMul");
+  if (mm < 0 || (reshape >= 0 && (!R.single_use(m_out) || R.opset() < 14))) return;
+  Value a = R.input(mm, 0), b = R.input(mm, 1);
+  const Aval aa = R.aval(a), ba = R.aval(b), ma = R.aval(m_out), ya = R.aval(y), oa = R.aval(out);
+  const int64_t r = ma.rank();
+  if (r < 3 || aa.rank() != r || ba.rank() != r || !float_type(ma) || ya.rank() < r) return;
+  const int64_t nb = r - 2, ry = ya.rank();
+  const int literal = reshape >= 0 ? literal_shape(R, reshape, nb) : 1;
+  if (literal < 0) return;
+  for (int64_t i = 0; i < nb; ++i)  // no broadcasting batch, kept by the Reshape
+    if (aa.shape[i] != ba.shape[i] || aa.shape[i] != ma.shape[i] || ya.shape[i] != ma.shape[i]) return;
+  const Dim M = aa.shape[nb], K = aa.shape[nb + 1], N = ba.shape[nb + 1];
+  if (ya.shape[nb] != M || !K.is_static()) return;  // rows unsplit: (p, m, n) -> (p, m, n1, n2, ..)
+  auto p = perm_of(R, t, ry);
+  if (!p || (*p)[ry - 1] != nb) return;
+  for (int64_t i = 0; i < nb; ++i)
+    if ((*p)[i] != i) return;
+  const double em = dim_estimate(M), en = dim_estimate(N), ek = dim_estimate(K);
+  if (!(em * en > ek * (em + en))) return;
+  // The columns in the perm's order, then K: b's columns split as y splits N.
+  Axes bperm = first_axes(nb);
+  for (int64_t i = nb; i < ry - 1; ++i) bperm.push_back((*p)[i]);  // y's N axes nb+1..ry-1
+  bperm.push_back(nb);                                             // K, at y's M position
+  Value bs = b;
+  Shape bsplit(ba.shape.begin(), ba.shape.begin() + nb + 1);       // [P.., K, N1, N2, ..]
+  for (int64_t i = nb + 1; i < ry; ++i) bsplit.push_back(ya.shape[i]);
+  Shape moved;
+  for (int64_t i : bperm) moved.push_back(bsplit[static_cast<size_t>(i)]);
+  Axes at = first_axes(nb);
+  at.push_back(nb + 1);
+  at.push_back(nb);
+  Shape ashape(aa.shape.begin(), aa.shape.begin() + nb);
+  ashape.push_back(K);
+  ashape.push_back(M);
+  Value a_t = R.op("Transpose", {a}, aa.with_shape(ashape), {Attr::ints("perm", at)});
+  Value shape_y = reshape >= 0 ? R.input(reshape, 1) : kNoValue;
+  // The new shapes from a^T's shape (the batch dims) and the Reshape's shape
+  // value (the N split, positive in either form), never from a's or b's: the
+  // transpose folding replaces the nodes that made them, which reading their
+  // shape would keep.
+  Value lead = kNoValue, kdim = R.i64s({K.value}), n = kNoValue;
+  auto piece = [&](Value v, int64_t from, int64_t to) {
+    return R.op("Slice", {v, R.i64s({from}), R.i64s({to})}, Aval(dtype::i64, {Dim(to - from)}));
+  };
+  const Aval one(dtype::i64, {Dim(1)});
+  if (reshape >= 0) {
+    lead = piece(R.op("Shape", {a_t}, Aval(dtype::i64, {Dim(r)})), 0, nb);
+    Value split = piece(shape_y, nb + 1, ry);
+    bs = reshape_by_value(R, b, R.op("Concat", {lead, kdim, split}, Aval(dtype::i64, {Dim(ry)}), {Attr::i("axis", 0)}),
+                          ba.with_shape(bsplit));
+    n = piece(shape_y, nb + 1, nb + 2);
+    for (int64_t i = nb + 2; i < ry; ++i) n = R.op("Mul", {n, piece(shape_y, i, i + 1)}, one);
+  }
+  Value bt = R.op("Transpose", {bs}, ba.with_shape(moved), {Attr::ints("perm", bperm)});
+  const Aval left = ba.with_shape([&] {
+    Shape s(ba.shape.begin(), ba.shape.begin() + nb);
+    s.push_back(N);
+    s.push_back(K);
+    return s;
+  }());
+  if (reshape >= 0) {  // the columns merged back into N: [P.., N, K]
+    Value want = R.op("Concat", {lead, n, kdim}, Aval(dtype::i64, {Dim(r)}), {Attr::i("axis", 0)});
+    bt = reshape_by_value(R, bt, want, left);
+  }
+  Shape zshape(ma.shape.begin(), ma.shape.begin() + nb);
+  zshape.push_back(N);
+  zshape.push_back(M);
+  Value z = R.op("MatMul", {bt, a_t}, ma.with_shape(zshape));
+  if (reshape >= 0) {
+    // The Transpose's result shape: the Reshape's shape value in the perm's order.
+    Value want = R.op("Gather", {shape_y, R.i64s(*p)}, Aval(dtype::i64, {Dim(ry)}), {Attr::i("axis", 0)});
+    z = reshape_by_value(R, z, want, oa, literal == 0);  // the perm keeps copies in place
+  }
+  R.replace(out, z);
+}
+
 // The multidirectional broadcast of `shapes`, or nullopt where two dims
 // differ and neither is 1.
 std::optional<Shape> broadcast(const std::vector<Shape>& shapes) {
@@ -1210,6 +1332,12 @@ JAXONNX_PLUGIN("onnx_fusion", "0.1.0") {
         .summary(std::string(root) + "(Transpose(y) [times or over a constant]) -> Transpose(" +
                  root + "(y [times or over it])) on the permuted axis, so that it meets the "
                  "Transpose after it (attention written with einsum)");
+  plugin.rule("matmul_transposed_result", "Transpose", matmul_transposed_result)
+      .exact()
+      .emits({"MatMul", "Transpose", "Reshape", "Shape", "Slice", "Concat", "Gather", "Mul"})
+      .summary("Transpose(Reshape(MatMul(a, b))) moving the product's rows last (einsum attention "
+               "logits: dot_general(k, q) then a Transpose) -> MatMul(b', a^T) reshaped, the operands "
+               "moved instead of the product where that moves fewer elements");
   for (const char* root : {"MatMul", "Gemm"})
     plugin.rule(std::string("matmul_of_zeros_") + root, root, matmul_of_zeros)
         .exact()

@@ -155,8 +155,10 @@ def attention(spec, layer, p, h, attention_mask, position_ids, past):
     if spec.qk_norm:
         q, k = rms_norm(q, p["q_norm"]), rms_norm(k, p["k_norm"])
     q, k = rope(q, position_ids, spec.rope_base), rope(k, position_ids, spec.rope_base)
-    keys = jnp.concatenate([past[0], k.transpose(0, 2, 1, 3)], axis=2)    # [B, kv, P + S, hd]
-    values = jnp.concatenate([past[1], v.transpose(0, 2, 1, 3)], axis=2)
+    keys, values = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)        # [B, kv, S, hd]
+    if past is not None:  # None: a prompt with no cache (prefill)
+        keys = jnp.concatenate([past[0], keys], axis=2)                    # [B, kv, P + S, hd]
+        values = jnp.concatenate([past[1], values], axis=2)
     ok = visible(attention_mask, position_ids, spec.window(layer))
     if spec.sdpa:
         out = jax.nn.dot_product_attention(q, keys.transpose(0, 2, 1, 3), values.transpose(0, 2, 1, 3),
@@ -247,6 +249,18 @@ class Decoder(nnx.Module):
 
     def __call__(self, input_ids, attention_mask, position_ids, past):
         return decoder_step(self.spec, self.weights)(input_ids, attention_mask, position_ids, past)
+
+
+def prefill(spec, params):
+    """The model's prompt pass with no cache: (input_ids [B, T], attention_mask
+    [B, T], position_ids [B, T]) -> logits [B, T, vocab], in genai's mask and
+    position convention (benchmarks/prefill.py times it)."""
+    step = decoder_step(spec, params)
+
+    def run(input_ids, attention_mask, position_ids):
+        return step(input_ids, attention_mask, position_ids, [None] * spec.layers)[0]
+
+    return run
 
 
 def pad_prompts(prompts, pad):
