@@ -37,6 +37,7 @@ import argparse
 import collections
 import datetime
 import json
+import math
 import os
 import re
 import sys
@@ -460,7 +461,8 @@ def summarize(names, groups, results, tools):
 
 
 def _pct(p, n):
-    return f"{100.0 * p / n:.1f}%" if n else "-"
+    """p of n as a percentage rounded down (one failure in 5,000 is 99.9%, not 100.0%)."""
+    return f"{math.floor(1000 * p / n) / 10:.1f}%" if n else "-"
 
 
 def group_table(s):

@@ -9,6 +9,7 @@ docs/reference/cli.md from the command line's parsers (its --help texts).
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -106,12 +107,13 @@ def catalog_tables() -> list:
         for g in sorted(groups):
             row = groups[g]
             lines.append(f"| {g} | {row['cases']} | " + " | ".join(str(row[t]) for t in tools) + " |")
-        pct = {t: f" ({100.0 * total[t] / total['cases']:.1f}%)" if total["cases"] else "" for t in tools}
+        pct = {t: f" ({math.floor(1000 * total[t] / total['cases']) / 10:.1f}%)" if total["cases"] else "" for t in tools}
         lines.append(f"| **all** | **{total['cases']}** | "
                      + " | ".join(f"**{total[t]}**{pct[t]}" for t in tools) + " |")
         failures = data["failures"]["jaxonnx"]
         if failures:
-            lines += ["", f"What jaxonnx does not pass ({len(failures)}), with the reason:", "",
+            lines += ["", f"What jaxonnx does not pass ({len(failures)}), with the outcome "
+                      "([catalog.md](catalog.md#what-does-not-pass-and-why) says why):", "",
                       "| harness | outcome | reason |", "|---|---|---|"]
             for h in sorted(failures):
                 status, detail = failures[h]

@@ -35,6 +35,7 @@
 // with zeros between ones is outside what the replacement computes. The
 // attention output of a padding query differs too (genai never reads it).
 #include <jaxonnx/plugin.hpp>
+#include <jaxonnx/reshape_by_value.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -713,7 +714,7 @@ void cache_attention(Rewrite& R) {
   // -- the replacement
   auto rows = [&](Value x4, const Aval& a) {  // [B, S, n, D] -> [B, S, n*D]
     const int64_t w = a.shape[2].value * a.shape[3].value;
-    return R.op("Reshape", {x4, R.i64s({0, 0, w})}, Aval(dtype::f32, {B, S, Dim(w)}));
+    return reshape_by_value(R, x4, R.i64s({0, 0, w}), Aval(dtype::f32, {B, S, Dim(w)}), true);
   };
   // new keys/values [B, kv, S, D] -> [B, S, kv*D], through the Transpose that made them if there is one
   auto new_rows = [&](int64_t cat) {
@@ -750,7 +751,7 @@ void cache_attention(Rewrite& R) {
                             {rows(q, q4), new_rows(kcat), new_rows(vcat), R.input(kcat, 0), R.input(vcat, 0), seqlens,
                              total},
                             {Aval(dtype::f32, {B, S, Dim(heads * d)}), k4, v4}, attrs);
-  R.replace(R.output(root), R.op("Reshape", {outs[0], R.i64s(root_shape)}, root_aval));
+  R.replace(R.output(root), reshape_by_value(R, outs[0], R.i64s(root_shape), root_aval, true));
   R.replace(keys, outs[1]);
   R.replace(values, outs[2]);
 }

@@ -55,26 +55,6 @@ Cx triu_c(Lowering& L, const Cx& x) {
   return {nd(L, "Where", {low, z, x.re.v}, x.re.a), nd(L, "Where", {low, z, x.im.v}, x.im.a)};
 }
 
-// Both parts with zero columns appended up to `cols` (static or symbolic).
-TV pad_cols_to(Lowering& L, const TV& x, const Dim& cols) {
-  int64_t r = x.a.rank();
-  Dim n = dim(x.a, 1);
-  if (cols == n) return x;
-  Shape s = x.a.shape;
-  s.back() = cols;
-  std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
-  Value pv;
-  if (all_static({cols, n})) {
-    pads.back() = cols.value - n.value;
-    pv = i64s(L, pads);
-  } else {
-    pads.pop_back();
-    Value extra = L.op("Sub", {dim_value(L, cols), dim_value(L, n)}, Aval(dtype::i64, {1}));
-    pv = L.op("Concat", {i64s(L, pads), extra}, Aval(dtype::i64, {2 * r}), {Attr::i("axis", 0)});
-  }
-  return nd(L, "Pad", {x.v, pv, scalar(L, x.a.dtype, 0.0)}, x.a.with_shape(s), {Attr::s("mode", "constant")});
-}
-
 }  // namespace
 
 std::pair<Cx, Cx> complex_geqrf(Lowering& L, const Cx& A) {
@@ -212,7 +192,7 @@ std::pair<Cx, Cx> complex_qr(Lowering& L, const Cx& A, bool full) {
   int64_t r = A.re.a.rank();
   Cx q{{kNoValue, {}}, {kNoValue, {}}};
   if (full) {
-    q = complex_householder_product(L, {pad_cols_to(L, a.re, m), pad_cols_to(L, a.im, m)}, taus);
+    q = complex_householder_product(L, {pad_cols(L, a.re, m), pad_cols(L, a.im, m)}, taus);
   } else if (n != K) {
     q = complex_householder_product(L, {slice_to(L, a.re, r - 1, K), slice_to(L, a.im, r - 1, K)}, taus);
   } else {

@@ -70,26 +70,6 @@ TV triu(Lowering& L, const TV& x) {
   return nd(L, "Where", {low, scalar(L, x.a.dtype, 0.0), x.v}, x.a);
 }
 
-// x [..., m, n] with zero columns appended (or columns dropped) up to `cols`.
-TV pad_cols(Lowering& L, const TV& x, const Dim& cols) {
-  int64_t r = x.a.rank();
-  Dim n = dim(x.a, 1);
-  if (cols == n) return x;
-  Shape s = x.a.shape;
-  s.back() = cols;
-  std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
-  Value pv;
-  if (all_static({cols, n})) {
-    pads.back() = cols.value - n.value;
-    pv = i64s(L, pads);
-  } else {
-    pads.pop_back();
-    Value extra = L.op("Sub", {dim_value(L, cols), dim_value(L, n)}, Aval(dtype::i64, {1}));
-    pv = L.op("Concat", {i64s(L, pads), extra}, Aval(dtype::i64, {2 * r}), {Attr::i("axis", 0)});
-  }
-  return nd(L, "Pad", {x.v, pv, scalar(L, x.a.dtype, 0.0)}, x.a.with_shape(s), {Attr::s("mode", "constant")});
-}
-
 }  // namespace
 
 // geqrf on A [..., m, n]: a (R on and above the diagonal, the reflectors

@@ -644,7 +644,8 @@ void softmax_transpose(Rewrite& R, const char* op) {
 // side) instead of the T * S * G logits, and the core folds the Transpose of
 // k into the one that made it. Only where that moves fewer elements: M * N >
 // K * (M + N), a symbolic dim counting as large (a sequence length) and a
-// symbolic K refusing. Exact: the same products, each summed over K.
+// symbolic K refusing. Exact: the same products, each summed over K. Not
+// where a is a graph output (a KV cache's keys: plugins/cache_attention's form).
 double dim_estimate(const Dim& d) { return d.is_static() ? static_cast<double>(d.value) : 1e9; }
 
 Axes first_axes(int64_t n) {
@@ -682,6 +683,10 @@ void matmul_transposed_result(Rewrite& R) {
   const int64_t mm = R.def(m_out, "MatMul");
   if (mm < 0 || (reshape >= 0 && (!R.single_use(m_out) || R.opset() < 14))) return;
   Value a = R.input(mm, 0), b = R.input(mm, 1);
+  // Keys the model returns (a KV cache's present, Concat(past, new)) are left
+  // in this form: plugins/cache_attention reads it, and under the contrib
+  // target makes the attention GroupQueryAttention over the cache in place.
+  if (R.is_graph_output(a)) return;
   const Aval aa = R.aval(a), ba = R.aval(b), ma = R.aval(m_out), ya = R.aval(y), oa = R.aval(out);
   const int64_t r = ma.rank();
   if (r < 3 || aa.rank() != r || ba.rank() != r || !float_type(ma) || ya.rank() < r) return;

@@ -43,6 +43,22 @@ def generate(folder, prompts, pad, new_tokens):
     return tokens, np.stack(logits)
 
 
+def probe_steps(folder, columns):
+    """A probe model's report at each step of genai's generation from two prompts, the
+    second padded (max_length 7): the first `columns` logits of each row, and the
+    generator."""
+    model = og.Model(str(folder))
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=7, batch_size=2)
+    gen = og.Generator(model, params)
+    gen.append_tokens(np.array([[5, 6, 7, 8], [9, 10, 0, 0]], np.int32))
+    seen = []
+    while not gen.is_done():
+        seen.append(gen.get_logits()[:, 0, :columns].copy())
+        gen.generate_next_token()
+    return seen, gen
+
+
 def unused_token(spec, tokens, prompts):
     """An eos id the greedy run never produces, so both runs go the full length."""
     used = set(np.unique(tokens).tolist()) | {t for p in prompts for t in p} | {spec.pad}
@@ -281,15 +297,7 @@ def test_genai_conventions(tmp_path):
                   hidden_size=4, vocab_size=32, context_length=16, bos_token_id=1,
                   eos_token_id=2, pad_token_id=0)
     genai.export(probe_step(32), config, tmp_path)
-    model = og.Model(str(tmp_path))
-    params = og.GeneratorParams(model)
-    params.set_search_options(max_length=7, batch_size=2)
-    gen = og.Generator(model, params)
-    gen.append_tokens(np.array([[5, 6, 7, 8], [9, 10, 0, 0]], np.int32))
-    seen = []
-    while not gen.is_done():
-        seen.append(gen.get_logits()[:, 0, :5].copy())
-        gen.generate_next_token()
+    seen, gen = probe_steps(tmp_path, 5)
     # (position, mask sum, mask width, id, past length) of the token sampled from
     np.testing.assert_array_equal(seen[0], [[3, 4, 4, 8, 0], [1, 2, 4, 10, 0]])
     np.testing.assert_array_equal(seen[1], [[4, 5, 5, 20, 4], [2, 3, 5, 20, 4]])
@@ -349,15 +357,7 @@ def test_genai_shared_buffer_conventions(tmp_path):
                                                     "num_attention_heads": 1, "vocab_size": vocab}),
                                 "model.onnx", True)
     (tmp_path / "genai_config.json").write_text(json.dumps(config))
-    model = og.Model(str(tmp_path))
-    params = og.GeneratorParams(model)
-    params.set_search_options(max_length=7, batch_size=2)
-    gen = og.Generator(model, params)
-    gen.append_tokens(np.array([[5, 6, 7, 8], [9, 10, 0, 0]], np.int32))
-    seen = []
-    while not gen.is_done():
-        seen.append(gen.get_logits()[:, 0, :4].copy())
-        gen.generate_next_token()
+    seen, gen = probe_steps(tmp_path, 4)
     # (position, mask sum, mask width, id) of the token sampled from
     np.testing.assert_array_equal(seen[0], [[3, 4, 4, 8], [1, 2, 4, 10]])
     np.testing.assert_array_equal(seen[1], [[4, 5, 5, 20], [2, 3, 5, 20]])

@@ -355,8 +355,10 @@ def test_keras_own_onnx_export_tests_pass_through_jaxonnx(tmp_path):
         "    return jaxonnx.to_onnx(*args, **kwargs)\n")
     env = dict(os.environ, KERAS_BACKEND="jax",
                PYTHONPATH=os.pathsep.join([str(shim), os.environ.get("PYTHONPATH", "")]))
+    # importlib mode: pytest's default puts the test file's root (site-packages) first on
+    # sys.path, ahead of the shim, so an installed jax2onnx (./scripts/bench adds it) would win.
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "-p", "no:xdist", spec.origin], cwd=tmp_path, env=env,
+                          "-p", "no:xdist", "--import-mode=importlib", spec.origin], cwd=tmp_path, env=env,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
