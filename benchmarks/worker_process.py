@@ -29,12 +29,14 @@ class WorkerProcess:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, env=env, cwd=str(ROOT))
         self.lines = queue.Queue()
+        self.eof = threading.Event()
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self):
         for line in self.proc.stdout:
             if line.startswith(self.mark):
                 self.lines.put(json.loads(line[len(self.mark):]))
+        self.eof.set()
         self.lines.put(None)  # end of output: the process is gone
 
     def read(self, timeout):
@@ -52,6 +54,12 @@ class WorkerProcess:
     def kill(self):
         """Ends the process; its exit status, None when it was still running (hung)."""
         status = self.proc.poll()
+        if status is None and self.eof.is_set():
+            # A dying process closes its pipes before it can be reaped: wait for its status.
+            try:
+                status = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         self.proc.kill()
         self.proc.wait()
         return status
