@@ -44,7 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-from worker_process import run_pool
+from worker_process import run_pool, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "catalog.md"
@@ -369,24 +369,16 @@ class Worker:
 def worker_main():
     """--worker: "name<TAB>tool" lines on stdin; MARK + JSON lines on stdout."""
     sys.path.insert(0, str(Path(__file__).parent))
-    out = sys.stdout
-    sys.stdout = sys.stderr  # library prints must not break the protocol
     w = Worker()
 
-    def emit(rec):
-        out.write(MARK + json.dumps(rec) + "\n")
-        out.flush()
-    emit({"ready": True})
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        name, tool = line.rstrip("\n").split("\t")
+    def handle(fields, emit):
+        name, tool = fields
         try:
             status, detail = w.run(name, tool)
         except Exception as e:  # the benchmark's own failure: recorded, not fatal
             status, detail = "n/a", f"benchmark: {type(e).__name__}: {_first_line(e)}"
         emit({"status": status, "detail": detail[:2000]})
-    return 0
+    return serve(MARK, handle)
 
 
 # =============================================================== the parent ==

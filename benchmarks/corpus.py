@@ -36,7 +36,7 @@ import zlib
 from pathlib import Path
 
 import doc_section
-from worker_process import run_pool
+from worker_process import run_pool, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks" / "corpus.md"
@@ -269,24 +269,16 @@ class Worker:
 def worker_main():
     """--worker: candidate names on stdin, one a line; MARK + JSON lines on stdout."""
     sys.path.insert(0, str(Path(__file__).parent))
-    out = sys.stdout
-    sys.stdout = sys.stderr  # library prints must not break the protocol
     w = Worker()
 
-    def emit(rec):
-        out.write(MARK + json.dumps(rec) + "\n")
-        out.flush()
-    emit({"ready": True})
-    for line in sys.stdin:
-        name = line.strip()
-        if not name:
-            continue
+    def handle(fields, emit):
+        name = fields[0].strip()
         try:
             w.run(name, emit)
         except Exception as e:  # the harness's own failure on a candidate: recorded, not fatal
             emit({"name": name, "program": None, "why": f"harness: {type(e).__name__}: {_first_line(e)}"})
         emit({"done": name})
-    return 0
+    return serve(MARK, handle)
 
 
 # =============================================================== the parent ==

@@ -113,3 +113,20 @@ def run_pool(items, jobs, script, mark, handle):
         t.start()
     for t in threads:
         t.join()
+
+
+def serve(mark, handle):
+    """The worker's side (`script --worker`): handle(fields, emit) for every request line
+    on stdin (its tab-separated fields), emit(record) writing `mark` + JSON on stdout.
+    Library prints go to stderr so they cannot break the protocol."""
+    out = sys.stdout
+    sys.stdout = sys.stderr
+
+    def emit(rec):
+        out.write(mark + json.dumps(rec) + "\n")
+        out.flush()
+    emit({"ready": True})
+    for line in sys.stdin:
+        if line.strip():
+            handle(line.rstrip("\n").split("\t"), emit)
+    return 0

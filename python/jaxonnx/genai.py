@@ -26,8 +26,9 @@ slots up to its own (slot order is causal order), and the cache holds padding
 slots the mask hides.
 
 config holds genai_config.json's model keys (CONFIG_KEYS) and optionally
-"type" (genai's model type, default "decoder") and "search" (SEARCH_KEYS:
-defaults for og.GeneratorParams).
+"type" (genai's model type, default "decoder"), "search" (SEARCH_KEYS:
+defaults for og.GeneratorParams) and "session_options" (genai_config.json's
+decoder session options, over SESSION_DEFAULTS).
 """
 
 from __future__ import annotations
@@ -45,7 +46,13 @@ from jaxonnx._core import ConversionError
 CONFIG_KEYS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_size",
                "hidden_size", "vocab_size", "context_length", "bos_token_id", "eos_token_id",
                "pad_token_id")
-OPTIONAL_KEYS = ("type", "search")
+OPTIONAL_KEYS = ("type", "search", "session_options")
+# The decoder's session options written unless config["session_options"] says
+# otherwise. intra_op_num_threads 0 hands the thread count to onnxruntime (one per
+# physical core): genai's own default, hardware_concurrency() / 2, assumes two
+# hardware threads per core and so runs on half the cores of a machine without
+# them (on 2 cores: decode 13 ms/token on one thread against 8.4 on two).
+SESSION_DEFAULTS = {"log_id": "onnxruntime-genai", "intra_op_num_threads": 0}
 # genai's search options (onnxruntime-genai 0.18, config.h) and the defaults written.
 SEARCH_DEFAULTS = {"diversity_penalty": 0.0, "do_sample": False, "early_stopping": True,
                    "length_penalty": 1.0, "min_length": 0, "no_repeat_ngram_size": 0,
@@ -133,6 +140,14 @@ def check_config(config):
     if bad := sorted(set(search) - set(SEARCH_KEYS)):
         _fail(f"config['search'] has unknown keys {bad}; genai's search options are {list(SEARCH_KEYS)}")
     out["search"] = {**SEARCH_DEFAULTS, "max_length": out["context_length"], **search}
+    options = config.get("session_options") or {}
+    if not isinstance(options, dict) or not all(isinstance(k, str) for k in options):
+        _fail("config['session_options'] must be a dict of genai's decoder session options "
+              "(e.g. {\"intra_op_num_threads\": 4})")
+    if "provider_options" in options:
+        _fail("config['session_options'] cannot set provider_options: export targets onnxruntime's "
+              "CPU provider")
+    out["session_options"] = {**SESSION_DEFAULTS, **options}
     if out["search"]["max_length"] > out["context_length"]:
         _fail(f"search max_length {out['search']['max_length']} exceeds context_length "
               f"{out['context_length']}")
@@ -249,7 +264,7 @@ def genai_config(cfg, filename, share_buffer):
     model = {k: cfg[k] for k in ("bos_token_id", "context_length", "eos_token_id", "pad_token_id",
                                  "type", "vocab_size")}
     model["decoder"] = {
-        "session_options": {"log_id": "onnxruntime-genai", "provider_options": []},
+        "session_options": dict(sorted({**cfg["session_options"], "provider_options": []}.items())),
         "filename": filename,
         **{k: cfg[k] for k in ("head_size", "hidden_size", "num_attention_heads",
                                "num_hidden_layers", "num_key_value_heads")},
@@ -284,8 +299,9 @@ def export(step, config, folder, *, target="onnxruntime", cache_layout="BKLH",
     data) and folder/genai_config.json. Returns the folder.
 
     config: genai_config.json's model keys (CONFIG_KEYS), optionally "type"
-        (one of MODEL_TYPES; default "decoder") and "search" (defaults for
-        og.GeneratorParams; SEARCH_KEYS).
+        (one of MODEL_TYPES; default "decoder"), "search" (defaults for
+        og.GeneratorParams; SEARCH_KEYS) and "session_options" (the decoder's
+        session options in genai_config.json, over SESSION_DEFAULTS).
     target: "onnxruntime" (standard ops; genai grows the cache: each step
         gets the past at length P and returns the present at P + S) or
         "onnxruntime-contrib" (onnxruntime's com.microsoft ops where they fit;

@@ -249,6 +249,10 @@ def test_folder_is_what_genai_reads(tmp_path):
     assert m["type"] == "decoder" and m["eos_token_id"] == [2, 3]
     assert m["decoder"]["filename"] == "model.onnx"
     assert m["decoder"]["num_key_value_heads"] == spec.kv_heads
+    # onnxruntime picks the threads (one per physical core), not genai's half of the
+    # hardware threads.
+    assert m["decoder"]["session_options"] == {"intra_op_num_threads": 0, "log_id": "onnxruntime-genai",
+                                               "provider_options": []}
     assert config["search"]["max_length"] == spec.context
     assert config["search"]["past_present_share_buffer"] is False
     # Deterministic: the same step exports to the same bytes.
@@ -428,6 +432,9 @@ TINY = dict(num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, h
     (fixed_cache_step, {**TINY, "heads": 2}, r"unknown keys \['heads'\]"),
     (fixed_cache_step, {**TINY, "type": "llama4"}, "genai's decoder types"),
     (fixed_cache_step, {**TINY, "search": {"max_length": 99}}, "exceeds context_length"),
+    (fixed_cache_step, {**TINY, "session_options": 4}, r"session_options'\] must be a dict"),
+    (fixed_cache_step, {**TINY, "session_options": {"provider_options": [{"cuda": {}}]}},
+     "cannot set provider_options"),
     (lambda ids, mask: None, TINY, "four positional arguments"),
     (lambda ids, mask, pos, past: jnp.zeros((1, 1, 32)), TINY, r"must return \(logits, present\)"),
     (lambda ids, mask, pos, past: (jnp.zeros(ids.shape + (31,)), past), TINY,
@@ -455,9 +462,14 @@ def test_cli(tmp_path, monkeypatch, capsys):
     assert main(["genai", "cli_llm:make", "-o", "out"]) == 0
     config = json.loads((tmp_path / "out" / "genai_config.json").read_text())
     assert config["model"]["eos_token_id"] == 2
-    (tmp_path / "over.json").write_text(json.dumps({"eos_token_id": 7}))
+    (tmp_path / "over.json").write_text(json.dumps({"eos_token_id": 7, "session_options": {
+        "intra_op_num_threads": 1, "session.intra_op.allow_spinning": "0"}}))
     assert main(["genai", "cli_llm:make", "--config", "over.json", "--external-data", "-o", "out2"]) == 0
-    assert json.loads((tmp_path / "out2" / "genai_config.json").read_text())["model"]["eos_token_id"] == 7
+    over = json.loads((tmp_path / "out2" / "genai_config.json").read_text())["model"]
+    assert over["eos_token_id"] == 7
+    assert over["decoder"]["session_options"] == {
+        "intra_op_num_threads": 1, "log_id": "onnxruntime-genai", "provider_options": [],
+        "session.intra_op.allow_spinning": "0"}
     assert (tmp_path / "out2" / "model.onnx.data").exists()
     og.Model(str(tmp_path / "out2"))  # genai reads the external data beside the model
     capsys.readouterr()
