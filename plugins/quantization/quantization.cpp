@@ -474,9 +474,10 @@ std::optional<NBitsWeight> from_cast_mul(Rewrite& R, Value b) {
 // nibble first for 4 bits, stored as w_q + 2^(bits-1) (the default zero
 // point), padding past K at the zero point; scales [N, n_blocks]. A
 // per-tensor or per-column scale is repeated over blocks of 128 along K (fewer
-// when K is smaller): the same products. False when B's blocks are not a power
-// of two from 16 to `max_block`.
-bool emit_nbits(Rewrite& R, const NBitsWeight& w, int64_t accuracy_level, int64_t max_block) {
+// when K is smaller), a block larger than 256 (onnxruntime refuses the model)
+// is cut into blocks of 256 with its scale repeated: the same products. False
+// when B's blocks are not a power of two from 16.
+bool emit_nbits(Rewrite& R, const NBitsWeight& w, int64_t accuracy_level) {
   const int64_t mm = R.root();
   Value x = R.input(mm, 0);
   Aval xa = R.aval(x);
@@ -484,7 +485,8 @@ bool emit_nbits(Rewrite& R, const NBitsWeight& w, int64_t accuracy_level, int64_
   const int64_t K = w.K, N = w.N, bits = w.bits;
   int64_t bs = w.block;
   if (bs > 0) {
-    if (bs < 16 || bs > max_block || (bs & (bs - 1))) return false;
+    if (bs < 16 || (bs & (bs - 1))) return false;
+    bs = std::min<int64_t>(bs, 256);
   } else {
     bs = 16;
     while (bs < 128 && bs < K) bs *= 2;
@@ -507,7 +509,9 @@ bool emit_nbits(Rewrite& R, const NBitsWeight& w, int64_t accuracy_level, int64_
       else packed[at + (k % bs) / 2] |= static_cast<uint8_t>(code << (4 * (k % 2)));
     }
     for (int64_t j = 0; j < nb; ++j)
-      scales[n * nb + j] = w.block > 0 ? w.scale[j * N + n] : w.scale.size() == 1 ? w.scale[0] : w.scale[n];
+      scales[n * nb + j] = w.block > 0           ? w.scale[(j * bs / w.block) * N + n]
+                           : w.scale.size() == 1 ? w.scale[0]
+                                                 : w.scale[n];
   }
   Value bq = R.constant(dtype::u8, {N, nb, blob}, packed.data(), packed.size());
   Value sc = R.constant(dtype::f32, {N, nb}, scales.data(), scales.size() * 4);
@@ -528,20 +532,19 @@ bool emit_nbits(Rewrite& R, const NBitsWeight& w, int64_t accuracy_level, int64_
 // float32 weight at load.
 void matmul_nbits(Rewrite& R) {
   auto w = from_dequantize(R, R.input(R.root(), 1));
-  if (w && w->bits == 4) emit_nbits(R, *w, 0, int64_t{1} << 30);
+  if (w && w->bits == 4) emit_nbits(R, *w, 0);
 }
 
 // The same with int8 activations (MatMulNBits accuracy_level 4: onnxruntime
 // rounds x to int8 per block of K and sums in int32), for int4 and int8
 // weights, the int8 ones read from the program's Cast + Mul: 2.5-3.4x faster
 // decode than float32 compute, about 5e-3 of the output's scale off JAX. Only
-// under fusion="approximate". Blocks up to 256: onnxruntime's int8 kernels
-// stop there (a larger block would fall back to dequantizing every run).
+// under fusion="approximate".
 void matmul_nbits_int8_activations(Rewrite& R) {
   Value b = R.input(R.root(), 1);
   auto w = from_dequantize(R, b);
   if (!w) w = from_cast_mul(R, b);
-  if (w) emit_nbits(R, *w, 4, 256);
+  if (w) emit_nbits(R, *w, 4);
 }
 
 }  // namespace
@@ -589,7 +592,7 @@ JAXONNX_PLUGIN("quantization", "0.1.0") {
       .emits({"com.microsoft.MatMulNBits"})
       .summary("fusion=\"approximate\" only: MatMul(x, dequantized w_q [K, N]), w_q an int4 or int8 "
                "constant (DequantizeLinear, or the program's Cast + Mul), the scale per tensor, per "
-               "column or per power-of-two block of 16-256 along K -> com.microsoft.MatMulNBits "
+               "column or per power-of-two block from 16 along K -> com.microsoft.MatMulNBits "
                "with accuracy_level 4 (int8 activations): the fast kernel, not JAX's numerics");
   plugin.rule("matmul_nbits", "MatMul", matmul_nbits)
       .finite("onnxruntime's MatMulNBits kernel dequantizes the same values and sums in its own "

@@ -235,6 +235,9 @@ def test_fusion_aliases():
     assert _fusion.levels(None, fuse=False) == ("fast", "none")
     assert _fusion.levels("exact", fuse=False) == ("exact", "none")
     assert _fusion.levels(None, normalization_mode="force_decomposed") == ("none", "none")
+    assert _fusion.levels("approximate") == ("approximate", "approximate")
+    assert _fusion.levels("approximate", crisp="exact") == ("exact", "exact")
+    assert _fusion.levels("approximate", fuse=False) == ("approximate", "none")
     with pytest.raises(jaxonnx.ConversionError, match="fusion must be one of"):
         jaxonnx.to_onnx(jnp.sin, [(3,)], fusion="fastest")
 
@@ -247,8 +250,8 @@ def test_every_bundled_spec_and_rule_declares_its_numerics():
                 assert b["numerics"] in ("exact", "finite"), (plugin["name"], b["target"])
                 assert (b["numerics"] == "finite") == bool(b["numerics_note"]), b["target"]
         for r in plugin["rules"]:
-            assert r["numerics"] in ("exact", "finite"), (plugin["name"], r["name"])
-            assert (r["numerics"] == "finite") == bool(r["numerics_note"]), r["name"]
+            assert r["numerics"] in ("exact", "finite", "approximate"), (plugin["name"], r["name"])
+            assert (r["numerics"] != "exact") == bool(r["numerics_note"]), r["name"]
 
 
 def test_portable_crops_with_a_slice_not_a_negative_pad():
