@@ -403,7 +403,7 @@ std::optional<NBitsWeight> from_dequantize(Rewrite& R, Value b) {
   const int64_t block = R.attr_int(dq, "block_size", 0);
   NBitsWeight w{wt, K, N, wt->dtype == dtype::i4 ? 4 : 8, *scale, 0};
   if (block > 0) {  // scale [K / block, N]
-    if (axis != 0 || K % block) return std::nullopt;
+    if (axis != 0) return std::nullopt;
     w.block = block;
   } else if (!(st_rank == 0 || (axis == 1 && static_cast<int64_t>(scale->size()) == N))) {
     return std::nullopt;
