@@ -12,7 +12,7 @@
 // (block_size a power of two >= 16, codes unsigned around the default zero
 // point 2^(bits-1)) at float32 compute. Under fusion="approximate" (opt-in)
 // int4 and int8 weights become MatMulNBits with accuracy_level 4 instead:
-// onnxruntime's int8-activation kernel, 2.5-3.4x faster and ~5e-3 off JAX
+// onnxruntime's int8-activation kernel, 3-4x faster and ~5e-3 off JAX
 // (matmul_nbits_int8_activations; docs/quantization.md).
 //
 // Rules, not a lowering: the pattern spans four primitives lowered by three
@@ -537,8 +537,9 @@ void matmul_nbits(Rewrite& R) {
 
 // The same with int8 activations (MatMulNBits accuracy_level 4: onnxruntime
 // rounds x to int8 per block of K and sums in int32), for int4 and int8
-// weights, the int8 ones read from the program's Cast + Mul: 2.5-3.4x faster
-// decode than float32 compute, about 5e-3 of the output's scale off JAX. Only
+// weights, the int8 ones read from the program's Cast + Mul: 3.4-4x faster
+// decode than float32 compute (docs/llm.md), about 5e-3 of the output's scale
+// off JAX. Only
 // under fusion="approximate".
 void matmul_nbits_int8_activations(Rewrite& R) {
   Value b = R.input(R.root(), 1);

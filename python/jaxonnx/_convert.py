@@ -179,7 +179,7 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             also those whose result differs from JAX's beyond float rounding by a
             documented, measured error (today: int4/int8 weight products with int8
             activations, onnxruntime's MatMulNBits accuracy_level 4, under
-            target="onnxruntime-contrib": 2.5-3.4x faster decode, about 5e-3 of
+            target="onnxruntime-contrib": 3-4x faster decode, about 5e-3 of
             the output's scale off JAX; docs/quantization.md).
         crisp: an older switch, kept as an alias: crisp="exact" is
             fusion="exact"; crisp=False turns off the binding specs only (to tell
