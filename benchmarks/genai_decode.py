@@ -7,6 +7,12 @@ jax.jit of the step, against the memory-bandwidth roofline measured in the
 same run.
 
     nice python benchmarks/genai_decode.py [--prompt 128] [--new 32] [--batches 1 4] [--runs 3] [--profile]
+    nice python benchmarks/genai_decode.py --quantized   # the weight-quantization choices only
+
+--quantized runs genai alone (and the copy) on: float32 and int4 under both
+targets, int8 (qwix per channel) under the contrib target, and int4 and int8
+under the contrib target with fusion="approximate" (MatMulNBits with int8
+activations; docs/quantization.md).
 
 The model: tests/python/llm_models.py's Llama (grouped-query attention, rotary
 embeddings, SwiGLU) at SPEC's sizes: 53M parameters read per token (212 MB in
@@ -232,9 +238,9 @@ def read_bytes(model, batch, prefix, cache_itemsize):
     return total - embed + rows + cache
 
 
-def quantized(step_spec, params, kind):
+def quantized(step_spec, params, kind, tile_size=INT4_BLOCK):
     import qwix
-    rules = [qwix.QuantizationRule(module_path=".*", weight_qtype=kind, tile_size=INT4_BLOCK)]
+    rules = [qwix.QuantizationRule(module_path=".*", weight_qtype=kind, tile_size=tile_size)]
     empty = np.zeros((1, SPEC.kv_heads, 0, SPEC.head_dim), np.float32)
     example = (np.array([[5, 17, 33]], np.int32), np.ones((1, 3), np.int32),
                np.arange(3, dtype=np.int32)[None], [(empty, empty)] * SPEC.layers)
@@ -269,6 +275,8 @@ def main(argv=None):
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--no-jax2onnx", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="a tiny model, to check the script runs")
+    ap.add_argument("--quantized", action="store_true",
+                    help="genai only, on the weight-quantization choices (module docstring)")
     args = ap.parse_args(argv)
     global SPEC
     if args.smoke:
@@ -292,12 +300,20 @@ def main(argv=None):
                "bfloat16, onnxruntime": (bf16_step, "onnxruntime", "bfloat16"),
                "int4, onnxruntime": (int4_step, "onnxruntime", "float32"),
                "int4, onnxruntime-contrib": (int4_step, "onnxruntime-contrib", "float32")}
+    if args.quantized:
+        int8_step = quantized(SPEC, params, "int8", tile_size=None)
+        del exports["bfloat16, onnxruntime"]
+        exports.update({
+            "int4, onnxruntime-contrib, fusion approximate": (int4_step, "onnxruntime-contrib", "float32"),
+            "int8, onnxruntime-contrib": (int8_step, "onnxruntime-contrib", "float32"),
+            "int8, onnxruntime-contrib, fusion approximate": (int8_step, "onnxruntime-contrib", "float32")})
     tmp = tempfile.TemporaryDirectory()
     folders, models, sizes, shared = {}, {}, {}, {}
     for name, (fn, target, kv) in exports.items():
         folder = Path(tmp.name) / name.replace(", ", "_")
         start = time.perf_counter()
-        genai.export(fn, config, folder, target=target, kv_dtype=kv, external_data=True)
+        genai.export(fn, config, folder, target=target, kv_dtype=kv, external_data=True,
+                     fusion="approximate" if name.endswith("fusion approximate") else None)
         folders[name] = folder
         models[name] = onnx.load(folder / "model.onnx")
         sizes[name] = sum(f.stat().st_size for f in folder.iterdir())
@@ -319,6 +335,15 @@ def main(argv=None):
         dec_args = fixed_inputs(batch, 1, prefix, np.float32)
         pre_args = fixed_inputs(batch, args.prompt, 0, np.float32)
         runners = [Genai(f"genai, {n}", folders[n], batch, args.prompt, args.new) for n in exports]
+        if args.quantized:
+            runners.append(CopyRound())
+            run_rounds(runners, args.runs, batch)
+            results.append(dict(batch=batch, gbps=runners[-1].gbps(), jax2onnx=None,
+                                rows=rows_of(runners[:-1], exports, models, sizes, shared, batch, prefix, runners[-1].gbps(),
+                                             None, args.prompt)))
+            del runners
+            print_batch(results[-1])
+            continue
         runners.append(Session("plain session, float32, onnxruntime",
                                folders["float32, onnxruntime"] / "model.onnx", batch, args.prompt,
                                args.new, np.float32))
@@ -344,33 +369,9 @@ def main(argv=None):
                                  alone_fn, alone_fn, alone_feed, alone_feed, args.new))
         copy = CopyRound()
         runners.append(copy)
-        for r in range(args.runs + 1):
-            for runner in runners:
-                time.sleep(timing.IDLE)
-                runner.run()
-            print(f"batch {batch}: round {r} done", flush=True)
+        run_rounds(runners, args.runs, batch)
         gbps = copy.gbps()
-        rows = []
-        for runner in runners[:-1]:
-            kind = runner.name.split(", ")[1]
-            model_name = next((n for n in exports if runner.name.endswith(n)), "float32, onnxruntime")
-            itemsize = 2 if kind == "bfloat16" else 4
-            # onnxruntime folds the Cast of a bfloat16 weight, and the Cast + Mul
-            # of an int4 one, into a float32 initializer at load: those models
-            # read float32 weights at run time.
-            folded = model_name in ("int4, onnxruntime", "bfloat16, onnxruntime")
-            roof_model = models["float32, onnxruntime"] if folded else models[model_name]
-            nbytes = read_bytes(roof_model, batch, prefix, itemsize)
-            if runner.name.startswith("weight MatMuls alone"):
-                nbytes = alone_bytes
-            dec = statistics.median(runner.decode[1:])
-            pre = statistics.median(runner.prefill[1:])
-            alone_row = runner.name.startswith("weight MatMuls alone")
-            rows.append(dict(batch=batch, runner=runner.name, decode_ms=dec * 1e3,
-                             roofline_ms=nbytes / gbps / 1e6, bytes_mb=nbytes / 1e6,
-                             prefill_tps=None if alone_row else batch * args.prompt / pre,
-                             size_mb=sizes[model_name] / 1e6 if runner.name.startswith("genai") else None,
-                             shared=shared.get(model_name) if runner.name.startswith("genai") else None))
+        rows = rows_of(runners[:-1], exports, models, sizes, shared, batch, prefix, gbps, alone_bytes, args.prompt)
         results.append(dict(batch=batch, gbps=gbps, rows=rows, jax2onnx=j2o_note))
         del runners, copy
         print_batch(results[-1])
@@ -386,6 +387,39 @@ def main(argv=None):
     load = os.getloadavg()
     print(f"end {time.strftime('%H:%M', time.gmtime())} UTC, load average {load[0]:.1f} {load[1]:.1f} "
           f"{load[2]:.1f}")
+
+
+def run_rounds(runners, runs, batch):
+    for r in range(runs + 1):
+        for runner in runners:
+            time.sleep(timing.IDLE)
+            runner.run()
+        print(f"batch {batch}: round {r} done", flush=True)
+
+
+def rows_of(runners, exports, models, sizes, shared, batch, prefix, gbps, alone_bytes, prompt):
+    rows = []
+    for runner in runners:
+        kind = runner.name.split(", ")[1]
+        model_name = next((n for n in exports if runner.name.endswith(n)), "float32, onnxruntime")
+        itemsize = 2 if kind == "bfloat16" else 4
+        # onnxruntime folds the Cast of a bfloat16 weight, and the Cast + Mul
+        # of an int4 or int8 one, into a float32 initializer at load: those
+        # models read float32 weights at run time.
+        folded = model_name in ("int4, onnxruntime", "bfloat16, onnxruntime", "int8, onnxruntime-contrib")
+        roof_model = models["float32, onnxruntime"] if folded else models[model_name]
+        nbytes = read_bytes(roof_model, batch, prefix, itemsize)
+        if runner.name.startswith("weight MatMuls alone"):
+            nbytes = alone_bytes
+        dec = statistics.median(runner.decode[1:])
+        pre = statistics.median(runner.prefill[1:])
+        alone_row = runner.name.startswith("weight MatMuls alone")
+        rows.append(dict(batch=batch, runner=runner.name, decode_ms=dec * 1e3,
+                         roofline_ms=nbytes / gbps / 1e6, bytes_mb=nbytes / 1e6,
+                         prefill_tps=None if alone_row else batch * prompt / pre,
+                         size_mb=sizes[model_name] / 1e6 if runner.name.startswith("genai") else None,
+                         shared=shared.get(model_name) if runner.name.startswith("genai") else None))
+    return rows
 
 
 def print_batch(res):

@@ -24,6 +24,8 @@ std::vector<const RuleInfo*> selected_rules(const Registry& registry, const Conv
   if (options.fusion == ConvertOptions::Fusion::kNone) return out;
   for (const RuleInfo* r : registry.rules()) {
     if (options.fusion == ConvertOptions::Fusion::kExact && r->numerics != JXO_NUMERICS_EXACT) continue;
+    if (options.fusion != ConvertOptions::Fusion::kApproximate && r->numerics == JXO_NUMERICS_APPROXIMATE)
+      continue;
     bool refused = false;
     for (const std::string& op : r->onnx_ops) {
       const sdk::targets::Lack* lack = sdk::targets::lack(profile, op);

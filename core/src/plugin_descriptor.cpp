@@ -39,7 +39,8 @@ std::vector<std::string> strs(const jxo_str* v, size_t n) {
 // A declared numerics (ABI 1.5), checked: a value this host does not know is
 // an error (a newer plugin would have been refused by its minor).
 int32_t numerics(int32_t v, const std::string& where) {
-  if (v != JXO_NUMERICS_UNDECLARED && v != JXO_NUMERICS_FINITE && v != JXO_NUMERICS_EXACT)
+  if (v != JXO_NUMERICS_UNDECLARED && v != JXO_NUMERICS_FINITE && v != JXO_NUMERICS_EXACT &&
+      v != JXO_NUMERICS_APPROXIMATE)
     throw PluginLoadError(where + " declares numerics " + std::to_string(v) +
                           ", which is not a JXO_NUMERICS_* value");
   return v;

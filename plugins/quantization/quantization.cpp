@@ -10,8 +10,10 @@
 // int4, one
 //   com.microsoft.MatMulNBits(x, packed w_q, scales)
 // (block_size a power of two >= 16, codes unsigned around the default zero
-// point 2^(bits-1); the packing is written for bits 8 too, which onnxruntime
-// runs but not faster than the standard form).
+// point 2^(bits-1)) at float32 compute. Under fusion="approximate" (opt-in)
+// int4 and int8 weights become MatMulNBits with accuracy_level 4 instead:
+// onnxruntime's int8-activation kernel, 3-4x faster and ~5e-3 off JAX
+// (matmul_nbits_int8_activations; docs/quantization.md).
 //
 // Rules, not a lowering: the pattern spans four primitives lowered by three
 // plugins (convert_element_type, mul, reshape, dot_general), and it is the
@@ -26,8 +28,9 @@
 // blocked scale stays Cast + Mul over the int8 initializer.
 //
 // Numerics: DequantizeLinear computes (w_q - 0) * scale in float, the same
-// one rounding as Cast + Mul (exact); MatMulNBits dequantizes the same values
-// and sums in its own order (within rounding on finite inputs).
+// one rounding as Cast + Mul (exact); MatMulNBits at float32 compute
+// dequantizes the same values and sums in its own order (within rounding on
+// finite inputs); at accuracy_level 4 it rounds x to int8 (approximate).
 #include <jaxonnx/plugin.hpp>
 
 #include <algorithm>
@@ -372,55 +375,133 @@ void gemm_of_dequantized(Rewrite& R) {
   R.replace(R.output(g), y);
 }
 
-// MatMul(x, DequantizeLinear(w_q [K, N], scale)) of an int4 constant, the scale per tensor, per output column (axis 1) or per block of
-// a power-of-two size >= 16 along K (axis 0) -> com.microsoft.MatMulNBits.
-// Its B is uint8 [N, n_blocks, block_size * bits / 8], each column's codes
-// along K, low nibble first for 4 bits, stored as w_q + 2^(bits-1) (the
-// default zero point), padding past K at the zero point; scales [N, n_blocks].
-// A per-tensor or per-column scale is repeated over blocks of 128 along K
-// (fewer when K is smaller): the same products.
-void matmul_nbits(Rewrite& R) {
-  const int64_t mm = R.root();
-  Value x = R.input(mm, 0), b = R.input(mm, 1);
+// A weight product's B as MatMulNBits reads it: signed integer codes [K, N]
+// (int4 or int8 elements, one per byte as the SDK hands a constant over,
+// row-major; stored [N, K] when `transposed`), and float32 scales per tensor
+// (1), per column (N) or per block of `block` rows along K ([K / block, N]
+// row-major).
+struct NBitsWeight {
+  const jxo_tensor* codes;
+  int64_t K, N, bits;
+  std::vector<float> scale;
+  int64_t block;  // > 0: blocked along K
+  bool transposed = false;
+};
+
+// B = DequantizeLinear(w_q [K, N] constant, scale) without zero point: per
+// tensor, per column (axis 1), or blocked along K (axis 0, block_size).
+std::optional<NBitsWeight> from_dequantize(Rewrite& R, Value b) {
   const int64_t dq = R.def(b, "DequantizeLinear");
-  if (dq < 0 || !R.single_use(b) || (R.num_inputs(dq) > 2 && R.input(dq, 2) != kNoValue)) return;
+  if (dq < 0 || !R.single_use(b) || (R.num_inputs(dq) > 2 && R.input(dq, 2) != kNoValue)) return std::nullopt;
   const jxo_tensor* wt = R.constant(R.input(dq, 0));
   auto scale = f32_values(R, R.input(dq, 1));
-  Aval xa = R.aval(x);
-  // 4 bits only: onnxruntime 1.31 runs bits 8 correctly (this layout, zero point 128) but
-  // no faster than DequantizeLinear + MatMul (84 ms against 48-88 ms a step on 4M weights,
-  // far from float32's ~1 ms; docs/quantization.md), and the contrib target takes a
-  // com.microsoft op only where it is measured faster.
-  if (!wt || !scale || wt->rank != 2 || wt->dtype != dtype::i4 ||
-      xa.dtype != dtype::f32 || xa.unknown_rank || xa.rank() < 2)
-    return;
+  if (!wt || !scale || wt->rank != 2 || (wt->dtype != dtype::i4 && wt->dtype != dtype::i8)) return std::nullopt;
   const int64_t K = wt->dims[0], N = wt->dims[1];
   const int64_t st_rank = R.constant(R.input(dq, 1))->rank;
   int64_t axis = R.attr_int(dq, "axis", 1);
   if (axis < 0) axis += 2;
-  const int64_t given_block = R.attr_int(dq, "block_size", 0);
-  int64_t bs;
-  if (given_block > 0) {  // scale [K / bs, N]
-    if (axis != 0 || given_block < 16 || (given_block & (given_block - 1))) return;
-    bs = given_block;
-  } else if (st_rank == 0 || (axis == 1 && static_cast<int64_t>(scale->size()) == N)) {
+  const int64_t block = R.attr_int(dq, "block_size", 0);
+  NBitsWeight w{wt, K, N, wt->dtype == dtype::i4 ? 4 : 8, *scale, 0};
+  if (block > 0) {  // scale [K / block, N]
+    if (axis != 0) return std::nullopt;
+    w.block = block;
+  } else if (!(st_rank == 0 || (axis == 1 && static_cast<int64_t>(scale->size()) == N))) {
+    return std::nullopt;
+  }
+  return w;
+}
+
+// B = Cast(w_q [K, N]) * scale [N] or [1, N] or one value, or
+// Reshape(Cast(w_q [K / bs, bs, N]) * scale [K / bs, 1, N]) to [K, N], or
+// Transpose(Cast(w_q [N, K]) * scale [N, 1] or one value) (a weight stored
+// [out, in]): the program's own dequantization, which the onnxruntime targets
+// keep for an int8 weight (Cast + Mul folds into float32 at load).
+std::optional<NBitsWeight> from_cast_mul(Rewrite& R, Value b) {
+  if (!R.single_use(b)) return std::nullopt;
+  if (const int64_t tr = R.def(b, "Transpose"); tr >= 0) {
+    auto perm = R.attr_ints(tr, "perm");
+    Value mv = R.input(tr, 0);
+    const int64_t mul = R.def(mv, "Mul");
+    auto e = static_dims(R.aval(b));
+    if ((perm && *perm != Dims{1, 0}) || mul < 0 || !R.single_use(mv) || !e || e->size() != 2) return std::nullopt;
+    auto m = weight_times_scale(R, mul);
+    if (!m || (m->first.data->dtype != dtype::i4 && m->first.data->dtype != dtype::i8) ||
+        m->first.dims != Dims{(*e)[1], (*e)[0]})
+      return std::nullopt;
+    const jxo_tensor* st = R.constant(m->second);
+    auto sd = scale_dims(st, m->first.dims);
+    if (!sd || (*sd)[1] != 1) return std::nullopt;  // per row of [N, K]: per column of B
+    const auto* sv = static_cast<const float*>(st->data);
+    NBitsWeight w{m->first.data, (*e)[0], (*e)[1], m->first.data->dtype == dtype::i4 ? 4 : 8,
+                  std::vector<float>(sv, sv + st->nbytes / 4), 0, true};
+    return w;
+  }
+  Value mv = b;
+  const int64_t rs = R.def(b, "Reshape");
+  if (rs >= 0) {
+    mv = R.input(rs, 0);
+    if (!R.single_use(mv)) return std::nullopt;
+  }
+  const int64_t mul = R.def(mv, "Mul");
+  auto e = static_dims(R.aval(b));
+  if (mul < 0 || !e || e->size() != 2) return std::nullopt;
+  auto m = weight_times_scale(R, mul);
+  if (!m || (m->first.data->dtype != dtype::i4 && m->first.data->dtype != dtype::i8)) return std::nullopt;
+  const Weight& q = m->first;
+  const jxo_tensor* st = R.constant(m->second);
+  auto sd = scale_dims(st, q.dims);
+  if (!sd) return std::nullopt;
+  const int64_t K = (*e)[0], N = (*e)[1];
+  const auto* sv = static_cast<const float*>(st->data);
+  NBitsWeight w{q.data, K, N, q.data->dtype == dtype::i4 ? 4 : 8, {}, 0};
+  const size_t count = st->nbytes / 4;
+  if (rs < 0 && q.dims == *e && (*sd)[0] == 1) {  // per tensor or per column
+    w.scale.assign(sv, sv + count);
+    return w;
+  }
+  if (rs >= 0 && q.dims.size() == 3 && q.dims[0] * q.dims[1] == K && q.dims[2] == N && (*sd)[1] == 1 &&
+      (*sd)[0] == q.dims[0] && (*sd)[2] == N) {  // blocks of q.dims[1] rows
+    w.scale.assign(sv, sv + count);
+    w.block = q.dims[1];
+    return w;
+  }
+  return std::nullopt;
+}
+
+// MatMul(x, B) -> com.microsoft.MatMulNBits(x, packed codes, scales) at
+// `accuracy_level` (0: float32 compute, 4: int8 activations). Its B is uint8
+// [N, n_blocks, block_size * bits / 8], each column's codes along K, low
+// nibble first for 4 bits, stored as w_q + 2^(bits-1) (the default zero
+// point), padding past K at the zero point; scales [N, n_blocks]. A
+// per-tensor or per-column scale is repeated over blocks of 128 along K (fewer
+// when K is smaller), a block larger than 256 (onnxruntime refuses the model)
+// is cut into blocks of 256 with its scale repeated: the same products. False
+// when B's blocks are not a power of two from 16.
+bool emit_nbits(Rewrite& R, const NBitsWeight& w, int64_t accuracy_level) {
+  const int64_t mm = R.root();
+  Value x = R.input(mm, 0);
+  Aval xa = R.aval(x);
+  if (xa.dtype != dtype::f32 || xa.unknown_rank || xa.rank() < 2) return false;
+  const int64_t K = w.K, N = w.N, bits = w.bits;
+  int64_t bs = w.block;
+  if (bs > 0) {
+    if (bs < 16 || (bs & (bs - 1))) return false;
+    bs = std::min<int64_t>(bs, 256);
+  } else {
     bs = 16;
     while (bs < 128 && bs < K) bs *= 2;
-  } else {
-    return;
   }
-  const int64_t bits = wt->dtype == dtype::i4 ? 4 : 8;
   const int64_t zp = int64_t{1} << (bits - 1);
   const int64_t nb = (K + bs - 1) / bs, blob = bs * bits / 8;
   std::vector<uint8_t> packed(static_cast<size_t>(N * nb * blob), 0);
   std::vector<float> scales(static_cast<size_t>(N * nb));
-  const auto* w = static_cast<const uint8_t*>(wt->data);  // one element per byte
+  const auto* raw = static_cast<const uint8_t*>(w.codes->data);  // one element per byte
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t k = 0; k < nb * bs; ++k) {
       int64_t q = 0;
       if (k < K) {
-        const uint8_t raw = w[k * N + n];
-        q = bits == 8 ? static_cast<int8_t>(raw) : static_cast<int8_t>(static_cast<uint8_t>(raw << 4)) >> 4;
+        const uint8_t r = raw[w.transposed ? n * K + k : k * N + n];
+        q = bits == 8 ? static_cast<int8_t>(r) : static_cast<int8_t>(static_cast<uint8_t>(r << 4)) >> 4;
       }
       const auto code = static_cast<uint8_t>(q + zp);
       const size_t at = static_cast<size_t>((n * nb + k / bs) * blob);
@@ -428,14 +509,43 @@ void matmul_nbits(Rewrite& R) {
       else packed[at + (k % bs) / 2] |= static_cast<uint8_t>(code << (4 * (k % 2)));
     }
     for (int64_t j = 0; j < nb; ++j)
-      scales[n * nb + j] = given_block > 0 ? (*scale)[j * N + n] : st_rank == 0 ? (*scale)[0] : (*scale)[n];
+      scales[n * nb + j] = w.block > 0           ? w.scale[(j * bs / w.block) * N + n]
+                           : w.scale.size() == 1 ? w.scale[0]
+                                                 : w.scale[n];
   }
   Value bq = R.constant(dtype::u8, {N, nb, blob}, packed.data(), packed.size());
   Value sc = R.constant(dtype::f32, {N, nb}, scales.data(), scales.size() * 4);
+  std::vector<Attr> attrs = {Attr::i("K", K), Attr::i("N", N), Attr::i("bits", bits), Attr::i("block_size", bs)};
+  if (accuracy_level != 0) attrs.push_back(Attr::i("accuracy_level", accuracy_level));
   Aval out = R.aval(R.output(mm));
-  R.replace(R.output(mm), R.domain_op("com.microsoft", "MatMulNBits", {x, bq, sc}, out,
-                                      {Attr::i("K", K), Attr::i("N", N), Attr::i("bits", bits),
-                                       Attr::i("block_size", bs)}));
+  R.replace(R.output(mm), R.domain_op("com.microsoft", "MatMulNBits", {x, bq, sc}, out, attrs));
+  return true;
+}
+
+// MatMul(x, DequantizeLinear(w_q [K, N], scale)) of an int4 constant, the
+// scale per tensor, per output column (axis 1) or per block of a power-of-two
+// size >= 16 along K (axis 0) -> com.microsoft.MatMulNBits, float32 compute
+// (no accuracy_level): JAX's products summed in another order. int4 only:
+// onnxruntime 1.31 runs bits 8 at float32 compute by dequantizing the whole
+// weight at every run (32 ms against float32's 0.16 ms for [1, 1024] x
+// [1024, 2816]; benchmarks/matmul_nbits.py), where Cast + Mul folds into a
+// float32 weight at load.
+void matmul_nbits(Rewrite& R) {
+  auto w = from_dequantize(R, R.input(R.root(), 1));
+  if (w && w->bits == 4) emit_nbits(R, *w, 0);
+}
+
+// The same with int8 activations (MatMulNBits accuracy_level 4: onnxruntime
+// rounds x to int8 per block of K and sums in int32), for int4 and int8
+// weights, the int8 ones read from the program's Cast + Mul: 3.4-4x faster
+// decode than float32 compute (docs/llm.md), about 5e-3 of the output's scale
+// off JAX. Only
+// under fusion="approximate".
+void matmul_nbits_int8_activations(Rewrite& R) {
+  Value b = R.input(R.root(), 1);
+  auto w = from_dequantize(R, b);
+  if (!w) w = from_cast_mul(R, b);
+  if (w) emit_nbits(R, *w, 4);
 }
 
 }  // namespace
@@ -474,6 +584,17 @@ JAXONNX_PLUGIN("quantization", "0.1.0") {
       .emits({"MatMul", "Add", "Transpose"})
       .summary("Gemm(a, DequantizeLinear(..)[, c]) -> MatMul(a, ..) (+ c): onnxruntime fuses a "
                "DequantizeLinear into a MatMul at load, and into no Gemm");
+  // Before matmul_nbits (rules at one node run in declaration order): under
+  // fusion="approximate" it takes the MatMul first.
+  plugin.rule("matmul_nbits_int8_activations", "MatMul", matmul_nbits_int8_activations)
+      .approximate("int8 activations (MatMulNBits accuracy_level 4: onnxruntime rounds x to int8 "
+                   "per block of K): about 5e-3 of the output's largest magnitude off JAX's "
+                   "quantized program (benchmarks/matmul_nbits.py); NaN and infinity in x not checked")
+      .emits({"com.microsoft.MatMulNBits"})
+      .summary("fusion=\"approximate\" only: MatMul(x, dequantized w_q [K, N]), w_q an int4 or int8 "
+               "constant (DequantizeLinear, or the program's Cast + Mul), the scale per tensor, per "
+               "column or per power-of-two block from 16 along K -> com.microsoft.MatMulNBits "
+               "with accuracy_level 4 (int8 activations): the fast kernel, not JAX's numerics");
   plugin.rule("matmul_nbits", "MatMul", matmul_nbits)
       .finite("onnxruntime's MatMulNBits kernel dequantizes the same values and sums in its own "
               "order; NaN and infinity in x are not checked against MatMul")

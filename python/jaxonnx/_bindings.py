@@ -279,11 +279,14 @@ def _resolve(target):
     return None
 
 
-def _wrapper(original, specs, registry, exact):
+def _wrapper(original, specs, registry, level):
+    exact = level == "exact"
     if exact:  # only specs that declare themselves exact on NaN and infinity too
         specs = [s for s in specs if s.numerics == "exact"]
-        if not specs:
-            return None
+    elif level != "approximate":  # beyond float rounding: only when asked
+        specs = [s for s in specs if s.numerics != "approximate"]
+    if not specs:
+        return None
     try:
         signature = inspect.signature(original)
     except (TypeError, ValueError):
@@ -321,13 +324,13 @@ class _Compiled:
                 for d in p["bindings"]:
                     spec = _Binding(p["name"], p["abstract_eval"], plugin["name"], d)
                     self.specs.setdefault(spec.target, []).append(spec)
-        self.wrappers: dict = {}  # (target, exact) -> (original, wrapper or None)
+        self.wrappers: dict = {}  # (target, level) -> (original, wrapper or None)
 
-    def wrapper(self, target, original, exact):
-        hit = self.wrappers.get((target, exact))
+    def wrapper(self, target, original, level):
+        hit = self.wrappers.get((target, level))
         if hit is None or hit[0] is not original:
-            hit = (original, _wrapper(original, self.specs[target], self.registry, exact))
-            self.wrappers[(target, exact)] = hit
+            hit = (original, _wrapper(original, self.specs[target], self.registry, level))
+            self.wrappers[(target, level)] = hit
         return hit[1]
 
 
@@ -357,12 +360,13 @@ _WINDOW_LOCK = threading.RLock()
 @contextlib.contextmanager
 def window(registry, level="fast"):
     """Applies the binding specs of `registry` at a fusion level (_fusion.LEVELS:
-    "fast" every spec, "exact" the specs declared exact on NaN and infinity too,
-    "none" none) and restores every target on exit, also on an exception.
+    "fast" every spec but those declared approximate, "approximate" every spec,
+    "exact" the specs declared exact on NaN and infinity too, "none" none) and restores every target on exit, also on an exception.
     "exact" also passes jaxonnx_exact=True to the spec expressions. Windows of
     several threads take turns (_WINDOW_LOCK)."""
-    if level not in ("fast", "exact", "none"):
-        raise _core.ConversionError(f'fusion level must be "fast", "exact" or "none"; got {level!r}')
+    if level not in ("fast", "exact", "none", "approximate"):
+        raise _core.ConversionError(
+            f'fusion level must be "fast", "exact", "none" or "approximate"; got {level!r}')
     with _WINDOW_LOCK:
         if level == "none":
             yield
@@ -379,7 +383,7 @@ def window(registry, level="fast"):
                 saved = owner.__dict__[name] if had else None
                 if had and isinstance(saved, (staticmethod, classmethod)):
                     continue
-                wrapper = compiled.wrapper(target, getattr(owner, name), level == "exact")
+                wrapper = compiled.wrapper(target, getattr(owner, name), level)
                 if wrapper is None:
                     continue
                 setattr(owner, name, wrapper)

@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
     p.add_argument("--target", default="onnxruntime",
                    choices=("onnxruntime", "portable", "onnxruntime-contrib"),
                    help="the runtime the model is for (docs/targets.md; default onnxruntime)")
-    p.add_argument("--fusion", default="fast", choices=("fast", "exact", "none"),
+    p.add_argument("--fusion", default="fast", choices=("fast", "exact", "none", "approximate"),
                    help="fused ONNX ops: all (fast, the default), only those exact on NaN and "
                         "infinity too (exact), or none")
     p.add_argument("--model-name", default="jax_model", help="the ONNX graph's name")

@@ -175,7 +175,12 @@ def to_onnx(fn, inputs, input_params=None, model_name="jax_model", opset=None, *
             docs/optimizer.md). "fast" (the default): all of them, which agree with
             JAX within float rounding on finite inputs (docs/coverage.md lists where
             they differ on NaN/inf); "exact": only those that agree on NaN and
-            infinity too; "none": JAX's own decompositions.
+            infinity too; "none": JAX's own decompositions; "approximate" (opt-in):
+            also those whose result differs from JAX's beyond float rounding by a
+            documented, measured error (today: int4/int8 weight products with int8
+            activations, onnxruntime's MatMulNBits accuracy_level 4, under
+            target="onnxruntime-contrib": 3-4x faster decode, about 5e-3 of
+            the output's scale off JAX; docs/quantization.md).
         crisp: an older switch, kept as an alias: crisp="exact" is
             fusion="exact"; crisp=False turns off the binding specs only (to tell
             which stage a difference comes from).

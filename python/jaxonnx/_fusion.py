@@ -6,9 +6,12 @@ call -> LayerNormalization) and the plugins' rewrite rules after lowering
 "exact" (within float rounding on every input, NaN and infinity included) or
 "finite" (within rounding on finite inputs). One option picks for both:
 
-  fusion="fast"   every spec and rule (the default)
-  fusion="exact"  only exact ones
-  fusion="none"   neither: JAX's own decompositions
+  fusion="fast"         every spec and rule within float rounding (the default)
+  fusion="exact"        only exact ones
+  fusion="none"         neither: JAX's own decompositions
+  fusion="approximate"  also those declared "approximate" (ABI 1.8): beyond
+                        float rounding by a documented, measured error (int8
+                        activations in MatMulNBits; docs/quantization.md)
 
 The older switches stay as aliases: crisp="exact" is fusion="exact";
 normalization_mode="force_decomposed" is fusion="none"; crisp=False and
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 from jaxonnx._core import ConversionError
 
-LEVELS = ("fast", "exact", "none")
+LEVELS = ("approximate", "fast", "exact", "none")  # most to least permissive
 
 
 def _lower(a, b):
@@ -33,7 +36,7 @@ def levels(fusion, crisp=True, fuse=True, normalization_mode="auto"):
     if fusion is None:
         fusion = "fast"
     if fusion not in LEVELS:
-        raise ConversionError(f"fusion must be one of {LEVELS}; got {fusion!r}")
+        raise ConversionError(f"fusion must be one of {LEVELS[1:] + LEVELS[:1]}; got {fusion!r}")
     if not (crisp is True or crisp is False or crisp == "exact"):
         raise ConversionError(f'crisp must be True, False or "exact"; got {crisp!r}')
     if not isinstance(fuse, bool):

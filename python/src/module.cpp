@@ -24,7 +24,10 @@ using namespace jaxonnx;
 namespace {
 
 const char* numerics_name(int32_t v) {
-  return v == JXO_NUMERICS_EXACT ? "exact" : v == JXO_NUMERICS_FINITE ? "finite" : "undeclared";
+  return v == JXO_NUMERICS_EXACT         ? "exact"
+         : v == JXO_NUMERICS_FINITE      ? "finite"
+         : v == JXO_NUMERICS_APPROXIMATE ? "approximate"
+                                         : "undeclared";
 }
 
 // The numerics a binding spec or a rewrite rule declares (ABI 1.5).
@@ -139,11 +142,16 @@ ConvertOptions::Fusion fusion_from(const std::string& fusion) {
   if (fusion == "fast") return ConvertOptions::Fusion::kFast;
   if (fusion == "exact") return ConvertOptions::Fusion::kExact;
   if (fusion == "none") return ConvertOptions::Fusion::kNone;
-  throw ConversionError("fusion must be \"fast\", \"exact\" or \"none\"; got \"" + fusion + "\"");
+  if (fusion == "approximate") return ConvertOptions::Fusion::kApproximate;
+  throw ConversionError("fusion must be \"fast\", \"exact\", \"none\" or \"approximate\"; got \"" + fusion +
+                        "\"");
 }
 
 const char* fusion_name(ConvertOptions::Fusion f) {
-  return f == ConvertOptions::Fusion::kFast ? "fast" : f == ConvertOptions::Fusion::kExact ? "exact" : "none";
+  return f == ConvertOptions::Fusion::kFast          ? "fast"
+         : f == ConvertOptions::Fusion::kExact       ? "exact"
+         : f == ConvertOptions::Fusion::kApproximate ? "approximate"
+                                                     : "none";
 }
 
 // external_data as Python gives it: None, or (mode, threshold, location, per_tensor).

@@ -93,8 +93,11 @@
  * it ("com.microsoft.MatMulNBits" in its ops) and the target runs that domain
  * (a host of minor <= 5 refuses it).
  * Minor 7 (append-only): rw_is_output of jxo_api, and rw_replace may name a
- * graph output defined before the root (a host of minor <= 6 refuses it). */
-#define JXO_ABI_MINOR 7
+ * graph output defined before the root (a host of minor <= 6 refuses it).
+ * Minor 8 (append-only): JXO_NUMERICS_APPROXIMATE, a rule or spec whose result
+ * differs from JAX's beyond float rounding, applied only under to_onnx
+ * fusion="approximate" (a host of minor <= 7 refuses a plugin declaring it). */
+#define JXO_ABI_MINOR 8
 
 #define JXO_ENTRY_SYMBOL "jaxonnx_plugin_init_v1"
 
@@ -507,15 +510,19 @@ typedef jxo_status* (*jxo_rewrite_fn)(const jxo_api* api, jxo_rewrite* rw, void*
 
 /* How a binding spec's op or a rule's replacement agrees with JAX (minor 5),
  * which the user's fusion option selects by (to_onnx fusion=): "exact" keeps
- * only JXO_NUMERICS_EXACT ones, "fast" all, "none" none. An older plugin's
- * spec or rule reads as UNDECLARED, which counts as FINITE. */
+ * only JXO_NUMERICS_EXACT ones, "fast" all but APPROXIMATE ones,
+ * "approximate" all, "none" none. An older plugin's spec or rule reads as
+ * UNDECLARED, which counts as FINITE. */
 enum {
   JXO_NUMERICS_UNDECLARED = 0,
   /* within float rounding on finite inputs; NaN, infinity or signed zero may
    * differ (numerics_note says how) */
   JXO_NUMERICS_FINITE = 1,
   /* within float rounding on every input, NaN and infinity included */
-  JXO_NUMERICS_EXACT = 2
+  JXO_NUMERICS_EXACT = 2,
+  /* (minor 8) beyond float rounding, by a documented and measured error
+   * (numerics_note says how much): int8 activations in a weight product */
+  JXO_NUMERICS_APPROXIMATE = 3
 };
 
 /* A binding spec (minor 2): while jaxonnx traces, a call of the Python callable

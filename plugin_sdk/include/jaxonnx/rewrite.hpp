@@ -231,6 +231,13 @@ class RuleRef {
     e_->numerics_note = std::move(note);
     return *this;
   }
+  // approximate(note) (ABI 1.8): beyond float rounding, `note` saying by how
+  // much (measured); applied only when the user asks, fusion="approximate".
+  RuleRef& approximate(std::string note) {
+    e_->numerics = JXO_NUMERICS_APPROXIMATE;
+    e_->numerics_note = std::move(note);
+    return *this;
+  }
 
  private:
   detail::RuleEntry* e_;

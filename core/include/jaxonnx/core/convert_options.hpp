@@ -42,9 +42,10 @@ struct ConvertOptions {
   bool optimize = true;
   // Which of the plugins' rewrite rules the optimizer applies (fused ops such
   // as Gemm, Softmax, LayerNormalization), by their declared numerics: kFast
-  // all, kExact those exact on NaN and infinity too, kNone none. The Python
-  // side applies the same choice to binding specs (to_onnx fusion=).
-  enum class Fusion { kFast, kExact, kNone };
+  // all but approximate ones, kApproximate all, kExact those exact on NaN and
+  // infinity too, kNone none. The Python side applies the same choice to
+  // binding specs (to_onnx fusion=).
+  enum class Fusion { kFast, kExact, kNone, kApproximate };
   Fusion fusion = Fusion::kFast;
   // The target profile (jaxonnx/targets.hpp) by name; lowerings and rules ask
   // it what the runtime has, and the host refuses the ops it refuses.
