@@ -35,8 +35,9 @@ def add_parser(sub) -> None:
                    choices=("onnxruntime", "portable", "onnxruntime-contrib"),
                    help="the runtime the model is for (docs/targets.md; default onnxruntime)")
     p.add_argument("--fusion", default="fast", choices=("fast", "exact", "none", "approximate"),
-                   help="fused ONNX ops: all (fast, the default), only those exact on NaN and "
-                        "infinity too (exact), or none")
+                   help="fused ONNX ops: all within float rounding (fast, the default), only those "
+                        "exact on NaN and infinity too (exact), none, or also those beyond rounding by a "
+                        "documented error (approximate: docs/quantization.md)")
     p.add_argument("--model-name", default="jax_model", help="the ONNX graph's name")
     p.add_argument("--no-optimize", action="store_true", help="keep the raw lowering")
     p.add_argument("--external-data", action="store_true",

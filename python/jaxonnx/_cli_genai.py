@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
     p.add_argument("--cache-layout", default="BKLH", choices=("BKLH", "BLKH"),
                    help="the step's cache layout: [B, kv_heads, L, head_size] (genai's, the "
                         "default) or [B, L, kv_heads, head_size]")
+    p.add_argument("--fusion", default="fast", choices=("fast", "exact", "none", "approximate"),
+                   help="fused ONNX ops as for convert; approximate (opt-in) adds int8-activation "
+                        "MatMulNBits for int4/int8 weights under onnxruntime-contrib (docs/quantization.md)")
     p.add_argument("--opset", type=int, default=None, help="default-domain opset (default: the target's)")
     p.add_argument("--external-data", action="store_true",
                    help="write weights of 1 KiB or more to model.onnx.data (always done past 2 GB)")
@@ -80,6 +83,7 @@ def run(args) -> int:
         return 2
     try:
         genai.export(step, config, args.output, target=args.target, cache_layout=args.cache_layout,
+                     fusion=args.fusion,
                      opset=args.opset, external_data=True if args.external_data else None,
                      plugin_dirs=args.plugin_dir or None, verify=args.verify)
     except jaxonnx.ConversionError as e:

@@ -100,8 +100,8 @@ inline constexpr Profile kProfiles[] = {
     {"onnxruntime-contrib", 23,
      "opt-in, for an onnxruntime session alone: the fastest graph there, with the standard "
      "Attention op (which onnxruntime's tools misread) and onnxruntime's com.microsoft ops where "
-     "they are measurably faster (GroupQueryAttention for causal self-attention, MatMulNBits for "
-     "int4/int8 weights)",
+     "they are measurably faster (GroupQueryAttention for causal self-attention and for attention "
+     "over a KV cache, MatMulNBits for int4 weights; int8 too under fusion=\"approximate\")",
      kContribLacks, sizeof(kContribLacks) / sizeof(kContribLacks[0]), kContribDomains,
      sizeof(kContribDomains) / sizeof(kContribDomains[0])},
 };
