@@ -6,22 +6,26 @@
 // past and present (past_present_share_buffer) and decode reads only the
 // filled prefix.
 //
-// The form recognized (JAX's einsum/where/softmax attention as
-// tests/python/llm_models.py writes it, after lowering):
+// The forms recognized (after lowering): JAX's einsum/where/softmax attention
+// as tests/python/llm_models.py writes it, and jax.nn.dot_product_attention
+// with a mask, which plugins/nn_attention lowers to its standard form
+// (MatMul, Mul, Where, Softmax, MatMul) under this target when the keys are
+// a cache (P + S of them for S queries):
 //   keys   = Concat(past_key, new_key) on axis 2     [B, kv, P + S, D], a graph output
 //   values = Concat(past_value, new_value) on axis 2 [B, kv, P + S, D], a graph output
-//   q      = [B, S, heads, D] reshaped to [B, S, kv, group, D] (q head h uses kv head h / group)
-//   scores = einsum("bskgd,bktd->bkgst", q, keys) / c     (or * c; optionally softcap:
-//            cap * tanh(scores / cap))
-//   scores = where(mask, scores, m) with m <= -1e30 (JAX writes finfo.min)
-//   out    = einsum("bkgst,bktd->bskgd", softmax(scores, -1), values)
-// where mask is the conjunction of exactly two terms, recognized by
+//   q      = [B, S, heads, D], or reshaped to [B, S, kv, group, D] (q head h uses kv head h / group)
+//   scores = einsum("bskgd,bktd->bkgst", q, keys) / c, or q . keys^T * c per head
+//            (optionally softcap: cap * tanh(scores / cap))
+//   scores = where(mask, scores, m) with m <= -1e30 (JAX writes finfo.min, nn_attention -0.7 max)
+//   out    = softmax(scores, -1) . values, back to [B, S, heads..., D]
+// where mask is the conjunction of two or three terms, recognized by
 // evaluating the index arithmetic that builds them (Range, Shape, Add, Mul,
-// Cast, Unsqueeze, ...) symbolically:
+// Cast, Unsqueeze, CumSum, ...) symbolically:
 //   padding: attention_mask[b, t] == 1, attention_mask a [B, P + S] integer graph input;
-//   causal:  t <= s + (P + S) - S, t ranging over the keys and s over the new tokens.
-// Anything else (no padding term, a causal offset off by one, a third term
-// such as a sliding window, another head grouping) does not match.
+//   causal:  t <= s + (P + S) - S, t ranging over the keys and s over the new tokens;
+//   optionally a sliding window over positions (local_window_size, below).
+// Anything else (no padding term, a causal offset off by one, a window
+// counted in slots, another head grouping) does not match.
 //
 // What GroupQueryAttention computes (onnxruntime 1.31, CPU): per row b it
 // attends the first seqlens_k[b] + 1 slots of its cache, causally, the new
@@ -537,8 +541,6 @@ Value transposed_from(Rewrite& R, Value v, const std::vector<int64_t>& perm, boo
   if (!p || *p != drop_axis(perm, a)) return kNoValue;
   return R.input(sq, 0);
 }
-// A Reshape node defining v, else -1.
-int64_t reshape_of(Rewrite& R, Value v) { return R.def(v, "Reshape"); }
 
 // Concat(past, new) on axis 2 of rank-4 operands, past a graph input; the
 // node, or -1.
@@ -552,35 +554,86 @@ int64_t cache_concat(Rewrite& R, Value v) {
   return n;
 }
 
-// The root: Transpose [0, 3, 1, 2, 4] of the attention output [B, kv, group, S, D].
+// One matcher for both products of the attention (scores and output):
+// v = [Transpose(perm)] of Reshape([Mul or Div by a positive constant] of
+// MatMul(a, b)). The Transpose is optional where perm is empty, and may be the
+// transpose pass's form of it (transposed_from); the constant, a scale folded
+// into `scale` (jax.nn.dot_product_attention's, which nn_attention applies
+// to the product).
+struct Product {
+  int64_t matmul = -1, reshape = -1;
+  double scale = 1;
+  bool scaled = false;
+};
+std::optional<Product> product(Rewrite& R, Value v, const std::vector<int64_t>& perm, bool unsqueezed) {
+  if (!perm.empty() && (v = transposed_from(R, v, perm, unsqueezed)) == kNoValue) return std::nullopt;
+  Product p;
+  p.reshape = R.def(v, "Reshape");
+  if (p.reshape < 0) return std::nullopt;
+  Value x = R.input(p.reshape, 0);
+  if (int64_t div = R.def(x, "Div"); div >= 0) {
+    auto c = R.splat(R.input(div, 1));
+    if (!c || !(*c > 0)) return std::nullopt;
+    p.scale = 1.0 / *c, p.scaled = true, x = R.input(div, 0);
+  } else if (int64_t mul = R.def(x, "Mul"); mul >= 0) {
+    for (size_t side : {0, 1})
+      if (auto c = R.splat(R.input(mul, side)); c && *c > 0 && !p.scaled)
+        p.scale = *c, p.scaled = true, x = R.input(mul, 1 - side);
+    if (!p.scaled) return std::nullopt;
+  }
+  p.matmul = R.def(x, "MatMul");
+  if (p.matmul < 0) return std::nullopt;
+  return p;
+}
+// x where v = Reshape(transpose(x, perm)) (q moved to the product's layout), else kNoValue.
+Value reshaped_from(Rewrite& R, Value v, const std::vector<int64_t>& perm) {
+  const int64_t r = R.def(v, "Reshape");
+  return r < 0 ? kNoValue : transposed_from(R, R.input(r, 0), perm);
+}
+
+// The root: the Transpose of the attention output [B, heads..., S, D] to the
+// model's [B, S, heads..., D], heads... being kv, g (JAX's einsum attention as
+// tests/python/llm_models.py writes it) or kv*g (nn_attention's standard form
+// of jax.nn.dot_product_attention over a cache). Both take the group's query
+// rows of one key/value head together: out = Reshape(probs [B, kv, g*S, T] @
+// values); the scores are
+//   einsum:  Transpose [0, 1, 4, 3, 2] of Reshape(keys @ qr [B, kv, D, S*g]) / c
+//   nn_attention: Reshape(q_rows [B, kv, g*S, D] @ keys^T * c)
+// (onnx_fusion's matmul_transposed_result leaves keys the step returns in the
+// first form; it would move the whole cache each decode step).
 void cache_attention(Rewrite& R) {
   const int64_t root = R.root();
   if (!R.target_supports("com.microsoft") || R.opset() < 15 || R.num_outputs(root) != 1) return;
-  // The root: [B, S, kv, g, D] (or without a size-1 kv or g) = Transpose of
-  // out [B, kv, g, S, D] = Reshape(MatMul(probs [B, kv, g*S, T], values [B, kv, T, D]))
-  const Value o5 = transposed_from(R, R.output(root), {0, 3, 1, 2, 4}, false);
-  if (o5 == kNoValue) return;
-  const int64_t r_out = reshape_of(R, o5);
-  if (r_out < 0) return;
-  const int64_t mm_out = R.def(R.input(r_out, 0), "MatMul");
-  if (mm_out < 0) return;
-  const Value values = R.input(mm_out, 1);
+  // r: the rank of the per-head tensors [B, heads..., S, .]
+  size_t r = 0;
+  std::optional<Product> out;
+  for (size_t rank : {5, 4}) {  // perm: S to axis 1
+    std::vector<int64_t> perm = {0, static_cast<int64_t>(rank) - 2};
+    for (size_t i = 1; i + 2 < rank; ++i) perm.push_back(static_cast<int64_t>(i));
+    perm.push_back(static_cast<int64_t>(rank) - 1);
+    if ((out = product(R, R.output(root), perm, false))) {
+      r = rank;
+      break;
+    }
+  }
+  if (!out || out->scaled) return;
+  const Value values = R.input(out->matmul, 1);
   const int64_t vcat = cache_concat(R, values);
-  const int64_t r_probs = reshape_of(R, R.input(mm_out, 0));
+  const int64_t r_probs = R.def(R.input(out->matmul, 0), "Reshape");
   if (vcat < 0 || r_probs < 0) return;
   const Value probs = R.input(r_probs, 0);
   const int64_t softmax = R.def(probs, "Softmax");
   if (softmax < 0) return;
-  const Aval p5 = R.aval(probs);
-  if (p5.rank() != 5 || (R.attr_int(softmax, "axis", -1) != -1 && R.attr_int(softmax, "axis", -1) != 4)) return;
+  const int64_t axis = R.attr_int(softmax, "axis", -1);
+  if (axis != -1 && axis != static_cast<int64_t>(r) - 1) return;
   const int64_t where = R.def(R.input(softmax, 0), "Where");
   if (where < 0) return;
   auto blocked = R.splat(R.input(where, 2));
   if (!blocked || !(*blocked <= -1e30)) return;
-  // scores: [softcap] of (S0 / c or S0 * c)
-  Value scaled = R.input(where, 1);
+  // logits: [softcap] of [scale] of the scores
+  Value logits = R.input(where, 1);
   double softcap = 0;
-  if (int64_t mul = R.def(scaled, "Mul"); mul >= 0) {  // cap * tanh(x / cap)
+  if (int64_t mul = R.def(logits, "Mul"); mul >= 0) {  // cap * tanh(x / cap)
     for (size_t side : {0, 1}) {
       auto cap = R.splat(R.input(mul, side));
       int64_t tanh = R.def(R.input(mul, 1 - side), "Tanh");
@@ -588,67 +641,89 @@ void cache_attention(Rewrite& R) {
       int64_t div = R.def(R.input(tanh, 0), "Div");
       if (div < 0 || !R.is_splat(R.input(div, 1), *cap)) continue;
       softcap = *cap;
-      scaled = R.input(div, 0);
+      logits = R.input(div, 0);
       break;
     }
   }
-  double scale = 0;
-  Value s0 = kNoValue;
-  if (int64_t div = R.def(scaled, "Div"); div >= 0) {
-    if (auto c = R.splat(R.input(div, 1)); c && *c > 0) scale = 1.0 / *c, s0 = R.input(div, 0);
-  } else if (int64_t mul = R.def(scaled, "Mul"); mul >= 0) {
+  double scale = 1;
+  bool scaled = false;
+  if (int64_t div = R.def(logits, "Div"); div >= 0) {
+    if (auto c = R.splat(R.input(div, 1)); c && *c > 0) scale = 1.0 / *c, scaled = true, logits = R.input(div, 0);
+  } else if (int64_t mul = R.def(logits, "Mul"); mul >= 0) {
     for (size_t side : {0, 1})
-      if (auto c = R.splat(R.input(mul, side)); c && *c > 0 && s0 == kNoValue) scale = *c, s0 = R.input(mul, 1 - side);
+      if (auto c = R.splat(R.input(mul, side)); c && *c > 0 && !scaled)
+        scale = *c, scaled = true, logits = R.input(mul, 1 - side);
   }
-  if (s0 == kNoValue) return;
-  // S0 [B, kv, g, S, T] = Transpose [0, 1, 4, 3, 2] of Reshape(MatMul(keys [B, kv, T, D], qr [B, kv, D, S*g]))
-  const Value scores5 = transposed_from(R, s0, {0, 1, 4, 3, 2});
-  if (scores5 == kNoValue) return;
-  const int64_t r_scores = reshape_of(R, scores5);
-  if (r_scores < 0) return;
-  const int64_t mm_scores = R.def(R.input(r_scores, 0), "MatMul");
-  if (mm_scores < 0) return;
-  const Value keys = R.input(mm_scores, 0);
+  std::vector<int64_t> perm_q = {0};  // q [B, S, heads..., D] -> [B, heads..., S, D]
+  for (size_t i = 2; i + 1 < r; ++i) perm_q.push_back(static_cast<int64_t>(i));
+  perm_q.push_back(1);
+  perm_q.push_back(static_cast<int64_t>(r) - 1);
+  auto scores = product(R, logits, {}, true);
+  Value keys = kNoValue, q = kNoValue;
+  const bool rows_first = scores.has_value();  // nn_attention's form
+  if (rows_first) {
+    keys = transposed_from(R, R.input(scores->matmul, 1), {0, 1, 3, 2});
+    q = reshaped_from(R, R.input(scores->matmul, 0), perm_q);
+  } else if (r == 5 && (scores = product(R, logits, {0, 1, 4, 3, 2}, true))) {  // the einsum's
+    keys = R.input(scores->matmul, 0);
+    q = reshaped_from(R, R.input(scores->matmul, 1), {0, 2, 4, 1, 3});
+  }
+  if (!scores || (scaled && scores->scaled) || keys == kNoValue || q == kNoValue) return;
+  if (scores->scaled) scale = scores->scale;
   const int64_t kcat = cache_concat(R, keys);
-  const int64_t r_q = reshape_of(R, R.input(mm_scores, 1));
-  if (kcat < 0 || r_q < 0) return;
-  const Value q5_value = transposed_from(R, R.input(r_q, 0), {0, 2, 4, 1, 3});
-  if (q5_value == kNoValue) return;
-  const int64_t r_heads = reshape_of(R, q5_value);
-  if (r_heads < 0) return;
-  const Value q = R.input(r_heads, 0);
+  if (kcat < 0) return;
 
-  // Shapes, which fix what each Reshape does (splits and merges only).
-  const Aval q4 = R.aval(q), q5 = R.aval(R.output(r_heads)), qr = R.aval(R.output(r_q));
-  const Aval k4 = R.aval(keys), v4 = R.aval(values), sc4 = R.aval(R.output(mm_scores)),
-             sc5 = R.aval(R.output(r_scores)), pr4 = R.aval(R.output(r_probs)), o4 = R.aval(R.output(mm_out)),
-             out5 = R.aval(o5);
-  for (const Aval* a : {&q4, &q5, &qr, &k4, &v4, &sc4, &sc5, &p5, &pr4, &o4, &out5})
+  // Shapes, which fix what each Reshape does: splits and merges of
+  // contiguous axes only, B first and the last axis kept (or, in the
+  // einsum's scores, the keys' T), the heads kv then g.
+  const Value q_prod = R.input(scores->matmul, rows_first ? 0 : 1);
+  const Value q_moved = R.input(R.def(q_prod, "Reshape"), 0);
+  const Aval qa = R.aval(q), qm = R.aval(q_moved), qp = R.aval(q_prod), k4 = R.aval(keys), v4 = R.aval(values),
+             sc = R.aval(R.output(scores->matmul)), sr = R.aval(R.output(scores->reshape)), lg = R.aval(logits),
+             wh = R.aval(R.output(where)), pa = R.aval(probs), pr = R.aval(R.output(r_probs)),
+             om = R.aval(R.output(out->matmul)), oh = R.aval(R.output(out->reshape));
+  for (const Aval* a : {&qa, &qm, &qp, &k4, &v4, &sc, &sr, &lg, &wh, &pa, &pr, &om, &oh})
     if (a->unknown_rank || a->dtype != dtype::f32) return;
-  if (q4.rank() != 4 || q5.rank() != 5 || qr.rank() != 4 || sc4.rank() != 4 || sc5.rank() != 5 || pr4.rank() != 4 ||
-      o4.rank() != 4 || out5.rank() != 5)
-    return;
-  const Dim B = q4.shape[0], S = q4.shape[1], D = q4.shape[3], T = k4.shape[2];
-  const Dim KV = q5.shape[2], G = q5.shape[3];
-  if (!q4.shape[2].is_static() || !D.is_static() || !KV.is_static() || !G.is_static()) return;
-  const int64_t heads = q4.shape[2].value, kv = KV.value, group = G.value, d = D.value;
-  // q [B, S, heads, D] -> [B, S, kv, g, D]: heads split as kv-major, so q head h uses kv head h / g
-  if (q5.shape[0] != B || q5.shape[1] != S || q5.shape[4] != D || kv * group != heads) return;
-  // keys and values [B, kv, T, D]
+  for (const Aval* a : {&qa, &qm, &sr, &lg, &wh, &pa, &oh})
+    if (a->rank() != r) return;
+  for (const Aval* a : {&qp, &sc, &pr, &om})
+    if (a->rank() != 4) return;
+  const Dim B = qa.shape[0], S = qa.shape[1], D = qa.shape[r - 1], T = k4.shape[2], KV = k4.shape[1];
+  if (!D.is_static() || !KV.is_static() || KV.value <= 0) return;
+  const int64_t kv = KV.value, d = D.value;
+  int64_t heads = 1;
+  std::vector<Dim> hd;  // heads...
+  for (size_t i = 2; i + 1 < r; ++i) {
+    if (!qa.shape[i].is_static()) return;
+    heads *= qa.shape[i].value;
+    hd.push_back(qa.shape[i]);
+  }
+  if (heads % kv != 0 || (r == 5 && hd[0] != KV)) return;
+  auto per_head = [&](const Aval& a, const Dim& last) {  // [B, heads..., S, last]
+    if (a.shape[0] != B || a.shape[r - 2] != S || a.shape[r - 1] != last) return false;
+    for (size_t i = 0; i < hd.size(); ++i)
+      if (a.shape[i + 1] != hd[i]) return false;
+    return true;
+  };
+  // [B, kv, third, last], an axis given as nullopt of any size (the merged g*S)
+  auto grouped = [&](const Aval& a, std::optional<Dim> third, std::optional<Dim> last) {
+    return a.shape[0] == B && a.shape[1] == KV && (!third || a.shape[2] == *third) && (!last || a.shape[3] == *last);
+  };
+  if (!per_head(lg, T) || !per_head(wh, T) || !per_head(pa, T) || !per_head(oh, D)) return;
+  if (!grouped(pr, std::nullopt, T) || !grouped(om, std::nullopt, D)) return;
+  if (rows_first) {  // q [B, heads..., S, D] -> [B, kv, g*S, D] @ [B, kv, D, T]
+    if (!per_head(qm, D) || !grouped(qp, std::nullopt, D) || !grouped(sc, std::nullopt, T) || !per_head(sr, T)) return;
+  } else {  // [B, kv, T, D] @ ([B, kv, D, S, g] -> [B, kv, D, S*g]) -> [B, kv, T, S, g]
+    const Dim G = hd[1];
+    if (!(qm.shape == Shape{B, KV, D, S, G}) || !grouped(qp, D, std::nullopt) || !grouped(sc, T, std::nullopt) ||
+        !(sr.shape == Shape{B, KV, T, S, G}))
+      return;
+  }
   for (const Aval* a : {&k4, &v4})
     if (a->shape[0] != B || a->shape[1] != KV || a->shape[2] != T || a->shape[3] != D) return;
-  // qt [B, kv, D, S, g] -> qr [B, kv, D, S*g] (merge of the last two)
-  if (qr.shape[0] != B || qr.shape[1] != KV || qr.shape[2] != D) return;
-  // keys @ qr = [B, kv, T, S*g] -> [B, kv, T, S, g]
-  if (sc5.shape[0] != B || sc5.shape[1] != KV || sc5.shape[2] != T || sc5.shape[3] != S || sc5.shape[4] != G) return;
-  // probs [B, kv, g, S, T] -> [B, kv, g*S, T]; @ values -> [B, kv, g*S, D] -> [B, kv, g, S, D]
-  if (p5.shape[0] != B || p5.shape[1] != KV || p5.shape[2] != G || p5.shape[3] != S || p5.shape[4] != T) return;
-  if (pr4.shape[0] != B || pr4.shape[1] != KV || pr4.shape[3] != T) return;
-  if (out5.shape[0] != B || out5.shape[1] != KV || out5.shape[2] != G || out5.shape[3] != S || out5.shape[4] != D)
-    return;
-  // The root's [B, S, kv, g, D], maybe less a size-1 axis: GQA's [B, S, heads * D] reshaped.
+  // The root's [B, S, heads..., D], maybe less a size-1 axis: GQA's [B, S, heads * D] reshaped.
   const Aval root_aval = R.aval(R.output(root));
-  if (root_aval.unknown_rank || root_aval.rank() < 4 || root_aval.shape[0] != B || root_aval.shape[1] != S) return;
+  if (root_aval.unknown_rank || root_aval.rank() < 3 || root_aval.shape[0] != B || root_aval.shape[1] != S) return;
   std::vector<int64_t> root_shape = {0, 0};
   for (size_t i = 2; i < root_aval.rank(); ++i) {
     if (!root_aval.shape[i].is_static()) return;
@@ -657,33 +732,35 @@ void cache_attention(Rewrite& R) {
   if (d % 8 != 0) return;  // onnxruntime's GroupQueryAttention needs head sizes in multiples of 8
 
   // The mask: exactly padding and causal (and a sliding window), placed on the
-  // scores' batch (0), query (3) and key (4) axes.
+  // logits' batch (0), query (r - 2) and key (r - 1) axes.
+  const int qx = static_cast<int>(r) - 2, kx = static_cast<int>(r) - 1;
   Analysis A(R);
   auto mask = A.mask(R.input(where, 0));
-  if (!mask || mask->rank != 5 || mask->terms.size() < 2 || mask->terms.size() > 3) return;
+  if (!mask || mask->rank != r || mask->terms.size() < 2 || mask->terms.size() > 3) return;
   auto lin_b = parse_dim(B), lin_s = parse_dim(S), lin_t = parse_dim(T);
   if (!lin_b || !lin_s || !lin_t) return;
   Value attention_mask = kNoValue;
   bool causal = false;
   int64_t window = 0;
   const Term* window_term = nullptr;
-  // Sizes on the scores' axes: only those named may be other than 1.
+  // Sizes on the logits' axes: only those named may be other than 1.
   auto sized = [&](const Index& x, const std::map<int, Lin>& want) {
-    for (int a = 0; a < 5; ++a) {
+    for (int a = 0; a < static_cast<int>(r); ++a) {
       auto w = want.find(a);
       if (w == want.end() ? x.ext[a].has_value() : !(x.ext[a] && *x.ext[a] == w->second)) return false;
     }
     return true;
   };
+  std::vector<int> padding_axes(r, -1);
+  padding_axes[0] = 0, padding_axes[kx] = 1;
   for (const Term& t : mask->terms) {
     if (t.padding) {  // attention_mask [B, T] == 1
       Aval m = R.aval(t.mask);
-      if (attention_mask != kNoValue || t.axes != std::vector<int>{0, -1, -1, -1, 1} || m.shape[0] != B ||
-          m.shape[1] != T)
-        return;
+      if (attention_mask != kNoValue || t.axes != padding_axes || m.shape[0] != B || m.shape[1] != T) return;
       attention_mask = t.mask;
     } else if (t.expr.srcs.empty()) {  // key - query - (T - S) <= 0
-      if (causal || t.expr.coef != std::map<int, int64_t>{{3, -1}, {4, 1}} || !sized(t.expr, {{3, *lin_s}, {4, *lin_t}}))
+      if (causal || t.expr.coef != std::map<int, int64_t>{{qx, -1}, {kx, 1}} ||
+          !sized(t.expr, {{qx, *lin_s}, {kx, *lin_t}}))
         return;
       if (!(t.expr.base + *lin_t + lin_s->scaled(-1) == Lin{})) return;
       causal = true;
@@ -698,12 +775,12 @@ void cache_attention(Rewrite& R) {
     // before it) within window - 1 of the query's. GroupQueryAttention's
     // local_window_size counts the same way (window keys, the query's own included).
     const Index& x = window_term->expr;
-    if (!x.coef.empty() || x.srcs.size() != 2 || !x.base.constant() || !sized(x, {{0, *lin_b}, {3, *lin_s}, {4, *lin_t}}))
+    if (!x.coef.empty() || x.srcs.size() != 2 || !x.base.constant() || !sized(x, {{0, *lin_b}, {qx, *lin_s}, {kx, *lin_t}}))
       return;
     const Source& pos = x.srcs[0].cumsum ? x.srcs[1] : x.srcs[0];
     const Source& keys_pos = x.srcs[0].cumsum ? x.srcs[0] : x.srcs[1];
     if (pos.cumsum || !keys_pos.cumsum || pos.coef != 1 || keys_pos.coef != -1 || keys_pos.v != attention_mask ||
-        pos.v == attention_mask || pos.axis_of != std::vector<int>{0, 3} || keys_pos.axis_of != std::vector<int>{0, 4})
+        pos.v == attention_mask || pos.axis_of != std::vector<int>{0, qx} || keys_pos.axis_of != std::vector<int>{0, kx})
       return;
     window = 2 - x.base.k;
     if (window < 1) return;
@@ -712,9 +789,8 @@ void cache_attention(Rewrite& R) {
   if (!R.is_graph_output(keys) || !R.is_graph_output(values)) return;
 
   // -- the replacement
-  auto rows = [&](Value x4, const Aval& a) {  // [B, S, n, D] -> [B, S, n*D]
-    const int64_t w = a.shape[2].value * a.shape[3].value;
-    return reshape_by_value(R, x4, R.i64s({0, 0, w}), Aval(dtype::f32, {B, S, Dim(w)}), true);
+  auto rows = [&](Value x, int64_t n) {  // [B, S, n heads..., D] -> [B, S, n*D]
+    return reshape_by_value(R, x, R.i64s({0, 0, n * d}), Aval(dtype::f32, {B, S, Dim(n * d)}), true);
   };
   // new keys/values [B, kv, S, D] -> [B, S, kv*D], through the Transpose that made them if there is one
   auto new_rows = [&](int64_t cat) {
@@ -722,12 +798,11 @@ void cache_attention(Rewrite& R) {
     Aval a = R.aval(x);
     int64_t t = R.producer(x);
     if (transpose_is(R, t, {0, 2, 1, 3}) && R.num_outputs(t) == 1) {
-      Value y = R.input(t, 0);
-      return rows(y, R.aval(y));
+      return rows(R.input(t, 0), kv);
     }
     Aval at(dtype::f32, {a.shape[0], a.shape[2], a.shape[1], a.shape[3]});
     Value y = R.op("Transpose", {x}, at, {Attr::ints("perm", {0, 2, 1, 3})});
-    return rows(y, at);
+    return rows(y, kv);
   };
   for (int64_t cat : {kcat, vcat}) {
     Aval n = R.aval(R.input(cat, 1));
@@ -748,7 +823,7 @@ void cache_attention(Rewrite& R) {
   if (softcap > 0) attrs.push_back(Attr::f("softcap", softcap));
   if (window > 0) attrs.push_back(Attr::i("local_window_size", window));
   auto outs = R.domain_op_n("com.microsoft", "GroupQueryAttention",
-                            {rows(q, q4), new_rows(kcat), new_rows(vcat), R.input(kcat, 0), R.input(vcat, 0), seqlens,
+                            {rows(q, heads), new_rows(kcat), new_rows(vcat), R.input(kcat, 0), R.input(vcat, 0), seqlens,
                              total},
                             {Aval(dtype::f32, {B, S, Dim(heads * d)}), k4, v4}, attrs);
   R.replace(R.output(root), reshape_by_value(R, outs[0], R.i64s(root_shape), root_aval, true));

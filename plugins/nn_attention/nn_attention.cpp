@@ -44,7 +44,10 @@
 // from the symbolic T; it too fails on an empty size (onnxruntime aborts the
 // process), so it stays inside the guard.
 // It agrees with JAX to rounding and propagates NaN and infinity as JAX does
-// (tests/python/test_contrib_target.py).
+// (tests/python/test_contrib_target.py). Masked attention over a key/value
+// cache (over_a_cache) gets the standard form under that target instead, for
+// plugins/cache_attention to make GroupQueryAttention over the cache in place
+// (docs/llm.md).
 //
 // Numerics: agrees with JAX to float rounding on finite inputs, masked rows
 // included. An infinite logit at a blocked position stays infinite in the sum
@@ -150,8 +153,37 @@ bool lower_decomposed(Lowering& L) {
   return true;
 }
 
+// Keys that hold the queries' own tokens after a symbolic number of others
+// (P + S keys for S queries, the dims spelled "P + S"): attention over a
+// key/value cache, as a decoder step writes it.
+bool over_a_cache(const Dim& queries, const Dim& keys) {
+  if (queries.is_static() || keys.is_static()) return false;
+  std::vector<std::string> terms;
+  size_t start = 0;
+  for (size_t i = 0; i <= keys.symbol.size(); ++i)
+    if (i == keys.symbol.size() || keys.symbol[i] == '+') {
+      std::string t = keys.symbol.substr(start, i - start);
+      t.erase(0, t.find_first_not_of(' '));
+      t.erase(t.find_last_not_of(' ') + 1);
+      terms.push_back(t);
+      start = i + 1;
+    }
+  return terms.size() > 1 && std::count(terms.begin(), terms.end(), queries.symbol) == 1 &&
+         keys.symbol.find('-') == std::string::npos;
+}
+
 void lower_attention(Lowering& L) {
   Aval q = L.in_aval(0), k = L.in_aval(1), v = L.in_aval(2);
+  // Masked attention over a cache under the contrib target: the standard form,
+  // which plugins/cache_attention reads (it proves the mask is genai's and the
+  // keys the cache the step returns) and turns into GroupQueryAttention over
+  // the cache in place. The Attention op would sit inside the guard for empty
+  // sizes (an If), where no rewrite rule sees it. Where cache_attention does not
+  // fire, this form runs as the default target's does.
+  if (L.target_supports("com.microsoft") && L.param("has_mask").as_bool() && !L.param("has_bias").as_bool() &&
+      !L.param("is_causal").as_bool() && q.rank() == 4 && k.rank() == 4 && over_a_cache(q.shape[1], k.shape[1]) &&
+      lower_decomposed(L))
+    return;
   bool fits = q.dtype == dtype::f32 && k.dtype == q.dtype && v.dtype == q.dtype && q.rank() == 4 &&
               k.rank() == 4 && v.rank() == 4;
   if (fits)
@@ -297,7 +329,8 @@ JAXONNX_PLUGIN("nn_attention", "0.1.0") {
                "(with any bias) becomes one additive mask, so fully masked rows are the mean "
                "of the values as in JAX; an infinite logit at a masked position stays infinite, "
                "so the mask form is not bound with crisp=\"exact\"; target=\"onnxruntime-contrib\": causal "
-               "self-attention as com.microsoft GroupQueryAttention")
+               "self-attention as com.microsoft GroupQueryAttention, masked attention over a cache in the "
+               "standard form (for cache_attention)")
       .binds(attention(false, false))
       .binds(attention(false, true))
       .binds(attention(true, false))

@@ -17,6 +17,7 @@ import pytest
 import jaxonnx
 from jaxonnx import genai
 from jaxonnx.__main__ import main
+from helpers import check
 
 og = pytest.importorskip("onnxruntime_genai")
 
@@ -66,18 +67,18 @@ def unused_token(spec, tokens, prompts):
 
 
 # batch 1 for one model, batch 2 (prompts of different lengths) for each; the
-# contrib target for both forms of attention (einsum/softmax, whose attention
-# over the cache becomes GroupQueryAttention and the cache one shared buffer,
-# and jax.nn.dot_product_attention, which it makes one Attention op).
+# contrib target for both forms of attention (einsum/softmax, and
+# jax.nn.dot_product_attention), whose attention over the cache becomes
+# GroupQueryAttention and the cache one shared buffer.
 CASES = [("llama", 1, "onnxruntime"), ("llama", 2, "onnxruntime"), ("qwen3", 2, "onnxruntime"),
          ("gemma", 2, "onnxruntime"), ("moe", 2, "onnxruntime"), ("llama_sdpa", 2, "onnxruntime"),
          ("llama", 1, "onnxruntime-contrib"), ("llama", 2, "onnxruntime-contrib"),
          ("qwen3", 2, "onnxruntime-contrib"), ("gemma", 2, "onnxruntime-contrib"),
-         ("moe", 2, "onnxruntime-contrib"), ("llama_sdpa", 2, "onnxruntime-contrib")]
+         ("moe", 2, "onnxruntime-contrib"), ("llama_sdpa", 1, "onnxruntime-contrib"),
+         ("llama_sdpa", 2, "onnxruntime-contrib")]
 # Under the contrib target: the layers whose attention becomes GroupQueryAttention
-# (Gemma's sliding-window layer too, with local_window_size; attention through
-# jax.nn.dot_product_attention stays an Attention op).
-GQA_LAYERS = {"llama": 2, "qwen3": 3, "gemma": 2, "moe": 2, "llama_sdpa": 0}
+# (Gemma's sliding-window layer too, with local_window_size).
+GQA_LAYERS = {"llama": 2, "qwen3": 3, "gemma": 2, "moe": 2, "llama_sdpa": 2}
 
 
 def op_count(model, op, domain=""):
@@ -99,11 +100,6 @@ def test_generate_matches_jax(tmp_path, name, batch, target):
     assert config["search"]["past_present_share_buffer"] is (gqa == spec.layers)
     if gqa:
         onnx.checker.check_model(model, full_check=True)
-    if name == "llama_sdpa" and target == "onnxruntime-contrib":
-        # One Attention per layer, inside nn_attention's guard for empty sizes.
-        guarded = [x.op_type for n in model.graph.node
-                   if n.op_type == "If" for a in n.attribute for x in a.g.node]
-        assert guarded.count("Attention") == spec.layers
     tokens, logits = generate(tmp_path, prompts, spec.pad, NEW_TOKENS)
     assert tokens.shape == (batch, NEW_TOKENS)
     np.testing.assert_array_equal(tokens, want_tokens)
@@ -170,12 +166,18 @@ def group_major_attention(spec, layer, p, h, attention_mask, position_ids, past)
     return out.reshape(b, s, spec.heads * hd) @ p["wo"], (keys, values)
 
 
-@pytest.mark.parametrize("visible", [off_by_one, no_padding, strict, window_in_slots, window_reversed,
-                                     "other_present", "group_major"])
-def test_near_misses_stay_standard(tmp_path, monkeypatch, visible):
+NEAR_MISSES = [off_by_one, no_padding, strict, window_in_slots, window_reversed, "other_present"]
+
+
+@pytest.mark.parametrize("name,visible", [("llama", v) for v in NEAR_MISSES + ["group_major"]]
+                         + [("llama_sdpa", v) for v in NEAR_MISSES],
+                         ids=lambda x: getattr(x, "__name__", x))
+def test_near_misses_stay_standard(tmp_path, monkeypatch, name, visible):
     """Attention GroupQueryAttention does not compute keeps its standard ops
-    under the contrib target, and genai grows the cache."""
-    spec = lm.LLAMA
+    under the contrib target, and genai grows the cache (einsum attention, and
+    jax.nn.dot_product_attention, whose masked attention over a cache
+    nn_attention lowers to the standard form cache_attention reads)."""
+    spec = lm.MODELS[name]
     step = lm.decoder_step(spec, lm.init(spec))
     if visible == "other_present":  # the cache returned is not the keys attended to
         inner = step
@@ -193,6 +195,29 @@ def test_near_misses_stay_standard(tmp_path, monkeypatch, visible):
     assert op_count(model, "Softmax") == spec.layers
     config = json.loads((tmp_path / "genai_config.json").read_text())
     assert config["search"]["past_present_share_buffer"] is False
+
+
+def test_dot_product_attention_keys_not_returned():
+    """Masked jax.nn.dot_product_attention over Concat(past, new) keys (P + S
+    of them for S queries) that the program does not return: under the contrib
+    target nn_attention lowers it to the standard form cache_attention reads,
+    the rule does not fire (no cache to share), and the model agrees with JAX."""
+    def f(q, past_k, new_k, past_v, new_v, mask):
+        k, v = jnp.concatenate([past_k, new_k], axis=1), jnp.concatenate([past_v, new_v], axis=1)
+        return jax.nn.dot_product_attention(q, k, v, mask=mask)
+
+    def inputs(shape, dtype, rng):
+        if dtype == np.bool_:
+            return rng.random(shape) < 0.7
+        return rng.standard_normal(shape).astype(dtype)
+
+    past, new = ("B", "P", 2, 8), ("B", "S", 2, 8)
+    sizes = [{"B": 1, "S": 3, "P": 2, "P + S": 5}, {"B": 2, "S": 1, "P": 3, "P + S": 4}]
+    model = check(f, [("B", "S", 4, 8), past, new, past, new, ("B", 1, "S", "P + S")],
+                  [np.float32] * 5 + [np.bool_], make_inputs=inputs, batches=sizes,
+                  target="onnxruntime-contrib")
+    assert op_count(model, "GroupQueryAttention", "com.microsoft") == 0
+    assert op_count(model, "Softmax") == 1
 
 
 def test_window_spellings(monkeypatch):
