@@ -25,7 +25,10 @@
 //   causal:  t <= s + (P + S) - S, t ranging over the keys and s over the new tokens;
 //   optionally a sliding window over positions (local_window_size, below).
 // Anything else (no padding term, a causal offset off by one, a window
-// counted in slots, another head grouping) does not match.
+// counted in slots, another head grouping) does not match. Where q and the
+// new keys are rotated by the rotate-half rope (rope_of) and heads are of a
+// multiple of 16, the op applies the rotary itself (do_rotary): measured
+// 0.92x the decode time in genai (docs/llm.md).
 //
 // What GroupQueryAttention computes (onnxruntime 1.31, CPU): per row b it
 // attends the first seqlens_k[b] + 1 slots of its cache, causally, the new
@@ -591,6 +594,97 @@ Value reshaped_from(Rewrite& R, Value v, const std::vector<int64_t>& perm) {
   return r < 0 ? kNoValue : transposed_from(R, R.input(r, 0), perm);
 }
 
+// -- rotary embeddings inside GroupQueryAttention (do_rotary) ----------------
+// The rotate-half rope tests/python/llm_models.py writes (public JAX Llama
+// code's), on x [B, S, n, D]:
+//   Concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin) on the last axis,
+//   x1, x2 = x's first and second halves (Slices),
+//   cos, sin = Cos, Sin of ang [B, S, 1, D/2] = float(position_ids)[:, :, None, None] * freqs,
+// position_ids a [B, S] integer graph input and freqs a [D/2] float32 value
+// (broadcast along the last axis). GroupQueryAttention with do_rotary=1 takes
+// cos_cache and sin_cache [T, D/2], indexed by each token's position, which
+// it derives from seqlens_k (onnxruntime 1.31, CPU: the token's index for a
+// first prompt, seqlens_k - S + 1 + s after it): cumsum(attention_mask) - 1
+// for the real tokens of a mask of genai's form, which is what genai feeds as
+// position_ids. Built here as Cos and Sin of float(Range(T)) [T, 1] * freqs,
+// the program's own product for t = position, so the tables hold the
+// program's values; the rotation itself is the program's formula.
+struct Rope {
+  Value x = kNoValue, cos = kNoValue, sin = kNoValue, positions = kNoValue, freqs = kNoValue;
+};
+// v = Mul(other, trig) in either order, trig made by `op`: {other, trig}.
+std::optional<std::pair<Value, Value>> times(Rewrite& R, Value v, std::string_view op) {
+  const int64_t mul = R.def(v, "Mul");
+  if (mul < 0) return std::nullopt;
+  for (size_t side : {0, 1})
+    if (R.def(R.input(mul, side), op) >= 0) return std::make_pair(R.input(mul, 1 - side), R.input(mul, side));
+  return std::nullopt;
+}
+// x where v = Slice(x) along the last axis of [from, to) (to: at least), step 1.
+Value slice_of(Rewrite& R, Value v, int64_t from, int64_t to) {
+  const int64_t s = R.def(v, "Slice");
+  if (s < 0 || R.num_inputs(s) < 4) return kNoValue;
+  const Aval a = R.aval(R.input(s, 0));
+  if (a.unknown_rank || a.rank() != 4) return kNoValue;
+  auto starts = R.constant_values(R.input(s, 1)), ends = R.constant_values(R.input(s, 2)),
+       axes = R.constant_values(R.input(s, 3));
+  if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1) return kNoValue;
+  if ((*axes)[0] != 3 && (*axes)[0] != -1) return kNoValue;
+  if (R.num_inputs(s) > 4 && R.input(s, 4) != kNoValue && !R.is_splat(R.input(s, 4), 1)) return kNoValue;
+  if ((*starts)[0] != static_cast<double>(from) || (*ends)[0] < static_cast<double>(to)) return kNoValue;
+  return R.input(s, 0);
+}
+std::optional<Rope> rope_of(Rewrite& R, Value v) {
+  const Aval va = R.aval(v);
+  if (va.unknown_rank || va.rank() != 4 || !va.shape[3].is_static() || va.shape[3].value % 2 != 0) return std::nullopt;
+  const int64_t d = va.shape[3].value, half = d / 2;
+  const int64_t cat = R.def(v, "Concat");
+  if (cat < 0 || R.num_inputs(cat) != 2) return std::nullopt;
+  if (int64_t axis = R.attr_int(cat, "axis", 0); axis != 3 && axis != -1) return std::nullopt;
+  const int64_t sub = R.def(R.input(cat, 0), "Sub"), add = R.def(R.input(cat, 1), "Add");
+  if (sub < 0 || add < 0) return std::nullopt;
+  auto a = times(R, R.input(sub, 0), "Cos"), b = times(R, R.input(sub, 1), "Sin");  // x1 * cos - x2 * sin
+  if (!a || !b) return std::nullopt;
+  for (size_t side : {0, 1}) {  // x2 * cos + x1 * sin, in either order
+    auto c = times(R, R.input(add, side), "Cos"), s = times(R, R.input(add, 1 - side), "Sin");
+    if (!c || !s || c->first != b->first || s->first != a->first || c->second != a->second || s->second != b->second)
+      continue;
+    Rope rope;
+    rope.cos = a->second, rope.sin = b->second;
+    rope.x = slice_of(R, a->first, 0, half);
+    if (rope.x == kNoValue || slice_of(R, b->first, half, d) != rope.x) return std::nullopt;
+    const Value ang = R.input(R.producer(rope.cos), 0);
+    if (R.input(R.producer(rope.sin), 0) != ang) return std::nullopt;
+    // ang = Unsqueeze(Cast(position_ids)) [B, S, 1, 1] * freqs [1, 1, 1, D/2]
+    const Aval aa = R.aval(ang);
+    if (aa.unknown_rank || aa.dtype != dtype::f32 || !(aa.shape == Shape{va.shape[0], va.shape[1], Dim(1), Dim(half)}))
+      return std::nullopt;
+    const int64_t mul = R.def(ang, "Mul");
+    if (mul < 0) return std::nullopt;
+    for (size_t p : {0, 1}) {
+      const Value pos = R.input(mul, p), freqs = R.input(mul, 1 - p);
+      const Aval pa = R.aval(pos), fa = R.aval(freqs);
+      if (pa.unknown_rank || fa.unknown_rank || fa.dtype != dtype::f32 || fa.rank() < 1 ||
+          !(pa.shape == Shape{va.shape[0], va.shape[1], Dim(1), Dim(1)}))
+        continue;
+      bool leading_ones = fa.shape.back() == Dim(half);
+      for (size_t i = 0; i + 1 < fa.rank(); ++i) leading_ones = leading_ones && fa.shape[i] == Dim(1);
+      const int64_t un = R.def(pos, "Unsqueeze");
+      const int64_t cast = un < 0 ? -1 : R.def(R.input(un, 0), "Cast");
+      if (!leading_ones || cast < 0 || R.attr_int(cast, "to", 0) != dtype::f32) continue;
+      const Value ids = R.input(cast, 0);
+      const Aval ia = R.aval(ids);
+      if (R.producer(ids) >= 0 || R.constant(ids) || ia.unknown_rank ||
+          (ia.dtype != dtype::i32 && ia.dtype != dtype::i64) || !(ia.shape == Shape{va.shape[0], va.shape[1]}))
+        continue;
+      rope.positions = ids, rope.freqs = freqs;
+      return rope;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // The root: the Transpose of the attention output [B, heads..., S, D] to the
 // model's [B, S, heads..., D], heads... being kv, g (JAX's einsum attention as
 // tests/python/llm_models.py writes it) or kv*g (nn_attention's standard form
@@ -600,7 +694,8 @@ Value reshaped_from(Rewrite& R, Value v, const std::vector<int64_t>& perm) {
 //   einsum:  Transpose [0, 1, 4, 3, 2] of Reshape(keys @ qr [B, kv, D, S*g]) / c
 //   nn_attention: Reshape(q_rows [B, kv, g*S, D] @ keys^T * c)
 // (onnx_fusion's matmul_transposed_result leaves keys the step returns in the
-// first form; it would move the whole cache each decode step).
+// first form, and with one key/value head the transpose pass's Squeeze form
+// keeps it from the scores anyway).
 void cache_attention(Rewrite& R) {
   const int64_t root = R.root();
   if (!R.target_supports("com.microsoft") || R.opset() < 15 || R.num_outputs(root) != 1) return;
@@ -775,12 +870,14 @@ void cache_attention(Rewrite& R) {
     // before it) within window - 1 of the query's. GroupQueryAttention's
     // local_window_size counts the same way (window keys, the query's own included).
     const Index& x = window_term->expr;
-    if (!x.coef.empty() || x.srcs.size() != 2 || !x.base.constant() || !sized(x, {{0, *lin_b}, {qx, *lin_s}, {kx, *lin_t}}))
+    if (!x.coef.empty() || x.srcs.size() != 2 || !x.base.constant() ||
+        !sized(x, {{0, *lin_b}, {qx, *lin_s}, {kx, *lin_t}}))
       return;
     const Source& pos = x.srcs[0].cumsum ? x.srcs[1] : x.srcs[0];
     const Source& keys_pos = x.srcs[0].cumsum ? x.srcs[0] : x.srcs[1];
     if (pos.cumsum || !keys_pos.cumsum || pos.coef != 1 || keys_pos.coef != -1 || keys_pos.v != attention_mask ||
-        pos.v == attention_mask || pos.axis_of != std::vector<int>{0, qx} || keys_pos.axis_of != std::vector<int>{0, kx})
+        pos.v == attention_mask || pos.axis_of != std::vector<int>{0, qx} ||
+        keys_pos.axis_of != std::vector<int>{0, kx})
       return;
     window = 2 - x.base.k;
     if (window < 1) return;
@@ -788,18 +885,41 @@ void cache_attention(Rewrite& R) {
   // present = the Concats, both graph outputs (the cache the step returns).
   if (!R.is_graph_output(keys) || !R.is_graph_output(values)) return;
 
+  // x [B, S, kv, D] where new keys or values [B, kv, S, D] = its Transpose, or
+  // (one key/value head) its Reshape; else kNoValue.
+  auto bshd = [&](Value x) {
+    const int64_t t = R.producer(x);
+    if (transpose_is(R, t, {0, 2, 1, 3}) && R.num_outputs(t) == 1) return R.input(t, 0);
+    if (kv == 1 && t >= 0 && R.is(t, "Reshape")) {
+      const Aval a = R.aval(R.input(t, 0));
+      if (!a.unknown_rank && a.shape == Shape{B, S, Dim(1), D}) return R.input(t, 0);
+    }
+    return kNoValue;
+  };
+  // Rotary inside the op (do_rotary) where the program's rope of q and of
+  // the new keys is rope_of's, with the same tables, and the head size a
+  // multiple of 16 (onnxruntime's kernel requires it for do_rotary).
+  std::optional<Rope> rq, rk;
+  if (d % 16 == 0) {
+    Value q4 = q;  // [B, S, heads, D]; the einsum's [B, S, kv, g, D] is a Reshape of it
+    if (int64_t rs = R.def(q, "Reshape"); r == 5 && rs >= 0) q4 = R.input(rs, 0);
+    const Aval a4 = R.aval(q4);
+    const Value k4 = bshd(R.input(kcat, 1));
+    if (!a4.unknown_rank && a4.shape == Shape{B, S, Dim(heads), D} && k4 != kNoValue)
+      rq = rope_of(R, q4), rk = rope_of(R, k4);
+    if (!rq || !rk || rq->cos != rk->cos || rq->sin != rk->sin || rq->positions == attention_mask)
+      rq.reset(), rk.reset();
+  }
+
   // -- the replacement
   auto rows = [&](Value x, int64_t n) {  // [B, S, n heads..., D] -> [B, S, n*D]
     return reshape_by_value(R, x, R.i64s({0, 0, n * d}), Aval(dtype::f32, {B, S, Dim(n * d)}), true);
   };
-  // new keys/values [B, kv, S, D] -> [B, S, kv*D], through the Transpose that made them if there is one
+  // new keys/values [B, kv, S, D] -> [B, S, kv*D], through the Transpose (or Reshape) that made them if there is one
   auto new_rows = [&](int64_t cat) {
     Value x = R.input(cat, 1);
+    if (Value y = bshd(x); y != kNoValue) return rows(y, kv);
     Aval a = R.aval(x);
-    int64_t t = R.producer(x);
-    if (transpose_is(R, t, {0, 2, 1, 3}) && R.num_outputs(t) == 1) {
-      return rows(R.input(t, 0), kv);
-    }
     Aval at(dtype::f32, {a.shape[0], a.shape[2], a.shape[1], a.shape[3]});
     Value y = R.op("Transpose", {x}, at, {Attr::ints("perm", {0, 2, 1, 3})});
     return rows(y, kv);
@@ -822,9 +942,24 @@ void cache_attention(Rewrite& R) {
   std::vector<Attr> attrs = {Attr::i("num_heads", heads), Attr::i("kv_num_heads", kv), Attr::f("scale", scale)};
   if (softcap > 0) attrs.push_back(Attr::f("softcap", softcap));
   if (window > 0) attrs.push_back(Attr::i("local_window_size", window));
-  auto outs = R.domain_op_n("com.microsoft", "GroupQueryAttention",
-                            {rows(q, heads), new_rows(kcat), new_rows(vcat), R.input(kcat, 0), R.input(vcat, 0), seqlens,
-                             total},
+  std::vector<Value> ins = {rq ? rows(rq->x, heads) : rows(q, heads), rk ? rows(rk->x, kv) : new_rows(kcat),
+                            new_rows(vcat), R.input(kcat, 0), R.input(vcat, 0), seqlens, total};
+  if (rq) {  // cos_cache, sin_cache [T, D/2] = Cos, Sin of float(Range(T))[:, None] * freqs (see rope_of)
+    const Dim T1 = mask_aval.shape[1];
+    const int64_t zero = 0, step = 1;
+    Value t = R.op("Range", {R.constant(dtype::i64, {}, &zero, 8), R.op("Squeeze", {width}, Aval(dtype::i64, {})),
+                            R.constant(dtype::i64, {}, &step, 8)},
+                   Aval(dtype::i64, {T1}));
+    Value tf = R.op("Unsqueeze", {R.op("Cast", {t}, Aval(dtype::f32, {T1}), {Attr::i("to", dtype::f32)}), R.i64s({1})},
+                    Aval(dtype::f32, {T1, Dim(1)}));
+    Value f = reshape_by_value(R, rq->freqs, R.i64s({1, d / 2}), Aval(dtype::f32, {Dim(1), Dim(d / 2)}));
+    Value ang = R.op("Mul", {tf, f}, Aval(dtype::f32, {T1, Dim(d / 2)}));
+    ins.push_back(R.op("Cos", {ang}, Aval(dtype::f32, {T1, Dim(d / 2)})));
+    ins.push_back(R.op("Sin", {ang}, Aval(dtype::f32, {T1, Dim(d / 2)})));
+    attrs.push_back(Attr::i("do_rotary", 1));
+    attrs.push_back(Attr::i("rotary_interleaved", 0));
+  }
+  auto outs = R.domain_op_n("com.microsoft", "GroupQueryAttention", ins,
                             {Aval(dtype::f32, {B, S, Dim(heads * d)}), k4, v4}, attrs);
   R.replace(R.output(root), reshape_by_value(R, outs[0], R.i64s(root_shape), root_aval, true));
   R.replace(keys, outs[1]);
@@ -835,13 +970,15 @@ void cache_attention(Rewrite& R) {
 
 JAXONNX_PLUGIN("cache_attention", "0.1.0") {
   plugin.rule("cache_attention", "Transpose", cache_attention)
-      .emits({"Reshape", "Transpose", "Equal", "Cast", "ReduceSum", "Sub", "Shape", "Squeeze",
-              "com.microsoft.GroupQueryAttention"})
+      .emits({"Reshape", "Transpose", "Equal", "Cast", "ReduceSum", "Sub", "Shape", "Squeeze", "Range", "Unsqueeze",
+              "Mul", "Cos", "Sin", "com.microsoft.GroupQueryAttention"})
       .min_opset(15)
       .finite("onnxruntime's GroupQueryAttention: the program's attention for masks of onnxruntime-genai's "
-              "form (each row's prompt, padding at its end, then generated tokens); its present keeps each "
-              "row's real tokens contiguous; padding queries' outputs differ")
+              "form (each row's prompt, padding at its end, then generated tokens) and, with the rotary inside, "
+              "position_ids = cumsum(mask) - 1; its present keeps each row's real tokens contiguous; padding "
+              "queries' outputs differ")
       .summary("attention over a Concat-grown key/value cache with genai's padding and causal mask "
-               "(einsum/where/softmax) as com.microsoft GroupQueryAttention, whose present outputs become "
-               "the graph's (target=\"onnxruntime-contrib\")");
+               "(einsum/where/softmax, or nn_attention's standard form of jax.nn.dot_product_attention) as "
+               "com.microsoft GroupQueryAttention, whose present outputs become the graph's, with the "
+               "rotate-half rotary inside where it fits (target=\"onnxruntime-contrib\")");
 }

@@ -75,19 +75,31 @@ CASES = [("llama", 1, "onnxruntime"), ("llama", 2, "onnxruntime"), ("qwen3", 2, 
          ("llama", 1, "onnxruntime-contrib"), ("llama", 2, "onnxruntime-contrib"),
          ("qwen3", 2, "onnxruntime-contrib"), ("gemma", 2, "onnxruntime-contrib"),
          ("moe", 2, "onnxruntime-contrib"), ("llama_sdpa", 1, "onnxruntime-contrib"),
-         ("llama_sdpa", 2, "onnxruntime-contrib")]
+         ("llama_sdpa", 2, "onnxruntime-contrib"), ("llama16", 1, "onnxruntime-contrib"),
+         ("llama16", 2, "onnxruntime-contrib")]
+# The Llama with heads of 16: GroupQueryAttention applies the rotary itself
+# (do_rotary) only for head sizes in multiples of 16 (onnxruntime's kernel).
+MODELS = {**lm.MODELS, "llama16": lm.Spec("llama16", head_dim=16)}
 # Under the contrib target: the layers whose attention becomes GroupQueryAttention
-# (Gemma's sliding-window layer too, with local_window_size).
-GQA_LAYERS = {"llama": 2, "qwen3": 3, "gemma": 2, "moe": 2, "llama_sdpa": 2}
+# (Gemma's sliding-window layer too, with local_window_size), and those of them
+# with the rotary inside.
+GQA_LAYERS = {"llama": 2, "qwen3": 3, "gemma": 2, "moe": 2, "llama_sdpa": 2, "llama16": 2}
+ROTARY_LAYERS = {"gemma": 2, "llama16": 2}
 
 
 def op_count(model, op, domain=""):
     return sum(n.op_type == op and n.domain == domain for n in model.graph.node)
 
 
+def rotary_count(model):
+    """GroupQueryAttention nodes that apply the rotary themselves."""
+    return sum(n.op_type == "GroupQueryAttention" and any(a.name == "do_rotary" and a.i == 1 for a in n.attribute)
+               for n in model.graph.node)
+
+
 @pytest.mark.parametrize("name,batch,target", CASES, ids=[f"{n}-b{b}-{t}" for n, b, t in CASES])
 def test_generate_matches_jax(tmp_path, name, batch, target):
-    spec = lm.MODELS[name]
+    spec = MODELS[name]
     step = lm.decoder_step(spec, lm.init(spec))
     prompts = PROMPTS[batch]
     want_tokens, want_logits = lm.greedy(step, spec, prompts, NEW_TOKENS)
@@ -95,6 +107,7 @@ def test_generate_matches_jax(tmp_path, name, batch, target):
     model = onnx.load(tmp_path / "model.onnx")
     gqa = op_count(model, "GroupQueryAttention", "com.microsoft")
     assert gqa == (GQA_LAYERS[name] if target == "onnxruntime-contrib" else 0)
+    assert rotary_count(model) == (ROTARY_LAYERS.get(name, 0) if target == "onnxruntime-contrib" else 0)
     # The cache is one buffer updated in place when every layer's attention is GQA.
     config = json.loads((tmp_path / "genai_config.json").read_text())
     assert config["search"]["past_present_share_buffer"] is (gqa == spec.layers)
@@ -218,6 +231,52 @@ def test_dot_product_attention_keys_not_returned():
                   target="onnxruntime-contrib")
     assert op_count(model, "GroupQueryAttention", "com.microsoft") == 0
     assert op_count(model, "Softmax") == 1
+
+
+def interleaved_rope(x, positions, base):
+    """The rotary on pairs of neighbours (GPT-J's layout), not halves."""
+    half = x.shape[-1] // 2
+    freqs = 1.0 / base ** (jnp.arange(half, dtype=jnp.float32) * 2 / x.shape[-1])
+    angles = positions.astype(jnp.float32)[:, :, None, None] * freqs
+    cos, sin = jnp.cos(angles), jnp.sin(angles)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return jnp.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1).reshape(x.shape)
+
+
+def shifted_rope(x, positions, base):
+    """Positions one on from position_ids (not what GroupQueryAttention derives)."""
+    return LM_ROPE(x, positions + 1, base)
+
+
+def sign_swapped_rope(x, positions, base):
+    """The rotation the other way round: x1 * cos + x2 * sin, x2 * cos - x1 * sin."""
+    half = x.shape[-1] // 2
+    freqs = 1.0 / base ** (jnp.arange(half, dtype=jnp.float32) * 2 / x.shape[-1])
+    angles = positions.astype(jnp.float32)[:, :, None, None] * freqs
+    cos, sin = jnp.cos(angles), jnp.sin(angles)
+    x1, x2 = x[..., :half], x[..., half:]
+    return jnp.concatenate([x1 * cos + x2 * sin, x2 * cos - x1 * sin], axis=-1)
+
+
+def partial_rope(x, positions, base):
+    """The rotary on the first half of each head only (rotary_dim < head size)."""
+    half = x.shape[-1] // 2
+    return jnp.concatenate([LM_ROPE(x[..., :half], positions, base), x[..., half:]], axis=-1)
+
+
+LM_ROPE = lm.rope
+
+
+@pytest.mark.parametrize("rope", [interleaved_rope, shifted_rope, sign_swapped_rope, partial_rope])
+def test_rotary_near_misses_stay_outside(monkeypatch, rope):
+    """A rotary GroupQueryAttention's do_rotary does not compute keeps the
+    program's ops before the op (which the attention still becomes)."""
+    monkeypatch.setattr(lm, "rope", rope)
+    spec = MODELS["llama16"]
+    step = lm.decoder_step(spec, lm.init(spec))
+    model = contrib_model(step, spec, target="onnxruntime-contrib")
+    assert op_count(model, "GroupQueryAttention", "com.microsoft") == spec.layers
+    assert rotary_count(model) == 0
 
 
 def test_window_spellings(monkeypatch):
