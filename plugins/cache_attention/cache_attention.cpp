@@ -620,18 +620,20 @@ std::optional<std::pair<Value, Value>> times(Rewrite& R, Value v, std::string_vi
     if (R.def(R.input(mul, side), op) >= 0) return std::make_pair(R.input(mul, 1 - side), R.input(mul, side));
   return std::nullopt;
 }
-// x where v = Slice(x) along the last axis of [from, to) (to: at least), step 1.
-Value slice_of(Rewrite& R, Value v, int64_t from, int64_t to) {
+// x [.., D] where v = x[..., from:from + n] (a Slice along the last axis, step 1), else kNoValue.
+Value slice_of(Rewrite& R, Value v, int64_t from, int64_t n, const Dim& D) {
   const int64_t s = R.def(v, "Slice");
   if (s < 0 || R.num_inputs(s) < 4) return kNoValue;
-  const Aval a = R.aval(R.input(s, 0));
-  if (a.unknown_rank || a.rank() != 4) return kNoValue;
+  const Aval a = R.aval(R.input(s, 0)), out = R.aval(v);
+  if (a.unknown_rank || a.rank() != 4 || a.shape[3] != D || out.unknown_rank || out.rank() != 4 ||
+      out.shape[3] != Dim(n))
+    return kNoValue;
   auto starts = R.constant_values(R.input(s, 1)), ends = R.constant_values(R.input(s, 2)),
        axes = R.constant_values(R.input(s, 3));
   if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || axes->size() != 1) return kNoValue;
   if ((*axes)[0] != 3 && (*axes)[0] != -1) return kNoValue;
   if (R.num_inputs(s) > 4 && R.input(s, 4) != kNoValue && !R.is_splat(R.input(s, 4), 1)) return kNoValue;
-  if ((*starts)[0] != static_cast<double>(from) || (*ends)[0] < static_cast<double>(to)) return kNoValue;
+  if ((*starts)[0] != static_cast<double>(from)) return kNoValue;  // n elements from there: the output's size
   return R.input(s, 0);
 }
 std::optional<Rope> rope_of(Rewrite& R, Value v) {
@@ -651,8 +653,10 @@ std::optional<Rope> rope_of(Rewrite& R, Value v) {
       continue;
     Rope rope;
     rope.cos = a->second, rope.sin = b->second;
-    rope.x = slice_of(R, a->first, 0, half);
-    if (rope.x == kNoValue || slice_of(R, b->first, half, d) != rope.x) return std::nullopt;
+    rope.x = slice_of(R, a->first, 0, half, va.shape[3]);
+    if (rope.x == kNoValue || slice_of(R, b->first, half, half, va.shape[3]) != rope.x ||
+        !(R.aval(rope.x).shape == va.shape))
+      return std::nullopt;
     const Value ang = R.input(R.producer(rope.cos), 0);
     if (R.input(R.producer(rope.sin), 0) != ang) return std::nullopt;
     // ang = Unsqueeze(Cast(position_ids)) [B, S, 1, 1] * freqs [1, 1, 1, D/2]

@@ -264,10 +264,16 @@ def partial_rope(x, positions, base):
     return jnp.concatenate([LM_ROPE(x[..., :half], positions, base), x[..., half:]], axis=-1)
 
 
+def keys_other_base(x, positions, base):
+    """The keys (2 heads; q has 4) rotated with another base than q: other tables."""
+    return LM_ROPE(x, positions, base * 2 if x.shape[2] == 2 else base)
+
+
 LM_ROPE = lm.rope
 
 
-@pytest.mark.parametrize("rope", [interleaved_rope, shifted_rope, sign_swapped_rope, partial_rope])
+@pytest.mark.parametrize("rope", [interleaved_rope, shifted_rope, sign_swapped_rope, partial_rope,
+                                  keys_other_base])
 def test_rotary_near_misses_stay_outside(monkeypatch, rope):
     """A rotary GroupQueryAttention's do_rotary does not compute keeps the
     program's ops before the op (which the attention still becomes)."""
