@@ -586,6 +586,8 @@ std::optional<Product> product(Rewrite& R, Value v, const std::vector<int64_t>& 
   }
   p.matmul = R.def(x, "MatMul");
   if (p.matmul < 0) return std::nullopt;
+  const Aval m = R.aval(x), scaled = R.aval(R.input(p.reshape, 0));  // the constant broadcasts nothing
+  if (m.unknown_rank || scaled.unknown_rank || !(m.shape == scaled.shape)) return std::nullopt;
   return p;
 }
 // x where v = Reshape(transpose(x, perm)) (q moved to the product's layout), else kNoValue.
