@@ -46,6 +46,9 @@ NO_CASE_YET = {
     "cache_attention": "tests/python/test_genai.py (contrib target: genai's own generation against "
                        "JAX's loop, and the near misses that must stay standard; the rule's output "
                        "differs from the rule-less model by design outside genai's masks)",
+    "matmul_nbits_int8_activations": "tests/python/test_quantization.py (fusion=\"approximate\" only: "
+                                     "its output differs from the rule-less model beyond rounding by "
+                                     "design; the same nodes at accuracy_level 0 match JAX to 1e-5)",
     "matmul_transposed_result": "tests/python/test_fusion_attention_layout.py (outputs identical with "
                                 "and without the rule, symbolic sizes)",
 }
