@@ -8,7 +8,7 @@ logits to where onnxruntime runs it fastest:
   the heads becomes `s + where(mask, 0, finfo.min)`, the additive mask over
   the mask's shape, shared by the layers.
 
-Parity with JAX (a fully masked row included), what the rules leave alone,
+And core's rows pass leaves the LM head's MatMul in the logits' shape. Parity with JAX (a fully masked row included), what the rules leave alone,
 and the prefill of tests/python/llm_models.py's Llama."""
 
 import dataclasses
@@ -174,6 +174,8 @@ def test_prefill_shares_one_additive_mask_and_matches_jax(sdpa):
         for a in adds:
             scale = producer[producer[a.input[0]].input[0]]
             assert scale.op_type == "Div" and producer[scale.input[0]].op_type == "MatMul"
+    # the LM head writes the logits in their own shape (core's rows pass): no Reshape copies them
+    assert producer[model.graph.output[0].name].op_type == "MatMul"
     sess = ort_session(model, "all")
     rng = np.random.default_rng(0)
     for b, t in [(1, 7), (3, 5)]:
