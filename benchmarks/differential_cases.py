@@ -873,6 +873,31 @@ case(name="float64 MatMul times a constant",
            "onnx_fusion's f64_scale_* rules guard the fused model, not the fuse=False one")
 
 
+def _einsum_scales(dtype):
+    def fn(q, k):
+        # matmul_transposed_result makes these Reshape(MatMul) (the product larger than q and k)
+        s = jnp.einsum("bskgd,bktd->bkgst", q, k)
+        return {"/ sqrt(3)": s / np.sqrt(3.0).astype(dtype),
+                "0.125 *": 0.125 * jnp.einsum("bskgd,bktd->bkgst", q, 2.0 * k)}
+    return fn
+
+
+_rule("scale before a reshape", ["scale_before_reshape_Div", "scale_before_reshape_Mul"], _einsum_scales,
+      ((("B", 16, 2, 3, 4), None), (("B", 2, 16, 4), None)), {"normal": normal})
+
+
+def _masked_softmax(dtype):
+    def fn(s, keep):  # a [B, 1, 5, 5] mask over [B, 4, 5, 5] logits; row 0 masked whole
+        mask = (keep > 0) & (jnp.arange(5)[:, None] > 0)
+        return {"finfo.min": jax.nn.softmax(jnp.where(mask, s, jnp.finfo(s.dtype).min), axis=-1),
+                "fill first": jnp.where(~mask, jnp.finfo(s.dtype).min, s)}
+    return fn
+
+
+_rule("additive mask", ["where_fill_to_add"], _masked_softmax,
+      ((("B", 4, 5, 5), None), (("B", 1, 5, 5), None)), {"normal": normal})
+
+
 # ------------------------------------------------------------------ quantized weights
 # plugins/quantization: int8/int4 weights dequantized in the program (`w_q.astype(f32) *
 # scale`, then a dot). DequantizeLinear is made where the target runs it well

@@ -16,8 +16,11 @@ mask). Both converters convert the same program with a symbolic batch and
 batch ("B") and the length T static (jax2onnx fails on a symbolic one), each
 from a new model instance.
 
-Per (spelling, T, B): the three runners are timed in alternating blocks, each
-after an idle pause (benchmarks/timing.py), median of --runs kept runs.
+Per (spelling, T, B): the runners are timed in alternating blocks, each after
+an idle pause (benchmarks/timing.py), median of --runs kept runs. With the
+default threads, jaxonnx's graph is also timed on one intra-op thread: on this
+2-core machine shared with other work, onnxruntime's two-thread pool loses
+more to a busy core than one thread does.
 Roofline: the graph's matrix-product FLOPs at that (B, T) (attention's
 included; roofline.count_flops on jaxonnx's graph with the shapes fixed) over
 the best MatMul GFLOP/s onnxruntime reaches on this machine, measured before
@@ -152,6 +155,8 @@ def measure(spelling, lengths, batches, threads, runs, j2o):
     for t in lengths:
         models = convert(spec, t, j2o)
         runners = {k: Session(m, threads) for k, m in models.items() if not isinstance(m, str)}
+        if threads is None:  # the same graph on one intra-op thread (a shared machine: see the doc)
+            runners["jaxonnx 1 thread"] = Session(models["jaxonnx"], 1)
         runners["jax.jit"] = jit
         notes += [f"{k} (T={t}): {m}" for k, m in models.items() if isinstance(m, str)]
         for b in batches:
@@ -170,8 +175,9 @@ def measure(spelling, lengths, batches, threads, runs, j2o):
 def table(spelling, rows, peak):
     lines = [f"**{spelling}** attention:", "",
              "| T | B | GFLOP | roofline ms | jaxonnx ms | % of roofline | jax2onnx ms | "
-             "jaxonnx / jax2onnx | jax.jit ms | jaxonnx / jax.jit | max error vs jax.jit |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "jaxonnx / jax2onnx | jax.jit ms | jaxonnx / jax.jit | jaxonnx 1 thread ms | "
+             "1 thread / jax.jit | max error vs jax.jit |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         floor = r["flops"] / (peak * 1e9)
         ours = r["times"]["jaxonnx"]
@@ -181,7 +187,9 @@ def table(spelling, rows, peak):
             f"| {r['T']} | {r['B']} | {r['flops'] / 1e9:.1f} | {floor * 1e3:.1f} | {ours * 1e3:.1f} | "
             f"{100 * floor / ours:.0f}% | " + (f"{peer * 1e3:.1f} | {ours / peer:.2f} | " if peer else
                                               "- | - | ") +
-            f"{jit * 1e3:.1f} | {ours / jit:.2f} | {r['err']['jaxonnx']:.1e} |")
+            f"{jit * 1e3:.1f} | {ours / jit:.2f} | " +
+            (f"{one * 1e3:.1f} | {one / jit:.2f} | " if (one := r["times"].get("jaxonnx 1 thread")) else "- | - | ") +
+            f"{r['err']['jaxonnx']:.1e} |")
     return "\n".join(lines)
 
 

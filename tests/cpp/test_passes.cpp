@@ -741,6 +741,29 @@ TEST_CASE("token rows leaves alone a region with no MatMul + Add, or two symboli
   untouched(f32({S("B"), S("T"), N(8)}), true, true, 13);  // the way back would need allowzero
 }
 
+TEST_CASE("token rows leaves a MatMul writing a graph output in the output's shape (an LM head)") {
+  GraphBuilder b;
+  const Aval x_t = f32({S("B"), N(4), N(8)}), v_t = f32({S("B"), N(4), N(16)});
+  ir::ValueId x = b.input(x_t, "x");
+  ir::ValueId h = b.op("MatMul", {x, b.floats(std::vector<float>(64, 0.5f), {8, 8})}, x_t);
+  h = b.op("Add", {h, x}, x_t);  // a region worth flattening
+  h = b.op("RMSNormalization", {h, b.floats(std::vector<float>(8, 1.f), {8})}, x_t);
+  ir::ValueId logits = b.op("MatMul", {h, b.floats(std::vector<float>(128, 0.5f), {8, 16})}, v_t);
+  b.output(logits, "logits");
+  run(b.g, passes::token_rows(23));
+  const ir::Node* head = b.producer(logits);
+  REQUIRE(head != nullptr);
+  CHECK(head->op_type == "MatMul");  // no Reshape (a copy) between the product and the output
+  CHECK(rank_of(b.g, head->inputs[0]) == 3);
+  const ir::Node* back = b.producer(head->inputs[0]);  // the norm's rows reshaped back
+  REQUIRE(back != nullptr);
+  CHECK(back->op_type == "Reshape");
+  CHECK(b.producer(back->inputs[0])->op_type == "RMSNormalization");
+  CHECK(rank_of(b.g, back->inputs[0]) == 2);
+  CHECK(passes::no_rows_to_flatten(23).violation(b.g).empty());
+  passes::verify(b.g, "after rows");
+}
+
 TEST_CASE("token rows over [B, T, X] reshape back to a shape read at run time, 0s allowed") {
   GraphBuilder b;
   const Aval x_t = f32({S("B"), S("T"), N(8)}), y_t = f32({S("B"), S("T"), N(4)});

@@ -13,7 +13,8 @@
 // A region is a set of such nodes joined by the values they read and write,
 // all with the same leading dims; a region is flattened when it holds a
 // MatMul read only by an Add (the pair onnxruntime fuses; elsewhere the
-// Reshapes would only add nodes). Each value entering a region is reshaped
+// Reshapes would only add nodes), but for a MatMul that writes a graph output
+// (an LM head), which keeps the output's shape. Each value entering a region is reshaped
 // to [-1, X] once; each region value read outside it (another op, a
 // subgraph, a graph output) is reshaped back, under its own name, right after
 // its node: to a constant shape where at most one leading dim is symbolic (-1
@@ -168,9 +169,16 @@ std::map<size_t, Flat> flattenable(const ir::Graph& g, const Uses& uses, int64_t
     if (nodes.count(add) && onnx_ops::kind(g.nodes[add]) == Op::Add)
       worth.insert(regions.find(static_cast<size_t>(out)));
   }
+  // A MatMul writing a graph output (an LM head's logits) stays in the
+  // output's shape: on rows its result would reach the output through a
+  // Reshape, which onnxruntime runs as a copy of the largest tensor of a
+  // prefill (a Reshape between two nodes costs nothing), and no Add follows it
+  // to fuse. It reads its input reshaped back from the region.
   for (auto it = nodes.begin(); it != nodes.end();) {
-    it->second.region = regions.find(static_cast<size_t>(g.nodes[it->first].outputs[0]));
-    it = worth.count(it->second.region) ? std::next(it) : nodes.erase(it);
+    const ir::Node& n = g.nodes[it->first];
+    it->second.region = regions.find(static_cast<size_t>(n.outputs[0]));
+    const bool head = onnx_ops::kind(n) == Op::MatMul && uses.is_output[n.outputs[0]];
+    it = worth.count(it->second.region) && !head ? std::next(it) : nodes.erase(it);
   }
   return nodes;
 }
