@@ -807,12 +807,28 @@ bool absorbing_fill(double x) { return std::isinf(x) ? x < 0 : x <= -std::ldexp(
 // is a product with keys the model returns (a KV cache's present):
 // plugins/cache_attention reads that attention's Where under the contrib
 // target, so where_fill_to_add leaves it.
+bool layout_op(Rewrite& R, int64_t p) {
+  return R.is(p, "Transpose") || R.is(p, "Reshape") || R.is(p, "Squeeze") || R.is(p, "Unsqueeze") ||
+         R.is(p, "Expand");
+}
+
+// Whether `v` is a graph output, or one moved by layout ops (the keys^T
+// jax.nn.dot_product_attention's lowering multiplies by).
+bool returned(Rewrite& R, Value v) {
+  for (int depth = 0; depth < 8; ++depth) {
+    if (R.is_graph_output(v)) return true;
+    const int64_t p = R.producer(v);
+    if (!layout_op(R, p)) return false;
+    v = R.input(p, 0);
+  }
+  return false;
+}
+
 bool logits_of_returned_keys(Rewrite& R, Value s) {
   for (int depth = 0; depth < 16; ++depth) {
     const int64_t p = R.producer(s);
-    if (R.is(p, "MatMul")) return R.is_graph_output(R.input(p, 0)) || R.is_graph_output(R.input(p, 1));
-    if (R.is(p, "Transpose") || R.is(p, "Reshape") || R.is(p, "Squeeze") || R.is(p, "Unsqueeze") ||
-        R.is(p, "Tanh")) {
+    if (R.is(p, "MatMul")) return returned(R, R.input(p, 0)) || returned(R, R.input(p, 1));
+    if (layout_op(R, p) || R.is(p, "Tanh")) {
       s = R.input(p, 0);
     } else if (R.is(p, "Mul") || R.is(p, "Div")) {
       s = R.splat(R.input(p, 0)) ? R.input(p, 1) : R.input(p, 0);
