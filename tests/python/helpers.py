@@ -210,3 +210,20 @@ def int64_fault_inputs(shape, dtype, rng):
     special = np.array([v % 2**64 for v in (int(info.max), int(info.min), 2**31, 1, 2, 3)], np.uint64).astype(dtype)
     flat[:min(len(special), flat.size)] = special[:flat.size]
     return flat.reshape(shape)
+
+
+def check_padded_prefill(model, fn, vocab, rtol=2e-5, atol=2e-5):
+    """A prefill model `fn(input_ids, attention_mask, position_ids) -> logits`
+    matches JAX at batch 1 and 3, the last row padded at its end as
+    onnxruntime-genai pads a shorter prompt (positions cumsum(mask) - 1)."""
+    sess = ort_session(model, "all")
+    names = [i.name for i in sess.get_inputs()]
+    rng = np.random.default_rng(0)
+    for b, t in [(1, 7), (3, 5)]:
+        ids = rng.integers(1, vocab, (b, t)).astype(np.int32)
+        mask = np.ones((b, t), np.int32)
+        mask[-1, t - 2:] = 0
+        pos = np.maximum(np.cumsum(mask, axis=1) - 1, 0).astype(np.int32)
+        want = np.asarray(jax.jit(fn)(ids, mask, pos))
+        got = sess.run(None, dict(zip(names, (ids, mask, pos))))[0]
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)

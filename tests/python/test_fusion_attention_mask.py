@@ -21,8 +21,7 @@ import pytest
 
 import jaxonnx
 import llm_models as lm
-from helpers import check, symbolic_specs
-from jaxonnx.testing import ort_session
+from helpers import check, check_padded_prefill, symbolic_specs
 
 
 def _producers(model):
@@ -176,16 +175,7 @@ def test_prefill_shares_one_additive_mask_and_matches_jax(sdpa):
             assert scale.op_type == "Div" and producer[scale.input[0]].op_type == "MatMul"
     # the LM head writes the logits in their own shape (core's rows pass): no Reshape copies them
     assert producer[model.graph.output[0].name].op_type == "MatMul"
-    sess = ort_session(model, "all")
-    rng = np.random.default_rng(0)
-    for b, t in [(1, 7), (3, 5)]:
-        ids = rng.integers(1, spec.vocab, (b, t)).astype(np.int32)
-        mask = np.ones((b, t), np.int32)
-        mask[-1, t - 2:] = 0  # a row padded at its end, as onnxruntime-genai pads
-        pos = np.maximum(np.cumsum(mask, axis=1) - 1, 0).astype(np.int32)
-        want = np.asarray(jax.jit(f)(ids, mask, pos))
-        got = sess.run(None, dict(zip([i.name for i in sess.get_inputs()], (ids, mask, pos))))[0]
-        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    check_padded_prefill(model, f, spec.vocab)
 
 
 def test_fuse_false_keeps_the_where():
