@@ -34,6 +34,11 @@ constexpr int64_t kNone = -1;
 
 bool float_type(const Aval& a) { return a.dtype == dtype::f32 || a.dtype == dtype::f64; }
 
+// Every dim 1: one element, however shaped (a scalar constant broadcast anywhere).
+bool all_ones(const Shape& s) {
+  return std::all_of(s.begin(), s.end(), [](const Dim& d) { return d == Dim(1); });
+}
+
 // The other input of binary node `n`, when input `i` is `v`; kNoValue else.
 Value other(Rewrite& R, int64_t n, Value v) {
   if (R.input(n, 0) == v) return R.input(n, 1);
@@ -569,9 +574,7 @@ void transpose_through_elementwise(Rewrite& R) {
       const Aval ia = R.aval(in);
       ++edges[in];
       if (R.constant(in)) {  // one element: the same under any permutation
-        if (ia.rank() < 0 || ia.rank() > rank) return;
-        for (const Dim& d : ia.shape)
-          if (d != Dim(1)) return;
+        if (ia.rank() < 0 || ia.rank() > rank || !all_ones(ia.shape)) return;
         continue;
       }
       stack.push_back(in);
@@ -784,9 +787,7 @@ void scale_before_reshape(Rewrite& R) {
     const Aval ma = R.aval(m), ca = R.aval(c), out = R.aval(R.output(n));
     if (!float_type(ma) || ca.dtype != ma.dtype || ca.rank() < 0 || ca.rank() > ma.rank()) continue;
     if (!R.splat(c)) continue;  // a constant (onnxruntime fuses no runtime scale)
-    bool one = true;
-    for (const Dim& d : ca.shape) one = one && d == Dim(1);
-    if (!one || out.shape != R.aval(y).shape) continue;  // c must not widen the result
+    if (!all_ones(ca.shape) || out.shape != R.aval(y).shape) continue;  // c must not widen the result
     Value scaled = R.op(div ? "Div" : "Mul", k == 0 ? std::vector<Value>{m, c} : std::vector<Value>{c, m}, ma);
     // The same shape value, read the same way (0 copies the dim at its index, as before).
     R.replace(R.output(n), reshape_by_value(R, scaled, R.input(reshape, 1), out,
@@ -803,10 +804,7 @@ void scale_before_reshape(Rewrite& R) {
 // does not).
 bool absorbing_fill(double x) { return std::isinf(x) ? x < 0 : x <= -std::ldexp(1.0, 120); }
 
-// Whether `s` (logits, through scales, a soft cap, Transposes and reshapes)
-// is a product with keys the model returns (a KV cache's present):
-// plugins/cache_attention reads that attention's Where under the contrib
-// target, so where_fill_to_add leaves it.
+// Ops that move or broadcast elements without computing on them.
 bool layout_op(Rewrite& R, int64_t p) {
   return R.is(p, "Transpose") || R.is(p, "Reshape") || R.is(p, "Squeeze") || R.is(p, "Unsqueeze") ||
          R.is(p, "Expand");
@@ -824,6 +822,10 @@ bool returned(Rewrite& R, Value v) {
   return false;
 }
 
+// Whether `s` (logits, through scales, a soft cap, Transposes and reshapes)
+// is a product with keys the model returns (a KV cache's present):
+// plugins/cache_attention reads that attention's Where under the contrib
+// target, so where_fill_to_add leaves it.
 bool logits_of_returned_keys(Rewrite& R, Value s) {
   for (int depth = 0; depth < 16; ++depth) {
     const int64_t p = R.producer(s);
@@ -873,9 +875,7 @@ void where_fill_to_add(Rewrite& R) {
     if (!fill || !absorbing_fill(*fill) || sa.shape != oa.shape || sa.dtype != oa.dtype ||
         fa.dtype != oa.dtype || fa.rank() < 0 || fa.rank() > ma.rank())
       continue;
-    bool one = true;
-    for (const Dim& d : fa.shape) one = one && d == Dim(1);
-    if (!one || logits_of_returned_keys(R, s)) continue;
+    if (!all_ones(fa.shape) || logits_of_returned_keys(R, s)) continue;
     Value zero = R.scalar(oa.dtype, 0.0);
     Value bias = R.op("Where", k == 1 ? std::vector<Value>{cond, zero, f} : std::vector<Value>{cond, f, zero},
                       ma.with_dtype(oa.dtype));
@@ -1183,9 +1183,7 @@ std::optional<std::vector<double>> per_feature(Rewrite& R, Value c, const Aval& 
   if (!values || a.dtype != x.dtype || a.rank() < 0 || a.rank() > x.rank()) return std::nullopt;
   size_t count = 1;
   for (int64_t ax : axes) count *= static_cast<size_t>(x.shape[ax].value);
-  bool ones = true;
-  for (const Dim& d : a.shape) ones = ones && d == Dim(1);
-  if (ones) return std::vector<double>(count, values->at(0));  // a scalar, however shaped
+  if (all_ones(a.shape)) return std::vector<double>(count, values->at(0));  // a scalar, however shaped
   if (!feature_shaped(R, c, x, axes) || values->size() != count) return std::nullopt;
   return values;
 }
