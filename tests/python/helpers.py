@@ -212,6 +212,16 @@ def int64_fault_inputs(shape, dtype, rng):
     return flat.reshape(shape)
 
 
+def prefill_model(spec, **to_onnx_kw):
+    """(fn, model): llm_models' prefill of `spec` (fresh weights) and its ONNX
+    model at a symbolic batch and length, checked by onnx.checker."""
+    import llm_models as lm
+    fn = lm.prefill(spec, lm.init(spec))
+    model = jaxonnx.to_onnx(fn, symbolic_specs([("B", "T")] * 3, [np.int32] * 3), **to_onnx_kw)
+    onnx.checker.check_model(model, full_check=True)
+    return fn, model
+
+
 def check_padded_prefill(model, fn, vocab, rtol=2e-5, atol=2e-5):
     """A prefill model `fn(input_ids, attention_mask, position_ids) -> logits`
     matches JAX at batch 1 and 3, the last row padded at its end as

@@ -9,12 +9,11 @@ import dataclasses
 
 import jax.numpy as jnp
 import numpy as np
-import onnx
 import pytest
 
 import jaxonnx
 import llm_models as lm
-from helpers import all_op_types, check, check_padded_prefill, symbolic_specs
+from helpers import all_op_types, check, check_padded_prefill, prefill_model, symbolic_specs
 
 
 def _softmax_inputs_from(model):
@@ -75,8 +74,6 @@ SMALL = lm.Spec("llama_tiny", vocab=64, width=32, layers=2, heads=4, kv_heads=2,
 @pytest.mark.parametrize("sdpa", [False, True])
 def test_prefill_logits_are_not_transposed_and_match_jax(sdpa):
     spec = dataclasses.replace(SMALL, sdpa=sdpa)
-    f = lm.prefill(spec, lm.init(spec))
-    model = jaxonnx.to_onnx(f, symbolic_specs([("B", "T")] * 3, [np.int32] * 3))
-    onnx.checker.check_model(model, full_check=True)
+    f, model = prefill_model(spec)
     assert _softmax_inputs_from(model) == ["MatMul"] * spec.layers, _softmax_inputs_from(model)
     check_padded_prefill(model, f, spec.vocab)

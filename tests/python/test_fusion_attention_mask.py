@@ -16,12 +16,10 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-import onnx
 import pytest
 
-import jaxonnx
 import llm_models as lm
-from helpers import check, check_padded_prefill, symbolic_specs
+from helpers import check, check_padded_prefill, prefill_model
 
 
 def _producers(model):
@@ -161,9 +159,7 @@ SMALL = lm.Spec("llama_tiny", vocab=64, width=32, layers=3, heads=4, kv_heads=2,
 @pytest.mark.parametrize("sdpa", [False, True])
 def test_prefill_shares_one_additive_mask_and_matches_jax(sdpa):
     spec = dataclasses.replace(SMALL, sdpa=sdpa)
-    f = lm.prefill(spec, lm.init(spec))
-    model = jaxonnx.to_onnx(f, symbolic_specs([("B", "T")] * 3, [np.int32] * 3))
-    onnx.checker.check_model(model, full_check=True)
+    f, model = prefill_model(spec)
     producer = _producers(model)
     adds = _softmax_input(model)
     assert [n.op_type for n in adds] == ["Add"] * spec.layers
@@ -180,6 +176,5 @@ def test_prefill_shares_one_additive_mask_and_matches_jax(sdpa):
 
 def test_fuse_false_keeps_the_where():
     spec = SMALL
-    f = lm.prefill(spec, lm.init(spec))
-    model = jaxonnx.to_onnx(f, symbolic_specs([("B", "T")] * 3, [np.int32] * 3), fuse=False)
+    _, model = prefill_model(spec, fuse=False)
     assert [n.op_type for n in _softmax_input(model)] == ["Where"] * spec.layers
